@@ -1,0 +1,184 @@
+// The TrainingJob custom resource (headroom.dev/v1alpha1), as design.md fixes it.
+//
+// One YAML document is what `headroom run` reads locally and what `kubectl apply`
+// sends to a cluster, so this file is the single C++ shape of that document.
+// Field names in comments are the YAML/JSON names; C++ members use snake_case.
+//
+// Contract:
+//   - ParseTrainingJob() never throws on bad input: every problem found is returned
+//     as a SpecError{path, message}, all of them in one pass (unknown fields, wrong
+//     types, malformed YAML with its line, out-of-range values, cross-field rules).
+//   - A parsed job has every default applied (ApplyDefaults is idempotent).
+//   - ToYaml()/ToJson() emit the full object, defaults included; parsing that output
+//     gives back an equal TrainingJob (round trip).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom::spec {
+
+inline constexpr const char* kApiGroup = "headroom.dev";
+inline constexpr const char* kApiVersion = "headroom.dev/v1alpha1";
+inline constexpr const char* kKind = "TrainingJob";
+
+// One problem in a spec, named by its path: "spec.grpo.groupSize: must be >= 2, got 1".
+struct SpecError {
+  std::string path;     // e.g. "spec.grpo.groupSize", "metadata.name", "" for the document
+  std::string message;  // e.g. "must be >= 2, got 1"
+  int line = 0;         // 1-based YAML line when known, 0 otherwise
+  std::string ToString() const;  // "path: message" (the format `headroom validate` prints)
+};
+
+struct ObjectMeta {
+  std::string name;                       // DNS-1123 label
+  std::string namespace_;                 // "namespace"; empty = default
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  // Server-populated; kept so the operator can read objects from the API server.
+  std::string uid;
+  std::string resource_version;           // "resourceVersion"
+  int64_t generation = 0;
+  std::string creation_timestamp;         // "creationTimestamp"
+  std::string deletion_timestamp;         // "deletionTimestamp"
+  bool operator==(const ObjectMeta&) const = default;
+};
+
+struct Resources {
+  std::string cpu = "2";            // Kubernetes quantity as written
+  int64_t cpu_millis = 2000;        // parsed
+  std::string memory = "4Gi";       // quantity as written; the limit the guard protects
+  int64_t memory_bytes = 4LL << 30; // parsed
+  int gpus = 0;
+  bool operator==(const Resources&) const = default;
+};
+
+struct ModelSpec {
+  std::string preset = "tiny";      // tiny | small | base | "" (explicit dims)
+  // Explicit dims; 0 means "from the preset". Filled from the preset by ApplyDefaults.
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int ffn_hidden = 0;               // "ffnHidden"; default 4*hidden
+  int max_seq_len = 0;              // "maxSeqLen"; default maxPromptLength+maxResponseLength
+  std::string init = "random";      // random | checkpoint
+  std::string init_checkpoint;      // "initCheckpoint": a checkpoint dir when init=checkpoint
+  uint64_t seed = 0;                // weight-init seed; default task.seed
+  bool operator==(const ModelSpec&) const = default;
+};
+
+struct TaskSpec {
+  std::string name = "addition";    // addition | reverse | sort
+  int digits = 3;
+  uint64_t seed = 1;
+  bool operator==(const TaskSpec&) const = default;
+};
+
+struct GrpoSpec {
+  int steps = 200;
+  int prompts_per_step = 32;        // "promptsPerStep": global rollout batch, in prompts
+  int group_size = 8;               // "groupSize"
+  int max_prompt_length = 16;       // "maxPromptLength", tokens
+  int max_response_length = 8;      // "maxResponseLength"
+  int micro_batch_size = 64;        // "microBatchSize": sequences per chunk, per worker
+  int updates_per_step = 1;         // "updatesPerStep"
+  double learning_rate = 3.0e-4;    // "learningRate"
+  double clip_low = 0.2;            // "clipLow"
+  double clip_high = 0.28;          // "clipHigh"
+  double kl_coef = 0.01;            // "klCoef"; 0 = no reference model
+  std::string loss_aggregation = "token-mean";  // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
+  double temperature = 1.0;
+  bool operator==(const GrpoSpec&) const = default;
+};
+
+struct ShardingSpec {
+  int stage = 2;                    // 0 = DDP; 1/2/3 = ZeRO
+  bool offload_params = false;      // "offloadParams"
+  bool offload_optimizer = false;   // "offloadOptimizer"
+  bool operator==(const ShardingSpec&) const = default;
+};
+
+struct CheckpointSpec {
+  int every_steps = 50;             // "everySteps"
+  int keep = 2;
+  std::string volume;               // a PVC name on Kubernetes
+  bool operator==(const CheckpointSpec&) const = default;
+};
+
+// Guard actions, in the order a spec lists them (that order is the escalation order).
+enum class GuardAction { kRestart, kReshard, kShrinkMicroBatch, kDisableOffload, kEnableOffload };
+const char* GuardActionName(GuardAction a);                 // "restart", "reshard", ...
+std::optional<GuardAction> GuardActionFromName(const std::string& name);
+
+struct MemoryGuardSpec {
+  bool enabled = true;
+  double host_threshold = 0.90;     // "hostThreshold": fraction of the limit, in (0, 1]
+  double gpu_threshold = 0.92;      // "gpuThreshold"
+  int horizon_steps = 2;            // "horizonSteps"
+  int max_restarts = 10;            // "maxRestarts"
+  std::vector<GuardAction> actions = {GuardAction::kRestart, GuardAction::kReshard,
+                                      GuardAction::kShrinkMicroBatch,
+                                      GuardAction::kDisableOffload};
+  bool operator==(const MemoryGuardSpec&) const = default;
+};
+
+struct DebugSpec {
+  int64_t host_leak_bytes_per_step = 0;  // "hostLeakBytesPerStep": a deliberate leak (drills)
+  int64_t gpu_leak_bytes_per_step = 0;   // "gpuLeakBytesPerStep"
+  bool operator==(const DebugSpec&) const = default;
+};
+
+struct TrainingJobSpec {
+  bool suspend = false;
+  int workers = 1;                  // shards (ranks); the scale subresource points here
+  int min_workers = 1;              // "minWorkers"
+  int max_workers = 8;              // "maxWorkers"
+  std::string image = "headroom-worker:0.1.0";
+  Resources resources;
+  ModelSpec model;
+  TaskSpec task;
+  GrpoSpec grpo;
+  ShardingSpec sharding;
+  CheckpointSpec checkpoint;
+  MemoryGuardSpec memory_guard;     // "memoryGuard"
+  DebugSpec debug;
+  bool operator==(const TrainingJobSpec&) const = default;
+};
+
+struct TrainingJob {
+  std::string api_version = kApiVersion;
+  std::string kind = kKind;
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  bool operator==(const TrainingJob&) const = default;
+};
+
+struct ParseResult {
+  std::optional<TrainingJob> job;   // set only when errors is empty
+  std::vector<SpecError> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses one YAML (or JSON, which is YAML) document into a defaulted, validated job.
+// `source` names the input in messages (a file name), nothing else.
+ParseResult ParseTrainingJob(const std::string& yaml_text);
+ParseResult ParseTrainingJobFile(const std::string& path);
+
+// Fills every unset field from its default and the model preset. Idempotent.
+void ApplyDefaults(TrainingJob& job);
+// Checks ranges, enums, names and cross-field rules of an already-typed job.
+std::vector<SpecError> Validate(const TrainingJob& job);
+
+std::string ToYaml(const TrainingJob& job);
+std::string ToJson(const TrainingJob& job, int indent = 2);
+
+// A stable hash of everything that defines the run (model, task, seed, GRPO
+// hyper-parameters) and nothing the guard may change (workers, microBatchSize,
+// sharding stage/offload, resources, checkpoint, memoryGuard, debug, suspend, metadata).
+// A checkpoint stores it; a resume with a different hash is refused.
+std::string RunDefinitionHash(const TrainingJobSpec& spec);
+
+}  // namespace headroom::spec

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every package headroom builds, runs or tests with, from Debian only.
+# Idempotent: a second run installs nothing. Needs root (or sudo) and Debian's mirrors.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ccache pkg-config git ca-certificates clang libclang-rt-14-dev
+  # libraries
+  libtorch-dev libgloo-dev libcpprest-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev
+  libspdlog-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+  # benchmarks: the PyTorch-eager baseline the worker is measured against
+  python3 python3-torch
+  # tests: real Prometheus for dashboard/alert-rule tests, Go + sprig for Helm templates
+  prometheus golang-go golang-github-masterminds-sprig-dev
+)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
