@@ -1,0 +1,39 @@
+// Prometheus metric names (design.md, Metrics). Base units; labels `job` and `rank` on
+// worker series (Kubernetes adds `pod` and `namespace` at scrape). Dashboards, alert
+// rules and tests refer to these exact strings: rename nothing.
+#pragma once
+
+namespace headroom::metrics {
+
+// --- worker -------------------------------------------------------------------------
+inline constexpr const char* kWorkerStep = "headroom_worker_step";
+inline constexpr const char* kWorkerHostMemoryBytes = "headroom_worker_host_memory_bytes";
+inline constexpr const char* kWorkerHostMemoryPeakBytes = "headroom_worker_host_memory_peak_bytes";
+inline constexpr const char* kWorkerHostMemoryLimitBytes = "headroom_worker_host_memory_limit_bytes";
+inline constexpr const char* kWorkerGpuMemoryAllocatedBytes = "headroom_worker_gpu_memory_allocated_bytes";
+inline constexpr const char* kWorkerGpuMemoryReservedBytes = "headroom_worker_gpu_memory_reserved_bytes";
+inline constexpr const char* kWorkerGpuMemoryPeakBytes = "headroom_worker_gpu_memory_peak_bytes";
+inline constexpr const char* kWorkerGpuMemoryTotalBytes = "headroom_worker_gpu_memory_total_bytes";
+// Labelled {resource="host"|"gpu"}.
+inline constexpr const char* kWorkerMemoryGrowthBytesPerStep = "headroom_worker_memory_growth_bytes_per_step";
+inline constexpr const char* kWorkerOomForecastSteps = "headroom_worker_oom_forecast_steps";
+inline constexpr const char* kWorkerRewardMean = "headroom_worker_reward_mean";
+inline constexpr const char* kWorkerLoss = "headroom_worker_loss";
+inline constexpr const char* kWorkerKl = "headroom_worker_kl";
+inline constexpr const char* kWorkerTokensTotal = "headroom_worker_tokens_total";
+inline constexpr const char* kWorkerStepDurationSeconds = "headroom_worker_step_duration_seconds";  // histogram
+
+// --- operator -----------------------------------------------------------------------
+inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}
+inline constexpr const char* kOperatorReconcileDurationSeconds = "headroom_operator_reconcile_duration_seconds";
+inline constexpr const char* kOperatorGuardActionsTotal = "headroom_operator_guard_actions_total";  // {action,reason}
+inline constexpr const char* kOperatorJobs = "headroom_operator_jobs";  // {phase}
+
+// --- labels -------------------------------------------------------------------------
+inline constexpr const char* kLabelJob = "job";
+inline constexpr const char* kLabelRank = "rank";
+inline constexpr const char* kLabelResource = "resource";
+inline constexpr const char* kResourceHost = "host";
+inline constexpr const char* kResourceGpu = "gpu";
+
+}  // namespace headroom::metrics
