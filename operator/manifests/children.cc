@@ -1,0 +1,162 @@
+#include "operator/manifests/children.h"
+
+#include <string>
+
+namespace headroom::manifests {
+
+using nlohmann::json;
+
+std::string WorkerPodName(const std::string& job_name, int rank) {
+  return job_name + "-worker-" + std::to_string(rank);
+}
+
+std::string ServiceName(const std::string& job_name) { return job_name; }
+
+std::string SpecConfigMapName(const std::string& job_name) { return job_name + "-spec"; }
+
+std::string MasterAddress(const std::string& job_name, const std::string& namespace_) {
+  return WorkerPodName(job_name, 0) + "." + ServiceName(job_name) + "." + namespace_ + ".svc";
+}
+
+json OwnerReference(const spec::TrainingJob& job) {
+  if (job.metadata.uid.empty()) return nullptr;
+  return json{{"apiVersion", job.api_version},
+              {"kind", job.kind},
+              {"name", job.metadata.name},
+              {"uid", job.metadata.uid},
+              {"controller", true},
+              {"blockOwnerDeletion", true}};
+}
+
+namespace {
+
+json ChildMetadata(const spec::TrainingJob& job, const std::string& name,
+                   const std::string& namespace_, json labels) {
+  labels[kLabelJobName] = job.metadata.name;
+  labels[kLabelManagedBy] = kManagedByValue;
+  json meta{{"name", name}, {"namespace", namespace_}, {"labels", std::move(labels)}};
+  json owner = OwnerReference(job);
+  if (!owner.is_null()) meta["ownerReferences"] = json::array({owner});
+  return meta;
+}
+
+json EnvVar(const std::string& name, const std::string& value) {
+  return json{{"name", name}, {"value", value}};
+}
+
+json FieldRefEnv(const std::string& name, const std::string& field_path) {
+  return json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
+}  // namespace
+
+json BuildSpecConfigMap(const WorkerGeneration& gen, const std::string& namespace_) {
+  const spec::TrainingJob& job = gen.job;
+  json meta = ChildMetadata(job, SpecConfigMapName(job.metadata.name), namespace_,
+                            json{{kLabelGeneration, std::to_string(gen.generation)}});
+  return json{{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"metadata", std::move(meta)},
+              {"data", {{kSpecFileName, spec::ToYaml(job)}}}};
+}
+
+json BuildHeadlessService(const spec::TrainingJob& job, const std::string& namespace_) {
+  json meta = ChildMetadata(job, ServiceName(job.metadata.name), namespace_, json::object());
+  return json{
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", std::move(meta)},
+      {"spec",
+       {{"clusterIP", "None"},
+        // Rank 0 must resolve before it is Ready: the other ranks rendezvous with it
+        // while it is still starting.
+        {"publishNotReadyAddresses", true},
+        {"selector", {{kLabelJobName, job.metadata.name}}},
+        {"ports", json::array({json{{"name", "rendezvous"}, {"port", kRendezvousPort}, {"protocol", "TCP"}},
+                               json{{"name", "metrics"}, {"port", kMetricsPort}, {"protocol", "TCP"}}})}}}};
+}
+
+json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
+  const spec::TrainingJob& job = gen.job;
+  const spec::TrainingJobSpec& s = job.spec;
+  const std::string& name = job.metadata.name;
+
+  json labels{{kLabelRank, std::to_string(rank)}, {kLabelGeneration, std::to_string(gen.generation)}};
+  json meta = ChildMetadata(job, WorkerPodName(name, rank), namespace_, std::move(labels));
+  meta["annotations"] = json{{"prometheus.io/scrape", "true"},
+                             {"prometheus.io/port", std::to_string(kMetricsPort)},
+                             {"prometheus.io/path", "/metrics"}};
+
+  json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
+  if (s.resources.gpus > 0) limits["nvidia.com/gpu"] = std::to_string(s.resources.gpus);
+  // Requests equal limits: the memory limit is what the guard protects, and a pod that
+  // may be squeezed below it by its neighbours would be guarding the wrong number.
+  json resources{{"limits", limits}, {"requests", limits}};
+
+  json env = json::array({EnvVar("RANK", std::to_string(rank)),
+                          EnvVar("WORLD_SIZE", std::to_string(s.workers)),
+                          EnvVar("MASTER_ADDR", MasterAddress(name, namespace_)),
+                          EnvVar("MASTER_PORT", std::to_string(kRendezvousPort)),
+                          EnvVar("HEADROOM_JOB_NAME", name),
+                          EnvVar("HEADROOM_GENERATION", std::to_string(gen.generation)),
+                          FieldRefEnv("POD_NAME", "metadata.name"),
+                          FieldRefEnv("POD_NAMESPACE", "metadata.namespace")});
+
+  const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
+  json container{
+      {"name", "worker"},
+      {"image", s.image},
+      {"imagePullPolicy", "IfNotPresent"},
+      {"command", json::array({"headroom-worker"})},
+      {"args", json::array({"--job", spec_path, "--checkpoint-dir", kCheckpointMountDir,
+                            "--metrics-port", std::to_string(kMetricsPort)})},
+      {"env", std::move(env)},
+      {"ports", json::array({json{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}},
+                             json{{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
+      {"resources", std::move(resources)},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}}, {"periodSeconds", 10}}},
+      {"terminationMessagePath", "/dev/termination-log"},
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
+      {"securityContext",
+       {{"runAsNonRoot", true},
+        {"readOnlyRootFilesystem", true},
+        {"allowPrivilegeEscalation", false},
+        {"capabilities", {{"drop", json::array({"ALL"})}}}}},
+      {"volumeMounts", json::array({json{{"name", "spec"}, {"mountPath", kSpecMountDir}, {"readOnly", true}},
+                                    json{{"name", "checkpoints"}, {"mountPath", kCheckpointMountDir}},
+                                    json{{"name", "dshm"}, {"mountPath", "/dev/shm"}},
+                                    json{{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
+
+  json checkpoints = s.checkpoint.volume.empty()
+                         ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
+                         : json{{"name", "checkpoints"},
+                                {"persistentVolumeClaim", {{"claimName", s.checkpoint.volume}}}};
+  json volumes = json::array(
+      {json{{"name", "spec"}, {"configMap", {{"name", SpecConfigMapName(name)}}}}, checkpoints,
+       // NCCL and the data loader use /dev/shm; the container default of 64 MiB is too small.
+       json{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}},
+       json{{"name", "tmp"}, {"emptyDir", json::object()}}});
+
+  json pod_spec{{"restartPolicy", "Never"},
+                // Rank 0's stable DNS name comes from hostname + subdomain = the headless Service.
+                {"hostname", WorkerPodName(name, rank)},
+                {"subdomain", ServiceName(name)},
+                // Long enough for a worker to write its checkpoint after SIGTERM.
+                {"terminationGracePeriodSeconds", 120},
+                {"securityContext",
+                 {{"runAsNonRoot", true},
+                  {"runAsUser", 65532},
+                  {"runAsGroup", 65532},
+                  {"fsGroup", 65532},
+                  {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                {"containers", json::array({std::move(container)})},
+                {"volumes", std::move(volumes)}};
+  if (s.resources.gpus > 0) {
+    pod_spec["tolerations"] = json::array(
+        {json{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  }
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(pod_spec)}};
+}
+
+}  // namespace headroom::manifests

@@ -1,0 +1,57 @@
+// The Kubernetes objects one TrainingJob owns (design.md, "Kubernetes objects per
+// TrainingJob"): worker Pods `<job>-worker-<rank>`, a headless Service `<job>`, and a
+// ConfigMap `<job>-spec` holding the job YAML the workers read.
+//
+// Contract:
+//   - Pure functions of their inputs: the operator's reconciler and `headroom render`
+//     build children with the same code, so what render prints is what the operator
+//     creates.
+//   - Every child carries an ownerReference to the TrainingJob (controller: true,
+//     blockOwnerDeletion: true) when the job has a uid (a job read from the API server);
+//     render, working from a file, has none and omits it.
+//   - Pods are restartPolicy Never: restarts are the operator's decision (checkpoint,
+//     reshard, re-tune), never the kubelet's.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "core/spec/training_job.h"
+
+namespace headroom::manifests {
+
+inline constexpr const char* kLabelJobName = "headroom.dev/job-name";
+inline constexpr const char* kLabelRank = "headroom.dev/rank";
+inline constexpr const char* kLabelGeneration = "headroom.dev/generation";
+inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "headroom-operator";
+
+inline constexpr int kRendezvousPort = 29500;   // MASTER_PORT (torchrun's default)
+inline constexpr int kMetricsPort = 9400;       // the worker's /metrics and /healthz
+inline constexpr const char* kSpecMountDir = "/etc/headroom";
+inline constexpr const char* kSpecFileName = "job.yaml";
+inline constexpr const char* kCheckpointMountDir = "/checkpoints";
+
+std::string WorkerPodName(const std::string& job_name, int rank);
+std::string ServiceName(const std::string& job_name);
+std::string SpecConfigMapName(const std::string& job_name);
+// DNS name of rank 0 through the headless Service: `<job>-worker-0.<job>.<ns>.svc`.
+std::string MasterAddress(const std::string& job_name, const std::string& namespace_);
+
+// What a generation of workers runs: the job as the guard last adjusted it (workers,
+// microBatchSize, offload may differ from the user's spec) and its generation number.
+struct WorkerGeneration {
+  spec::TrainingJob job;      // effective spec for this generation
+  int64_t generation = 1;     // headroom.dev/generation label; bumps on every relaunch
+};
+
+nlohmann::json BuildSpecConfigMap(const WorkerGeneration& gen, const std::string& namespace_);
+nlohmann::json BuildHeadlessService(const spec::TrainingJob& job, const std::string& namespace_);
+nlohmann::json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_);
+
+// The ownerReference every child carries; null json when the job has no uid.
+nlohmann::json OwnerReference(const spec::TrainingJob& job);
+
+}  // namespace headroom::manifests

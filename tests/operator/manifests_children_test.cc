@@ -1,0 +1,135 @@
+// The children a TrainingJob owns: names, labels, ownership, rendezvous env and the
+// security posture design.md requires, plus the JSON->YAML writer render uses.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "operator/manifests/children.h"
+#include "operator/manifests/json_yaml.h"
+
+namespace headroom::manifests {
+namespace {
+
+using nlohmann::json;
+
+spec::TrainingJob MakeJob() {
+  spec::TrainingJob job;
+  job.metadata.name = "addition-tiny";
+  job.metadata.uid = "6f1c2f7e-0000-4000-8000-000000000001";
+  job.spec.workers = 2;
+  job.spec.resources.gpus = 1;
+  job.spec.checkpoint.volume = "ckpt-pvc";
+  return job;
+}
+
+const json* FindByName(const json& list, const std::string& name) {
+  for (const auto& e : list)
+    if (e.value("name", "") == name) return &e;
+  return nullptr;
+}
+
+std::string EnvValue(const json& pod, const std::string& name) {
+  const json* e = FindByName(pod["spec"]["containers"][0]["env"], name);
+  return e && e->contains("value") ? (*e)["value"].get<std::string>() : "";
+}
+
+TEST(Children, NamesFollowDesign) {
+  EXPECT_EQ(WorkerPodName("j", 3), "j-worker-3");
+  EXPECT_EQ(ServiceName("j"), "j");
+  EXPECT_EQ(SpecConfigMapName("j"), "j-spec");
+  EXPECT_EQ(MasterAddress("j", "ns"), "j-worker-0.j.ns.svc");
+}
+
+TEST(Children, PodCarriesLabelsOwnerAndRendezvousEnv) {
+  WorkerGeneration gen{MakeJob(), 4};
+  json pod = BuildWorkerPod(gen, 1, "training");
+  const json& meta = pod["metadata"];
+  EXPECT_EQ(meta["name"], "addition-tiny-worker-1");
+  EXPECT_EQ(meta["namespace"], "training");
+  EXPECT_EQ(meta["labels"][kLabelJobName], "addition-tiny");
+  EXPECT_EQ(meta["labels"][kLabelRank], "1");
+  EXPECT_EQ(meta["labels"][kLabelGeneration], "4");
+  ASSERT_EQ(meta["ownerReferences"].size(), 1u);
+  EXPECT_EQ(meta["ownerReferences"][0]["uid"], gen.job.metadata.uid);
+  EXPECT_EQ(meta["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(meta["ownerReferences"][0]["kind"], "TrainingJob");
+
+  EXPECT_EQ(EnvValue(pod, "RANK"), "1");
+  EXPECT_EQ(EnvValue(pod, "WORLD_SIZE"), "2");
+  EXPECT_EQ(EnvValue(pod, "MASTER_ADDR"), "addition-tiny-worker-0.addition-tiny.training.svc");
+  EXPECT_EQ(EnvValue(pod, "MASTER_PORT"), std::to_string(kRendezvousPort));
+  // DNS for MASTER_ADDR exists only if hostname/subdomain match the headless Service.
+  EXPECT_EQ(pod["spec"]["hostname"], "addition-tiny-worker-1");
+  EXPECT_EQ(pod["spec"]["subdomain"], "addition-tiny");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+}
+
+TEST(Children, PodIsLockedDownAndMountsWhatTheWorkerNeeds) {
+  json pod = BuildWorkerPod({MakeJob(), 1}, 0, "default");
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(c["resources"]["limits"]["memory"], "4Gi");
+
+  std::set<std::string> mounts;
+  for (const auto& m : c["volumeMounts"]) mounts.insert(m["mountPath"]);
+  EXPECT_TRUE(mounts.count("/dev/shm"));
+  EXPECT_TRUE(mounts.count(kCheckpointMountDir));
+  EXPECT_TRUE(mounts.count(kSpecMountDir));
+  const json* shm = FindByName(pod["spec"]["volumes"], "dshm");
+  ASSERT_NE(shm, nullptr);
+  EXPECT_EQ((*shm)["emptyDir"]["medium"], "Memory");
+  const json* ckpt = FindByName(pod["spec"]["volumes"], "checkpoints");
+  ASSERT_NE(ckpt, nullptr);
+  EXPECT_EQ((*ckpt)["persistentVolumeClaim"]["claimName"], "ckpt-pvc");
+}
+
+TEST(Children, NoOwnerReferenceWithoutUid) {
+  spec::TrainingJob job = MakeJob();
+  job.metadata.uid.clear();
+  EXPECT_FALSE(BuildHeadlessService(job, "default")["metadata"].contains("ownerReferences"));
+}
+
+TEST(Children, ServiceIsHeadlessAndPublishesNotReady) {
+  json svc = BuildHeadlessService(MakeJob(), "default");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"][kLabelJobName], "addition-tiny");
+}
+
+TEST(Children, ConfigMapHoldsTheJobYamlTheWorkerReads) {
+  WorkerGeneration gen{MakeJob(), 2};
+  gen.job.spec.grpo.micro_batch_size = 16;  // a guard-adjusted generation
+  json cm = BuildSpecConfigMap(gen, "default");
+  std::string text = cm["data"][kSpecFileName];
+  spec::ParseResult parsed = spec::ParseTrainingJob(text);
+  ASSERT_TRUE(parsed.ok()) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
+  EXPECT_EQ(parsed.job->spec.grpo.micro_batch_size, 16);
+  EXPECT_EQ(parsed.job->spec.workers, 2);
+}
+
+TEST(JsonYaml, RoundTripKeepsTypes) {
+  json v{{"cpu", "2"},         {"flag", "true"},      {"empty", ""},      {"n", 3},
+         {"f", 0.25},          {"b", false},          {"nil", nullptr},   {"list", json::array({"1", 2})},
+         {"multi", "a: 1\nb: 2\n"}, {"yes", "yes"},   {"plain", "hello world"}};
+  YAML::Node node = YAML::Load(JsonToYaml(v));
+  EXPECT_EQ(node["cpu"].Tag(), "!");  // quoted: a string, not the number 2
+  EXPECT_EQ(node["cpu"].as<std::string>(), "2");
+  EXPECT_EQ(node["flag"].Tag(), "!");
+  EXPECT_EQ(node["yes"].Tag(), "!");
+  EXPECT_EQ(node["empty"].as<std::string>(), "");
+  EXPECT_EQ(node["n"].as<int>(), 3);
+  EXPECT_DOUBLE_EQ(node["f"].as<double>(), 0.25);
+  EXPECT_FALSE(node["b"].as<bool>());
+  EXPECT_TRUE(node["nil"].IsNull());
+  EXPECT_EQ(node["list"][0].Tag(), "!");
+  EXPECT_EQ(node["multi"].as<std::string>(), "a: 1\nb: 2\n");
+  EXPECT_EQ(node["plain"].as<std::string>(), "hello world");
+}
+
+}  // namespace
+}  // namespace headroom::manifests
