@@ -1,0 +1,64 @@
+// One guard decision: what to do before the next step runs, and why, in words.
+//
+// The worker puts Decision::ToJson() in its termination message when it exits 76; the
+// local runtime and the operator parse it with Decision::FromJson() and apply it
+// (restart from the checkpoint, relaunch with target_workers, a new microBatchSize or
+// offload setting). The same JSON feeds status.lastAction and Events.
+//
+// JSON (keys fixed; `null`/absent targets mean "unchanged"):
+//   {"action":"restart","resource":"host","reason":"host working set 812 MiB of 1 GiB ...",
+//    "step":7,"forecast_peak_bytes":951619584,"steps_to_limit":2,
+//    "growth_bytes_per_step":50331648,"memory_class":"leak",
+//    "target_workers":null,"target_micro_batch_size":null,
+//    "target_offload_params":null,"target_offload_optimizer":null}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/spec/training_job.h"
+
+namespace headroom::guard {
+
+enum class DecisionAction {
+  kNone,
+  kRestart,           // spec::GuardAction::kRestart
+  kReshard,           // spec::GuardAction::kReshard
+  kShrinkMicroBatch,  // spec::GuardAction::kShrinkMicroBatch
+  kDisableOffload,    // spec::GuardAction::kDisableOffload
+  kEnableOffload,     // spec::GuardAction::kEnableOffload
+  kFail,              // nothing left to try: stop the job with the reason
+};
+
+// "none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload",
+// "fail" (the spec's spellings where they overlap).
+const char* DecisionActionName(DecisionAction a);
+std::optional<DecisionAction> DecisionActionFromName(const std::string& name);
+DecisionAction FromGuardAction(spec::GuardAction a);
+std::optional<spec::GuardAction> ToGuardAction(DecisionAction a);  // nullopt for none/fail
+
+struct Decision {
+  DecisionAction action = DecisionAction::kNone;
+  std::string resource;             // "host", "gpu", or "" when none
+  std::string reason;               // for a person: numbers, class, horizon, the action's why
+  int step = 0;                     // the last finished step (the checkpoint step)
+  int64_t forecast_peak_bytes = 0;  // highest predicted peak within the horizon
+  int steps_to_limit = -1;          // -1 = never
+  double growth_bytes_per_step = 0;
+  std::string memory_class;         // forecaster class of the resource
+  std::optional<int> target_workers;
+  std::optional<int> target_micro_batch_size;
+  std::optional<bool> target_offload_params;
+  std::optional<bool> target_offload_optimizer;
+
+  bool acts() const { return action != DecisionAction::kNone; }
+  std::string ToJson() const;  // one line
+  // Throws std::invalid_argument naming the bad key.
+  static Decision FromJson(const std::string& json);
+  // Applies the targets to a spec (workers, microBatchSize, offload flags); restart and
+  // none change nothing. The supervisor calls this before relaunching.
+  void ApplyTo(spec::TrainingJobSpec& spec) const;
+};
+
+}  // namespace headroom::guard

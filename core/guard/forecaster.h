@@ -1,0 +1,124 @@
+// Where memory is going: a per-resource forecast from the per-step series.
+//
+// Input, once per finished step: end-of-step bytes, the step's peak, and the tokens the
+// step processed, for host (cgroup working set) and GPU (caching-allocator reserved).
+// Model, per resource:
+//   end-of-step bytes  b(t) = level + growth * t      (trend; Theil-Sen over a window,
+//                                                      so outliers and staircases do not
+//                                                      bend it)
+//   peak excess        p(t) - b(t) = a + c * tokens(t) (fitted on (tokens, excess), so a
+//                                                      long-prompt batch predicts a spike)
+// and the predicted peak of step t+h is b(t) + growth*h + a + c*tokens(t+h), with the next
+// step's token count known (its batch is formed before it runs) and the recent median
+// for later steps.
+//
+// Classes (what kind of memory behaviour this is; the policy picks actions from it):
+//   leak      sustained growth: significant over the window AND still present in the
+//             recent half (warm-up growth that levels off is not a leak; a staircase
+//             with regular rises is)
+//   capacity  no trend; the peak follows tokens (activations) or the level itself sits
+//             near the threshold: more memory per step than fits, not a leak
+//   plateau   no trend (including warm-up that is levelling off)
+//   sawtooth  no trend, with periodic drops (e.g. a cache that is rebuilt)
+//   unknown   too few steps to say (fewer than ForecasterOptions::min_history)
+//
+// Contract: Observe() steps must increase (a repeated or older step replaces the history
+// from that step on: a restarted worker resumes from a checkpoint). ForecastNext() is
+// const, O(window^2), ~ a few microseconds for the default window, allocation-light.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace headroom::spec {
+struct MemoryGuardSpec;
+}
+
+namespace headroom::guard {
+
+// What one step measured (a row of a replay trace). 0 = not measured for peaks/limits.
+struct StepMemory {
+  int step = 0;
+  int64_t host_bytes = 0;        // end of step: cgroup working set
+  int64_t host_peak_bytes = 0;   // max during the step (0 = unknown: use host_bytes)
+  int64_t gpu_bytes = 0;         // end of step: allocator reserved (0 with no GPU)
+  int64_t gpu_peak_bytes = 0;    // reserved peak during the step (0 = unknown)
+  int64_t tokens = 0;            // tokens the step processed (prompt + response, all sequences)
+  int64_t host_limit_bytes = 0;  // 0 = unknown (keep the last known)
+  int64_t gpu_limit_bytes = 0;
+};
+
+enum class MemoryClass { kUnknown, kPlateau, kSawtooth, kCapacity, kLeak };
+const char* MemoryClassName(MemoryClass c);  // "unknown", "plateau", "sawtooth", "capacity", "leak"
+
+inline constexpr int kNever = -1;  // steps_to_* when the forecast never crosses
+
+struct ResourceForecast {
+  bool present = false;              // measured at all (no GPU: false)
+  int64_t limit_bytes = 0;           // 0 = no limit known: no steps_to_* (kNever)
+  int64_t threshold_bytes = 0;       // threshold fraction * limit
+  int64_t current_bytes = 0;         // last end-of-step bytes
+  int64_t current_peak_bytes = 0;    // last step's peak
+  int64_t level_bytes = 0;           // trend value at the last step (robust "now")
+  double growth_bytes_per_step = 0;  // trend slope used for projection (0 unless a trend)
+  double raw_growth_bytes_per_step = 0;  // Theil-Sen slope over the window, before judging it
+  double peak_excess_intercept = 0;  // a in peak - end = a + c * tokens
+  double peak_bytes_per_token = 0;   // c
+  int64_t next_step_tokens = 0;
+  // predicted_peak_bytes[h-1] = peak expected in step (last+h), h = 1..horizon.
+  std::vector<int64_t> predicted_peak_bytes;
+  std::vector<int64_t> predicted_end_bytes;
+  int steps_to_threshold = kNever;   // first h >= 1 whose predicted peak >= threshold
+  int steps_to_limit = kNever;       // first h >= 1 whose predicted peak >= limit
+  MemoryClass memory_class = MemoryClass::kUnknown;
+  bool warming_up = false;           // growth present but decelerating (levels off)
+  double confidence = 0;             // 0..1: history length and fit quality
+  // One line for logs and reasons: "812 MiB of 1 GiB (79%), +48 MiB/step (leak)".
+  std::string Describe() const;
+  int64_t NextPeak() const { return predicted_peak_bytes.empty() ? 0 : predicted_peak_bytes[0]; }
+};
+
+struct Forecast {
+  int step = 0;                      // the last observed step; forecasts are for step+1..
+  int horizon = 0;
+  ResourceForecast host;
+  ResourceForecast gpu;
+};
+
+struct ForecasterOptions {
+  int window = 12;                   // steps the trend is fitted over
+  int min_history = 4;               // fewer steps: class unknown, no trend
+  int horizon = 2;                   // steps predicted (predicted_*_bytes size)
+  int max_steps_scan = 100000;       // steps_to_* beyond this are kNever
+  double host_threshold = 0.90;
+  double gpu_threshold = 0.92;
+  // Growth below this fraction of the limit per step (or of the level when no limit) is
+  // treated as no trend: a 0.1%/step creep is not worth a restart inside the horizon.
+  double min_growth_fraction = 0.002;
+};
+
+// Options from the spec's memoryGuard (thresholds, horizon).
+ForecasterOptions ForecasterOptionsFromSpec(const spec::MemoryGuardSpec& guard);
+
+class Forecaster {
+ public:
+  explicit Forecaster(ForecasterOptions options = {});
+
+  void Observe(const StepMemory& step);
+  // The forecast for the next steps, given the token count of the next step's batch
+  // (0 = unknown: the recent median is used).
+  Forecast ForecastNext(int64_t next_step_tokens = 0) const;
+
+  void Reset() { history_.clear(); }
+  size_t size() const { return history_.size(); }
+  const ForecasterOptions& options() const { return options_; }
+  const std::deque<StepMemory>& history() const { return history_; }
+
+ private:
+  ForecasterOptions options_;
+  std::deque<StepMemory> history_;   // at most 4 * window steps are kept
+};
+
+}  // namespace headroom::guard

@@ -1,0 +1,52 @@
+// What the guard has already done to this job, carried across worker restarts.
+//
+// A worker process lives only until the next restart, so the supervisor (local runtime or
+// operator) owns the history: it records each decision it applies and each crash, and
+// hands the history to every new worker in the environment variable
+// HEADROOM_GUARD_HISTORY as one line of JSON (small; no file to share). The policy reads
+// it to cap restarts (maxRestarts) and to refuse restarts that bought no progress.
+//
+// JSON: {"restarts":2,"crash_restarts":1,"oom_kills":1,"reshards":0,
+//        "micro_batch_shrinks":0,"offload_enabled":0,"offload_disabled":0,
+//        "last_restart_step":14,"last_action":"restart","last_action_step":14}
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/guard/decision.h"
+
+namespace headroom::guard {
+
+inline constexpr const char* kGuardHistoryEnv = "HEADROOM_GUARD_HISTORY";
+
+struct GuardHistory {
+  int restarts = 0;             // every relaunch from a checkpoint: guard restarts + crash restarts
+  int crash_restarts = 0;       // of which after a crash or kernel OOM kill
+  int oom_kills = 0;            // kernel OOM kills seen (exit 137 with oom_kill counted)
+  int reshards = 0;
+  int micro_batch_shrinks = 0;
+  int offload_enabled = 0;      // enableOffload decisions applied
+  int offload_disabled = 0;     // disableOffload decisions applied
+  int last_restart_step = -1;   // step the last restart resumed from; -1 = none yet
+  std::string last_action;      // DecisionActionName of the last applied decision
+  int last_action_step = -1;
+
+  // Steps made since the last restart, given the current step (a large number when
+  // there was no restart).
+  int StepsSinceLastRestart(int current_step) const;
+
+  // Records an applied decision (restart/reshard/... counts, last_* fields).
+  void Record(const Decision& decision);
+  // Records a crash restart from `checkpoint_step` (oom_kill: a kernel OOM kill).
+  void RecordCrashRestart(int checkpoint_step, bool oom_kill);
+
+  std::string ToJson() const;
+  // Throws std::invalid_argument naming the bad key.
+  static GuardHistory FromJson(const std::string& json);
+  // From HEADROOM_GUARD_HISTORY; an empty history when unset. Throws when malformed.
+  static GuardHistory FromEnvironment();
+  bool operator==(const GuardHistory&) const = default;
+};
+
+}  // namespace headroom::guard

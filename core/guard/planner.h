@@ -1,0 +1,94 @@
+// How much memory a TrainingJob needs per worker, by component, before it runs.
+//
+// ZeRO arithmetic (Rajbhandari et al.), adapted to the worker's dtypes. Per rank, with
+// Psi parameters, N ranks, P/G bytes per parameter/gradient element and K bytes of optimizer
+// state per parameter:
+//   stage 0: (P + G + K) Psi            stage 1: (P + G) Psi + K Psi / N
+//   stage 2: P Psi + (G + K) Psi / N    stage 3: (P + G + K) Psi / N  (+ one gathered layer)
+// Our dtypes: parameters and gradients fp32 (P = G = 4; on GPU the worker uses bf16
+// autocast and keeps fp32 weights, so no extra master copy), AdamW's two fp32 moments
+// (K = 8). PlanOptions::bf16_params models bf16 storage with an fp32 master (P = G = 2,
+// K = 12).
+// Activations per micro-batch (kept for backward), after Korthikanti et al. (34 h + 5 a s
+// bytes per token per layer in 16-bit, i.e. 17 h + 2.5 a s elements):
+//   micro * seq * layers * (17 * hidden + 2.5 * heads * seq) * act_bytes
+// plus the logits and their log-softmax and gradient: 3 * micro * seq * vocab * 4.
+// Generation KV cache: 2 * layers * heads * head_dim * seq * batch * kv_bytes with
+// batch = promptsPerStep / workers * groupSize (the local rollout sequences).
+// Reference model (klCoef > 0): parameters only, replicated.
+// Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
+// 200 MiB of host (kHostRuntimeBaselineBytes), plus ~512 MiB of CUDA context per GPU. Both
+// are estimates; PlanCorrection learns a measured/planned factor.
+// Placement: gpus == 0 -> everything on host. Otherwise state is on the GPU except what
+// offloadParams (parameters, reference model) and offloadOptimizer (optimizer state and
+// the fp32 gradient shard it steps on) move to host.
+//
+// Contract: pure functions of the spec; PlanMemory requires workers >= 1 (throws
+// std::invalid_argument otherwise).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/spec/training_job.h"
+
+namespace headroom::guard {
+
+inline constexpr int64_t kHostRuntimeBaselineBytes = 200LL << 20;
+inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
+inline constexpr double kActivationElementsPerHidden = 17.0;   // per token per layer
+inline constexpr double kActivationElementsPerHeadSeq = 2.5;   // attention scores per token per layer
+
+struct PlanOptions {
+  int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
+  bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
+};
+
+struct PlanComponent {
+  std::string name;             // "parameters", "gradients", "optimizer", "activations",
+                                // "logits", "generation cache", "reference model", "runtime"
+  int64_t host_bytes = 0;
+  int64_t gpu_bytes = 0;
+  std::string note;             // how it was computed, e.g. "stage 2: fp32 Psi" 
+};
+
+struct Plan {
+  int workers = 1;
+  int64_t parameters = 0;       // Psi
+  std::vector<PlanComponent> components;
+  int64_t host_total_bytes = 0;
+  int64_t gpu_total_bytes = 0;
+  int64_t host_limit_bytes = 0;  // spec.resources.memory
+  int64_t gpu_limit_bytes = 0;   // PlanOptions::gpu_total_bytes
+  // The steady state (everything but activations/logits: what stays between steps) and
+  // the token-driven part (activations + logits), per side.
+  int64_t host_state_bytes = 0, gpu_state_bytes = 0;
+  int64_t host_activation_bytes = 0, gpu_activation_bytes = 0;
+  const PlanComponent* Find(const std::string& name) const;
+};
+
+// Learned from measurements: measured / planned totals per side (1 = plan is right).
+struct PlanCorrection {
+  double host_scale = 1.0;
+  double gpu_scale = 1.0;
+  // Folds one measurement in (exponential average, factor clamped to [0.25, 4]).
+  void Observe(const Plan& plan, int64_t measured_host_peak, int64_t measured_gpu_peak);
+};
+
+Plan PlanMemory(const spec::TrainingJobSpec& spec, int workers, const PlanOptions& options = {},
+                const PlanCorrection& correction = {});
+
+// Whether a plan fits below the guard thresholds (host: hostThreshold * limit, GPU:
+// gpuThreshold * limit when known).
+bool PlanFits(const Plan& plan, const spec::MemoryGuardSpec& guard);
+
+// Smallest worker count in [max(min_workers, from), maxWorkers] that fits and that the
+// worker can run (spec::WorkerCountFits); 0 when none.
+int SmallestFittingWorkers(const spec::TrainingJobSpec& spec, int from = 1,
+                           const PlanOptions& options = {}, const PlanCorrection& correction = {});
+// Largest microBatchSize in [1, spec micro] that fits with `workers`; 0 when none.
+int LargestFittingMicroBatch(const spec::TrainingJobSpec& spec, int workers,
+                             const PlanOptions& options = {}, const PlanCorrection& correction = {});
+
+}  // namespace headroom::guard

@@ -1,0 +1,48 @@
+// The memory guard's decision: one action (or none) with a reason a person can read.
+//
+// Decide() runs at every step boundary on every rank, with the forecast for the next
+// steps. It acts only when a resource's forecast peak crosses its threshold within
+// memoryGuard.horizonSteps (never on a trend that is not there: a level sitting steady
+// below the threshold is left alone). The cause picks the candidate actions:
+//   leak                     restart (a fresh process gets its memory back)
+//   state does not fit       reshard (more workers, each holding less), offload toggles
+//   token-driven spike       shrinkMicroBatch, reshard (fewer sequences per worker)
+// Candidates are tried in the order spec.memoryGuard.actions lists them, and only those
+// listed; an action that cannot help (at maxWorkers, micro-batch already 1, offload
+// already in that state, the other side has no room, restarts exhausted or the last restart
+// bought fewer than horizon+1 steps) is skipped with its reason kept, so the next allowed
+// action is an escalation. When nothing is left: fail, saying why for each.
+//
+// Reasons read like: "host working set 812 MiB of 1 GiB limit (79%), growing 48 MiB/step
+// (leak); forecast crosses the 90% threshold in 1 step: restart to reclaim leaked memory".
+//
+// `spec` is the job as it runs now (with earlier guard changes applied); `plan` (may be
+// null) is PlanMemory for `current_workers`, used to choose reshard targets and to tell
+// whether the other side has room.
+#pragma once
+
+#include "core/guard/decision.h"
+#include "core/guard/forecaster.h"
+#include "core/guard/guard_history.h"
+#include "core/guard/planner.h"
+#include "core/spec/training_job.h"
+
+namespace headroom::guard {
+
+Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec,
+                const GuardHistory& history, const Plan* plan, int current_workers,
+                const PlanOptions& plan_options = {});
+
+// What the supervisor saw after the fact.
+enum class ExitCause { kOomKill, kCrash };
+
+// After a worker died (kernel OOM kill or any other crash) at or after `failed_step`,
+// with the newest checkpoint at `checkpoint_step`: restart from the checkpoint while
+// restarts remain; when the last restart bought no progress (crashed again at the same
+// step) escalate like Decide() does for an OOM kill (reshard / shrink micro-batch); fail
+// after maxRestarts, saying so.
+Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
+                          const spec::TrainingJobSpec& spec, const GuardHistory& history,
+                          int current_workers, const PlanOptions& plan_options = {});
+
+}  // namespace headroom::guard
