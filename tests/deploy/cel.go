@@ -143,7 +143,7 @@ type celParser struct {
 }
 
 func (p *celParser) peek() celToken { return p.toks[p.pos] }
-func (p *celParser) next() celToken  { t := p.toks[p.pos]; p.pos++; return t }
+func (p *celParser) next() celToken { t := p.toks[p.pos]; p.pos++; return t }
 func (p *celParser) accept(op string) bool {
 	if t := p.peek(); t.kind == "op" && t.text == op {
 		p.pos++

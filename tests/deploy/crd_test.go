@@ -217,8 +217,8 @@ func TestCRDAcceptsEveryValidSpec(t *testing.T) {
 // checked to really be accepted by the schema (or to be unparsable YAML), so a stale
 // entry fails the test instead of hiding a rule the CRD gained.
 type schemaBlindSpot struct {
-	reason   string
-	notYAML  bool // the file is malformed YAML: a parse error in kubectl, not a schema error
+	reason  string
+	notYAML bool // the file is malformed YAML: a parse error in kubectl, not a schema error
 }
 
 var corpusBlindSpots = map[string]schemaBlindSpot{}
