@@ -11,10 +11,23 @@
 //   - A parsed job has every default applied (ApplyDefaults is idempotent).
 //   - ToYaml()/ToJson() emit the full object, defaults included; parsing that output
 //     gives back an equal TrainingJob (round trip).
+//   - Paths name fields by their YAML names: "spec.grpo.groupSize", list items by index
+//     ("spec.memoryGuard.actions[2]"), map entries by key ("metadata.labels[app]"); ""
+//     is the document itself (malformed YAML, empty input, several documents).
+//
+// Accepted document: apiVersion, kind, metadata, spec, and a top-level status, which is
+// ignored here (the operator reads status on its own). metadata takes the ObjectMeta
+// fields below, and tolerates (ignores) what the API server adds: managedFields,
+// ownerReferences, finalizers, generateName, selfLink, deletionGracePeriodSeconds. Any
+// other unknown field, anywhere, is an error naming it (with a "did you mean" when close).
+// Field types follow the CRD schema: integers, numbers, booleans, strings; quantities
+// (resources.cpu/memory) take a string or a number; spec.debug byte counts take an
+// integer or a quantity string ("48Mi"). null means "not set" (the default applies).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,7 +43,11 @@ struct SpecError {
   std::string path;     // e.g. "spec.grpo.groupSize", "metadata.name", "" for the document
   std::string message;  // e.g. "must be >= 2, got 1"
   int line = 0;         // 1-based YAML line when known, 0 otherwise
-  std::string ToString() const;  // "path: message" (the format `headroom validate` prints)
+  int column = 0;       // 1-based column when known (malformed YAML), 0 otherwise
+  // "path: message", then " (line L)" or " (line L, column C)" when known; the path ""
+  // prints as "<document>". The format `headroom validate` prints, one per line.
+  std::string ToString() const;
+  bool operator==(const SpecError&) const = default;
 };
 
 struct ObjectMeta {
@@ -112,6 +129,7 @@ struct CheckpointSpec {
 enum class GuardAction { kRestart, kReshard, kShrinkMicroBatch, kDisableOffload, kEnableOffload };
 const char* GuardActionName(GuardAction a);                 // "restart", "reshard", ...
 std::optional<GuardAction> GuardActionFromName(const std::string& name);
+std::vector<std::string> GuardActionNames();                // every action, in enum order
 
 struct MemoryGuardSpec {
   bool enabled = true;
@@ -163,21 +181,35 @@ struct ParseResult {
 };
 
 // Parses one YAML (or JSON, which is YAML) document into a defaulted, validated job.
-// `source` names the input in messages (a file name), nothing else.
 ParseResult ParseTrainingJob(const std::string& yaml_text);
+// Reads and parses a file; an unreadable file is one error at path "" naming the file.
 ParseResult ParseTrainingJobFile(const std::string& path);
+// The same for an object read from the API server as JSON (no line numbers).
+ParseResult ParseTrainingJobJson(const nlohmann::json& object);
 
 // Fills every unset field from its default and the model preset. Idempotent.
 void ApplyDefaults(TrainingJob& job);
 // Checks ranges, enums, names and cross-field rules of an already-typed job.
 std::vector<SpecError> Validate(const TrainingJob& job);
 
+// Whether `workers` ranks can split every optimizer mini-batch evenly: each rollout batch
+// of promptsPerStep prompts is cut into updatesPerStep mini-batches, and each mini-batch's
+// prompts are divided over the ranks, so promptsPerStep % updatesPerStep == 0 and
+// (promptsPerStep / updatesPerStep) % workers == 0. The guard uses it to pick reshard
+// targets; Validate requires it of spec.workers.
+bool WorkerCountFits(const GrpoSpec& grpo, int workers);
+
 std::string ToYaml(const TrainingJob& job);
 std::string ToJson(const TrainingJob& job, int indent = 2);
+// The same object as a JSON value (what the operator sends to the API server).
+nlohmann::json ToJsonValue(const TrainingJob& job);
 
 // A stable hash of everything that defines the run (model, task, seed, GRPO
 // hyper-parameters) and nothing the guard may change (workers, microBatchSize,
 // sharding stage/offload, resources, checkpoint, memoryGuard, debug, suspend, metadata).
+// Covered: every spec.model field (dims, init source, seed), spec.task, and spec.grpo
+// except microBatchSize, all after defaults. 16 lowercase hex digits (FNV-1a 64 over the
+// canonical JSON of those fields), stable across builds and machines.
 // A checkpoint stores it; a resume with a different hash is refused.
 std::string RunDefinitionHash(const TrainingJobSpec& spec);
 

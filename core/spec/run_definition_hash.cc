@@ -1,0 +1,41 @@
+// RunDefinitionHash: FNV-1a 64 over canonical JSON (sorted keys, no spaces, shortest
+// round-trip numbers) of what defines the run. Self-contained on purpose: core links no
+// crypto library, and this is an identity check against accidents, not an adversary.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/spec/training_job.h"
+
+namespace headroom::spec {
+namespace {
+
+uint64_t Fnv1a64(const std::string& bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+}  // namespace
+
+std::string RunDefinitionHash(const TrainingJobSpec& spec) {
+  TrainingJob job;
+  job.spec = spec;
+  ApplyDefaults(job);  // an unset field and its default define the same run
+  const nlohmann::json full = ToJsonValue(job);
+  nlohmann::json grpo = full["spec"]["grpo"];
+  grpo.erase("microBatchSize");  // the guard may shrink it; the math is unchanged
+  const nlohmann::json canonical = {
+      {"version", kApiVersion},
+      {"model", full["spec"]["model"]},
+      {"task", full["spec"]["task"]},
+      {"grpo", grpo},
+  };
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Fnv1a64(canonical.dump())));
+  return hex;
+}
+
+}  // namespace headroom::spec

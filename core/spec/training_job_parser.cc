@@ -1,0 +1,469 @@
+// ParseTrainingJob*: document -> typed TrainingJob (types, unknown fields), then
+// ApplyDefaults and Validate, every problem collected with its path and line.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/closest_name.h"
+#include "core/spec/document_tree.h"
+#include "core/spec/quantity.h"
+#include "core/spec/training_job.h"
+
+namespace headroom::spec {
+namespace {
+
+using Kind = DocumentNode::Kind;
+
+// Collects errors and remembers where each decoded path was written, so that errors
+// found later by Validate() (which sees only the typed job) can point at a line.
+class Decoder {
+ public:
+  std::vector<SpecError> errors;
+  std::map<std::string, std::pair<int, int>> locations;
+
+  void Error(const std::string& path, const DocumentNode* at, std::string message) {
+    errors.push_back({path, std::move(message), at ? at->line : 0, at ? at->column : 0});
+  }
+  void Locate(const std::string& path, const DocumentNode& node) {
+    if (node.line > 0) locations[path] = {node.line, node.column};
+  }
+
+  void TypeError(const std::string& path, const DocumentNode& n, const std::string& expected) {
+    std::string message = "expected " + expected + ", got " + DescribeNode(n);
+    Error(path, &n, std::move(message));
+  }
+
+  void Int64(const DocumentNode& n, const std::string& path, int64_t& out) {
+    if (n.kind == Kind::kInt && n.int_fits) {
+      out = n.int_value;
+    } else if (n.kind == Kind::kInt) {
+      Error(path, &n, "integer " + n.text + " is out of range");
+    } else if (n.kind == Kind::kFloat && std::isfinite(n.float_value) &&
+               n.float_value == std::floor(n.float_value) && std::fabs(n.float_value) < 9.0e18) {
+      out = static_cast<int64_t>(n.float_value);  // 2.0 is an integer, as in JSON
+    } else {
+      TypeError(path, n, "integer");
+    }
+  }
+
+  void Int(const DocumentNode& n, const std::string& path, int& out) {
+    int64_t wide = out;
+    const size_t before = errors.size();
+    Int64(n, path, wide);
+    if (errors.size() != before) return;
+    if (wide > std::numeric_limits<int>::max()) {
+      Error(path, &n, "must be <= " + std::to_string(std::numeric_limits<int>::max()) + ", got " + n.text);
+    } else if (wide < std::numeric_limits<int>::min()) {
+      Error(path, &n, "must be >= " + std::to_string(std::numeric_limits<int>::min()) + ", got " + n.text);
+    } else {
+      out = static_cast<int>(wide);
+    }
+  }
+
+  void Uint64(const DocumentNode& n, const std::string& path, uint64_t& out) {
+    int64_t wide = 0;
+    const size_t before = errors.size();
+    Int64(n, path, wide);
+    if (errors.size() != before) return;
+    if (wide < 0) {
+      Error(path, &n, "must be >= 0, got " + n.text);
+    } else {
+      out = static_cast<uint64_t>(wide);
+    }
+  }
+
+  void Double(const DocumentNode& n, const std::string& path, double& out) {
+    if (n.kind != Kind::kInt && n.kind != Kind::kFloat) {
+      TypeError(path, n, "number");
+    } else if (!std::isfinite(n.float_value)) {
+      Error(path, &n, "must be a finite number, got " + n.text);
+    } else {
+      out = n.float_value;
+    }
+  }
+
+  void Bool(const DocumentNode& n, const std::string& path, bool& out) {
+    if (n.kind == Kind::kBool) {
+      out = n.bool_value;
+    } else {
+      TypeError(path, n, "boolean (true or false)");
+    }
+  }
+
+  void String(const DocumentNode& n, const std::string& path, std::string& out) {
+    if (n.kind == Kind::kString) {
+      out = n.text;
+    } else if (n.kind == Kind::kInt || n.kind == Kind::kFloat || n.kind == Kind::kBool) {
+      Error(path, &n, "expected string, got " + DescribeNode(n) + " (quote it: \"" + n.text + "\")");
+    } else {
+      TypeError(path, n, "string");
+    }
+  }
+
+  // Quantities are int-or-string in Kubernetes: keep the text as written.
+  void QuantityText(const DocumentNode& n, const std::string& path, std::string& out) {
+    if (n.kind == Kind::kString || n.kind == Kind::kInt || n.kind == Kind::kFloat) {
+      out = n.text;
+    } else {
+      TypeError(path, n, "quantity (a string like \"4Gi\" or a number)");
+    }
+  }
+
+  // Byte counts: an integer, or a quantity string ("48Mi").
+  void ByteCount(const DocumentNode& n, const std::string& path, int64_t& out) {
+    if (n.kind == Kind::kInt) {
+      Int64(n, path, out);
+    } else if (n.kind == Kind::kString || n.kind == Kind::kFloat) {
+      std::string why;
+      std::optional<int64_t> bytes = ParseQuantityBytes(n.text, &why);
+      if (bytes) {
+        out = *bytes;
+      } else {
+        Error(path, &n, "invalid byte count: " + why);
+      }
+    } else {
+      TypeError(path, n, "byte count (an integer or a quantity like \"48Mi\")");
+    }
+  }
+};
+
+// Reads one map's fields by name; Finish() reports every member nobody asked for.
+class MapReader {
+ public:
+  MapReader(Decoder& d, const DocumentNode& node, std::string path)
+      : d_(d), node_(node), path_(std::move(path)) {
+    ok_ = node.kind == Kind::kMap;
+    if (!ok_) d_.TypeError(path_, node, "map");
+    d_.Locate(path_, node);
+  }
+  bool ok() const { return ok_; }
+  const std::string& path() const { return path_; }
+  std::string Child(const std::string& name) const { return ChildPath(path_, name); }
+
+  // The member `name` when present and not null; registers `name` as known.
+  const DocumentNode* Field(const std::string& name) {
+    known_.push_back(name);
+    if (!ok_) return nullptr;
+    const DocumentNode* n = node_.Find(name);
+    if (n == nullptr) return nullptr;
+    d_.Locate(Child(name), *n);
+    return n->is_null() ? nullptr : n;
+  }
+  void Ignore(const std::string& name) { ignored_.insert(name); }
+
+  void Int(const std::string& name, int& out) {
+    if (const DocumentNode* n = Field(name)) d_.Int(*n, Child(name), out);
+  }
+  void Int64(const std::string& name, int64_t& out) {
+    if (const DocumentNode* n = Field(name)) d_.Int64(*n, Child(name), out);
+  }
+  void Uint64(const std::string& name, uint64_t& out) {
+    if (const DocumentNode* n = Field(name)) d_.Uint64(*n, Child(name), out);
+  }
+  void Double(const std::string& name, double& out) {
+    if (const DocumentNode* n = Field(name)) d_.Double(*n, Child(name), out);
+  }
+  void Bool(const std::string& name, bool& out) {
+    if (const DocumentNode* n = Field(name)) d_.Bool(*n, Child(name), out);
+  }
+  void String(const std::string& name, std::string& out) {
+    if (const DocumentNode* n = Field(name)) d_.String(*n, Child(name), out);
+  }
+  void QuantityText(const std::string& name, std::string& out) {
+    if (const DocumentNode* n = Field(name)) d_.QuantityText(*n, Child(name), out);
+  }
+  void ByteCount(const std::string& name, int64_t& out) {
+    if (const DocumentNode* n = Field(name)) d_.ByteCount(*n, Child(name), out);
+  }
+  void StringMap(const std::string& name, std::map<std::string, std::string>& out) {
+    const DocumentNode* n = Field(name);
+    if (n == nullptr) return;
+    if (n->kind != Kind::kMap) {
+      d_.TypeError(Child(name), *n, "map of strings");
+      return;
+    }
+    for (const auto& [key, value] : n->members) {
+      const std::string path = Child(name) + "[" + key + "]";
+      d_.Locate(path, value);
+      std::string text;
+      d_.String(value, path, text);
+      out[key] = text;
+    }
+  }
+
+  void Finish() {
+    if (!ok_) return;
+    for (const auto& [name, member] : node_.members) {
+      if (ignored_.count(name) != 0) continue;
+      if (std::find(known_.begin(), known_.end(), name) != known_.end()) continue;
+      d_.Error(Child(name), &member, "unknown field" + DidYouMean(name, known_));
+    }
+  }
+
+ private:
+  Decoder& d_;
+  const DocumentNode& node_;
+  std::string path_;
+  bool ok_ = false;
+  std::vector<std::string> known_;
+  std::set<std::string> ignored_;
+};
+
+void DecodeMetadata(Decoder& d, const DocumentNode& node, ObjectMeta& m) {
+  MapReader r(d, node, "metadata");
+  r.String("name", m.name);
+  r.String("namespace", m.namespace_);
+  r.StringMap("labels", m.labels);
+  r.StringMap("annotations", m.annotations);
+  r.String("uid", m.uid);
+  r.String("resourceVersion", m.resource_version);
+  r.Int64("generation", m.generation);
+  r.String("creationTimestamp", m.creation_timestamp);
+  r.String("deletionTimestamp", m.deletion_timestamp);
+  // Server-managed fields the operator receives and has no use for here.
+  for (const char* tolerated : {"managedFields", "ownerReferences", "finalizers", "generateName",
+                                "selfLink", "deletionGracePeriodSeconds"}) {
+    r.Ignore(tolerated);
+  }
+  r.Finish();
+}
+
+void DecodeResources(Decoder& d, const DocumentNode& node, const std::string& path, Resources& res) {
+  MapReader r(d, node, path);
+  r.QuantityText("cpu", res.cpu);
+  r.QuantityText("memory", res.memory);
+  r.Int("gpus", res.gpus);
+  r.Finish();
+}
+
+void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, ModelSpec& m) {
+  MapReader r(d, node, path);
+  r.String("preset", m.preset);
+  r.Int("layers", m.layers);
+  r.Int("hidden", m.hidden);
+  r.Int("heads", m.heads);
+  r.Int("ffnHidden", m.ffn_hidden);
+  r.Int("maxSeqLen", m.max_seq_len);
+  r.String("init", m.init);
+  r.String("initCheckpoint", m.init_checkpoint);
+  r.Uint64("seed", m.seed);
+  r.Finish();
+}
+
+void DecodeTask(Decoder& d, const DocumentNode& node, const std::string& path, TaskSpec& t) {
+  MapReader r(d, node, path);
+  r.String("name", t.name);
+  r.Int("digits", t.digits);
+  r.Uint64("seed", t.seed);
+  r.Finish();
+}
+
+void DecodeGrpo(Decoder& d, const DocumentNode& node, const std::string& path, GrpoSpec& g) {
+  MapReader r(d, node, path);
+  r.Int("steps", g.steps);
+  r.Int("promptsPerStep", g.prompts_per_step);
+  r.Int("groupSize", g.group_size);
+  r.Int("maxPromptLength", g.max_prompt_length);
+  r.Int("maxResponseLength", g.max_response_length);
+  r.Int("microBatchSize", g.micro_batch_size);
+  r.Int("updatesPerStep", g.updates_per_step);
+  r.Double("learningRate", g.learning_rate);
+  r.Double("clipLow", g.clip_low);
+  r.Double("clipHigh", g.clip_high);
+  r.Double("klCoef", g.kl_coef);
+  r.String("lossAggregation", g.loss_aggregation);
+  r.Double("temperature", g.temperature);
+  r.Finish();
+}
+
+void DecodeSharding(Decoder& d, const DocumentNode& node, const std::string& path, ShardingSpec& s) {
+  MapReader r(d, node, path);
+  r.Int("stage", s.stage);
+  r.Bool("offloadParams", s.offload_params);
+  r.Bool("offloadOptimizer", s.offload_optimizer);
+  r.Finish();
+}
+
+void DecodeCheckpoint(Decoder& d, const DocumentNode& node, const std::string& path, CheckpointSpec& c) {
+  MapReader r(d, node, path);
+  r.Int("everySteps", c.every_steps);
+  r.Int("keep", c.keep);
+  r.String("volume", c.volume);
+  r.Finish();
+}
+
+void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path,
+                   std::vector<GuardAction>& out) {
+  if (node.kind != Kind::kList) {
+    d.TypeError(path, node, "list of actions");
+    return;
+  }
+  out.clear();
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    const DocumentNode& item = node.items[i];
+    const std::string item_path = IndexPath(path, i);
+    d.Locate(item_path, item);
+    std::string name;
+    const size_t before = d.errors.size();
+    d.String(item, item_path, name);
+    if (d.errors.size() != before) continue;
+    std::optional<GuardAction> action = GuardActionFromName(name);
+    if (!action) {
+      std::string expected;
+      for (const std::string& n : GuardActionNames()) expected += (expected.empty() ? "" : ", ") + n;
+      d.Error(item_path, &item, "unknown action \"" + name + "\"" + DidYouMean(name, GuardActionNames()) +
+                                    "; expected one of " + expected);
+      continue;
+    }
+    out.push_back(*action);  // duplicates stay: Validate names them with their index
+  }
+}
+
+void DecodeMemoryGuard(Decoder& d, const DocumentNode& node, const std::string& path, MemoryGuardSpec& g) {
+  MapReader r(d, node, path);
+  r.Bool("enabled", g.enabled);
+  r.Double("hostThreshold", g.host_threshold);
+  r.Double("gpuThreshold", g.gpu_threshold);
+  r.Int("horizonSteps", g.horizon_steps);
+  r.Int("maxRestarts", g.max_restarts);
+  if (const DocumentNode* n = r.Field("actions")) DecodeActions(d, *n, r.Child("actions"), g.actions);
+  r.Finish();
+}
+
+void DecodeDebug(Decoder& d, const DocumentNode& node, const std::string& path, DebugSpec& dbg) {
+  MapReader r(d, node, path);
+  r.ByteCount("hostLeakBytesPerStep", dbg.host_leak_bytes_per_step);
+  r.ByteCount("gpuLeakBytesPerStep", dbg.gpu_leak_bytes_per_step);
+  r.Finish();
+}
+
+void DecodeSpec(Decoder& d, const DocumentNode& node, TrainingJobSpec& s) {
+  MapReader r(d, node, "spec");
+  r.Bool("suspend", s.suspend);
+  r.Int("workers", s.workers);
+  r.Int("minWorkers", s.min_workers);
+  r.Int("maxWorkers", s.max_workers);
+  r.String("image", s.image);
+  if (const DocumentNode* n = r.Field("resources")) DecodeResources(d, *n, r.Child("resources"), s.resources);
+  if (const DocumentNode* n = r.Field("model")) DecodeModel(d, *n, r.Child("model"), s.model);
+  if (const DocumentNode* n = r.Field("task")) DecodeTask(d, *n, r.Child("task"), s.task);
+  if (const DocumentNode* n = r.Field("grpo")) DecodeGrpo(d, *n, r.Child("grpo"), s.grpo);
+  if (const DocumentNode* n = r.Field("sharding")) DecodeSharding(d, *n, r.Child("sharding"), s.sharding);
+  if (const DocumentNode* n = r.Field("checkpoint")) DecodeCheckpoint(d, *n, r.Child("checkpoint"), s.checkpoint);
+  if (const DocumentNode* n = r.Field("memoryGuard")) DecodeMemoryGuard(d, *n, r.Child("memoryGuard"), s.memory_guard);
+  if (const DocumentNode* n = r.Field("debug")) DecodeDebug(d, *n, r.Child("debug"), s.debug);
+  r.Finish();
+}
+
+// The line of `path`, else of its nearest written ancestor ("spec.model.layers" missing
+// from the file points at "spec.model").
+std::pair<int, int> LocationOf(const Decoder& d, std::string path) {
+  while (!path.empty()) {
+    auto it = d.locations.find(path);
+    if (it != d.locations.end()) return it->second;
+    size_t cut = path.back() == ']' ? path.rfind('[') : path.find_last_of(".[");
+    if (cut == std::string::npos) break;
+    path.resize(cut);
+  }
+  return {0, 0};
+}
+
+ParseResult DecodeDocument(DocumentLoad load) {
+  Decoder d;
+  d.errors = std::move(load.errors);
+  ParseResult result;
+  if (!load.usable) {
+    result.errors = std::move(d.errors);
+    return result;
+  }
+  const DocumentNode& root = load.root;
+  TrainingJob job;
+  if (root.kind != Kind::kMap) {
+    d.Error("", &root, "expected a TrainingJob (a map with apiVersion, kind, metadata, spec), got " +
+                           DescribeNode(root));
+    result.errors = std::move(d.errors);
+    return result;
+  }
+  MapReader top(d, root, "");
+  if (const DocumentNode* n = top.Field("apiVersion")) {
+    d.String(*n, "apiVersion", job.api_version);
+  } else {
+    d.Error("apiVersion", nullptr, std::string("required (") + kApiVersion + ")");
+  }
+  if (const DocumentNode* n = top.Field("kind")) {
+    d.String(*n, "kind", job.kind);
+  } else {
+    d.Error("kind", nullptr, std::string("required (") + kKind + ")");
+  }
+  if (const DocumentNode* n = top.Field("metadata")) DecodeMetadata(d, *n, job.metadata);
+  if (const DocumentNode* n = top.Field("spec")) {
+    DecodeSpec(d, *n, job.spec);
+  } else {
+    d.Error("spec", nullptr, "required");
+  }
+  top.Ignore("status");  // the operator reads status on its own
+  top.Finish();
+
+  ApplyDefaults(job);
+  std::set<std::string> decoded_paths;
+  for (const SpecError& e : d.errors) decoded_paths.insert(e.path);
+  for (SpecError& e : Validate(job)) {
+    if (decoded_paths.count(e.path) != 0) continue;  // already reported as a type error
+    std::tie(e.line, e.column) = LocationOf(d, e.path);
+    e.column = 0;  // the line is the useful part for a field
+    d.errors.push_back(std::move(e));
+  }
+  // Document order: located errors by line, then the rest in the order found.
+  std::stable_sort(d.errors.begin(), d.errors.end(), [](const SpecError& a, const SpecError& b) {
+    const int la = a.line > 0 ? a.line : std::numeric_limits<int>::max();
+    const int lb = b.line > 0 ? b.line : std::numeric_limits<int>::max();
+    return la < lb;
+  });
+  result.errors = std::move(d.errors);
+  if (result.errors.empty()) result.job = std::move(job);
+  return result;
+}
+
+}  // namespace
+
+ParseResult ParseTrainingJob(const std::string& yaml_text) {
+  return DecodeDocument(LoadYamlDocument(yaml_text));
+}
+
+ParseResult ParseTrainingJobJson(const nlohmann::json& object) {
+  return DecodeDocument(LoadJsonDocument(object));
+}
+
+ParseResult ParseTrainingJobFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    ParseResult result;
+    result.errors.push_back({"", "cannot read " + path + ": it is a directory"});
+    return result;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ParseResult result;
+    result.errors.push_back({"", "cannot read " + path + ": " + std::strerror(errno)});
+    return result;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    ParseResult result;
+    result.errors.push_back({"", "cannot read " + path + ": " + std::strerror(errno)});
+    return result;
+  }
+  return ParseTrainingJob(text.str());
+}
+
+}  // namespace headroom::spec

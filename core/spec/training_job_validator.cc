@@ -1,0 +1,299 @@
+// Validate: ranges, enums, names and cross-field rules of a typed, defaulted job.
+// Each rule says why it exists where the reason is not obvious.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "core/spec/closest_name.h"
+#include "core/spec/kubernetes_names.h"
+#include "core/spec/model_presets.h"
+#include "core/spec/quantity.h"
+#include "core/spec/task_shapes.h"
+#include "core/spec/training_job.h"
+
+namespace headroom::spec {
+namespace {
+
+std::string Num(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+std::string Num(int64_t v) { return std::to_string(v); }
+
+std::string OneOf(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + (n.empty() ? "\"\"" : n);
+  return out;
+}
+
+class Checker {
+ public:
+  std::vector<SpecError> errors;
+
+  void Fail(const std::string& path, std::string message) {
+    errors.push_back({path, std::move(message), 0, 0});
+  }
+  void AtLeast(const std::string& path, int64_t value, int64_t min) {
+    if (value < min) Fail(path, "must be >= " + Num(min) + ", got " + Num(value));
+  }
+  void Between(const std::string& path, int64_t value, int64_t min, int64_t max) {
+    if (value < min || value > max) {
+      Fail(path, "must be between " + Num(min) + " and " + Num(max) + ", got " + Num(value));
+    }
+  }
+  void Positive(const std::string& path, double value) {
+    if (!std::isfinite(value)) {
+      Fail(path, "must be a finite number, got " + Num(value));
+    } else if (value <= 0) {
+      Fail(path, "must be > 0, got " + Num(value));
+    }
+  }
+  void NonNegative(const std::string& path, double value) {
+    if (!std::isfinite(value)) {
+      Fail(path, "must be a finite number, got " + Num(value));
+    } else if (value < 0) {
+      Fail(path, "must be >= 0, got " + Num(value));
+    }
+  }
+  // (0, 1] when include_one, else (0, 1).
+  void Fraction(const std::string& path, double value, bool include_one) {
+    const bool ok = std::isfinite(value) && value > 0 && (include_one ? value <= 1 : value < 1);
+    if (!ok) Fail(path, std::string("must be in (0, 1") + (include_one ? "]" : ")") + ", got " + Num(value));
+  }
+  void Enum(const std::string& path, const std::string& value, const std::vector<std::string>& allowed) {
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+    Fail(path, "unknown value \"" + value + "\"" + DidYouMean(value, allowed) + "; expected one of " +
+                   OneOf(allowed));
+  }
+  void Name(const std::string& path, const std::string& problem) {
+    if (!problem.empty()) Fail(path, problem);
+  }
+};
+
+int DecimalDigits(int64_t v) {
+  int n = 1;
+  while (v >= 10) v /= 10, ++n;
+  return n;
+}
+
+void CheckMetadata(Checker& c, const TrainingJob& job) {
+  if (job.api_version != kApiVersion) {
+    c.Fail("apiVersion", std::string("must be ") + kApiVersion + ", got \"" + job.api_version + "\"");
+  }
+  if (job.kind != kKind) c.Fail("kind", std::string("must be ") + kKind + ", got \"" + job.kind + "\"");
+
+  const ObjectMeta& m = job.metadata;
+  if (m.name.empty()) {
+    c.Fail("metadata.name", "required");
+  } else if (std::string bad = CheckDns1035Label(m.name); !bad.empty()) {
+    // DNS-1123 label for the object; starting with a letter because the headless Service
+    // named after the job must be a DNS-1035 label.
+    c.Fail("metadata.name", bad);
+  } else {
+    // Pod hostnames are <name>-worker-<rank> and must stay DNS labels (<= 63) for every
+    // rank up to maxWorkers-1, since MASTER_ADDR resolves through them.
+    const int64_t last_rank = std::max(job.spec.max_workers, job.spec.workers) - 1;
+    const size_t suffix = std::string("-worker-").size() + DecimalDigits(std::max<int64_t>(last_rank, 0));
+    if (m.name.size() + suffix > kDns1123LabelMaxLength) {
+      c.Fail("metadata.name", "must be at most " + Num(static_cast<int64_t>(kDns1123LabelMaxLength - suffix)) +
+                                  " characters so that pod names " + m.name.substr(0, 8) +
+                                  "...-worker-" + Num(last_rank) + " stay within 63, got " +
+                                  Num(static_cast<int64_t>(m.name.size())));
+    }
+  }
+  if (!m.namespace_.empty()) c.Name("metadata.namespace", CheckDns1123Label(m.namespace_));
+  for (const auto& [key, value] : m.labels) {
+    const std::string path = "metadata.labels[" + key + "]";
+    c.Name(path, CheckQualifiedName(key));
+    c.Name(path, CheckLabelValue(value));
+  }
+  for (const auto& [key, value] : m.annotations) {
+    c.Name("metadata.annotations[" + key + "]", CheckQualifiedName(key));
+  }
+  c.AtLeast("metadata.generation", m.generation, 0);
+}
+
+void CheckWorkers(Checker& c, const TrainingJobSpec& s) {
+  c.AtLeast("spec.minWorkers", s.min_workers, 1);
+  c.AtLeast("spec.maxWorkers", s.max_workers, 1);
+  c.AtLeast("spec.workers", s.workers, 1);
+  if (s.workers >= 1 && s.min_workers >= 1 && s.min_workers > s.workers) {
+    c.Fail("spec.minWorkers", "must be <= workers (" + Num(int64_t{s.workers}) + "), got " + Num(int64_t{s.min_workers}));
+  }
+  if (s.workers >= 1 && s.max_workers >= 1 && s.workers > s.max_workers) {
+    c.Fail("spec.workers", "must be <= maxWorkers (" + Num(int64_t{s.max_workers}) + "), got " + Num(int64_t{s.workers}));
+  }
+  if (s.image.empty()) {
+    c.Fail("spec.image", "required");
+  } else if (std::any_of(s.image.begin(), s.image.end(), [](unsigned char ch) { return std::isspace(ch); })) {
+    c.Fail("spec.image", "must not contain whitespace, got \"" + s.image + "\"");
+  }
+}
+
+void CheckResources(Checker& c, const Resources& r) {
+  std::string why;
+  if (std::optional<int64_t> millis = ParseQuantityMillis(r.cpu, &why); !millis) {
+    c.Fail("spec.resources.cpu", "invalid quantity: " + why);
+  } else if (*millis <= 0) {
+    c.Fail("spec.resources.cpu", "must be > 0, got \"" + r.cpu + "\"");
+  } else if (*millis != r.cpu_millis) {
+    c.Fail("spec.resources.cpu", "is \"" + r.cpu + "\" but cpu_millis is " + Num(r.cpu_millis) + " (run ApplyDefaults)");
+  }
+  if (std::optional<int64_t> bytes = ParseQuantityBytes(r.memory, &why); !bytes) {
+    c.Fail("spec.resources.memory", "invalid quantity: " + why);
+  } else if (*bytes <= 0) {
+    c.Fail("spec.resources.memory", "must be > 0, got \"" + r.memory + "\"");
+  } else if (*bytes != r.memory_bytes) {
+    c.Fail("spec.resources.memory", "is \"" + r.memory + "\" but memory_bytes is " + Num(r.memory_bytes) + " (run ApplyDefaults)");
+  }
+  c.AtLeast("spec.resources.gpus", r.gpus, 0);
+}
+
+void CheckModel(Checker& c, const TrainingJobSpec& s) {
+  const ModelSpec& m = s.model;
+  std::vector<std::string> presets = ModelPresetNames();
+  presets.push_back("");
+  c.Enum("spec.model.preset", m.preset, presets);
+  // With a preset every dim is filled by ApplyDefaults; without one they are required.
+  auto dim = [&](const char* field, int value) {
+    const std::string path = std::string("spec.model.") + field;
+    if (value == 0 && m.preset.empty()) {
+      c.Fail(path, "required when preset is \"\" (explicit dims)");
+    } else {
+      c.AtLeast(path, value, 1);
+    }
+  };
+  dim("layers", m.layers);
+  dim("hidden", m.hidden);
+  dim("heads", m.heads);
+  c.AtLeast("spec.model.ffnHidden", m.ffn_hidden, 1);
+  if (m.hidden >= 1 && m.heads >= 1 && m.hidden % m.heads != 0) {
+    c.Fail("spec.model.heads", "must divide hidden (" + Num(int64_t{m.hidden}) + "), got " + Num(int64_t{m.heads}));
+  }
+  const int64_t sequence = int64_t{s.grpo.max_prompt_length} + s.grpo.max_response_length;
+  if (m.max_seq_len < sequence) {
+    c.Fail("spec.model.maxSeqLen", "must be >= maxPromptLength + maxResponseLength (" + Num(sequence) +
+                                       "), got " + Num(int64_t{m.max_seq_len}));
+  }
+  c.Enum("spec.model.init", m.init, {"random", "checkpoint"});
+  if (m.init == "checkpoint" && m.init_checkpoint.empty()) {
+    c.Fail("spec.model.initCheckpoint", "required when init is checkpoint");
+  }
+  if (m.init == "random" && !m.init_checkpoint.empty()) {
+    c.Fail("spec.model.initCheckpoint", "only used when init is checkpoint; init is random");
+  }
+}
+
+void CheckTaskAndGrpo(Checker& c, const TrainingJobSpec& s) {
+  const TaskSpec& t = s.task;
+  c.Enum("spec.task.name", t.name, TaskNames());
+  c.Between("spec.task.digits", t.digits, 1, 12);
+
+  const GrpoSpec& g = s.grpo;
+  c.AtLeast("spec.grpo.steps", g.steps, 1);
+  c.AtLeast("spec.grpo.promptsPerStep", g.prompts_per_step, 1);
+  c.AtLeast("spec.grpo.groupSize", g.group_size, 2);  // one sample has no group to compare to
+  c.AtLeast("spec.grpo.maxPromptLength", g.max_prompt_length, 1);
+  c.AtLeast("spec.grpo.maxResponseLength", g.max_response_length, 1);
+  c.AtLeast("spec.grpo.microBatchSize", g.micro_batch_size, 1);
+  c.AtLeast("spec.grpo.updatesPerStep", g.updates_per_step, 1);
+  c.Positive("spec.grpo.learningRate", g.learning_rate);
+  c.Fraction("spec.grpo.clipLow", g.clip_low, /*include_one=*/false);
+  c.Fraction("spec.grpo.clipHigh", g.clip_high, /*include_one=*/false);
+  c.NonNegative("spec.grpo.klCoef", g.kl_coef);
+  c.Enum("spec.grpo.lossAggregation", g.loss_aggregation,
+         {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"});
+  c.Positive("spec.grpo.temperature", g.temperature);
+
+  // The task's prompts and answers must fit, or the model never sees a whole problem.
+  if (IsKnownTask(t.name) && t.digits >= 1 && t.digits <= 12) {
+    const int prompt = PromptTokens(t.name, t.digits);
+    if (g.max_prompt_length >= 1 && g.max_prompt_length < prompt) {
+      c.Fail("spec.grpo.maxPromptLength",
+             "must be >= " + Num(int64_t{prompt}) + " for " + t.name + " with " + Num(int64_t{t.digits}) +
+                 " digits (" + PromptExample(t.name, t.digits) + "), got " + Num(int64_t{g.max_prompt_length}));
+    }
+    const int answer = MaxAnswerTokens(t.name, t.digits);
+    if (g.max_response_length >= 1 && g.max_response_length < answer) {
+      c.Fail("spec.grpo.maxResponseLength",
+             "must be >= " + Num(int64_t{answer}) + " for " + t.name + " with " + Num(int64_t{t.digits}) +
+                 " digits (the longest answer plus EOS), got " + Num(int64_t{g.max_response_length}));
+    }
+  }
+
+  // Each rollout batch is cut into updatesPerStep mini-batches whose prompts split evenly
+  // over the ranks (see WorkerCountFits).
+  if (g.prompts_per_step >= 1 && g.updates_per_step >= 1) {
+    if (g.prompts_per_step % g.updates_per_step != 0) {
+      c.Fail("spec.grpo.promptsPerStep", "must be divisible by updatesPerStep (" + Num(int64_t{g.updates_per_step}) +
+                                             "), got " + Num(int64_t{g.prompts_per_step}));
+    } else if (s.workers >= 1 && !WorkerCountFits(g, s.workers)) {
+      const int per_update = g.prompts_per_step / g.updates_per_step;
+      c.Fail("spec.workers", "must divide the prompts of each optimizer mini-batch (promptsPerStep / updatesPerStep = " +
+                                 Num(int64_t{per_update}) + "), got " + Num(int64_t{s.workers}));
+    }
+  }
+}
+
+void CheckRest(Checker& c, const TrainingJobSpec& s) {
+  const ShardingSpec& sh = s.sharding;
+  c.Between("spec.sharding.stage", sh.stage, 0, 3);
+  if (sh.offload_params && sh.stage != 3) {
+    // Offloading parameters needs them sharded and gathered per layer, which is stage 3.
+    c.Fail("spec.sharding.offloadParams", "requires stage 3 (ZeRO-3 parameter offload), stage is " + Num(int64_t{sh.stage}));
+  }
+
+  const CheckpointSpec& ck = s.checkpoint;
+  c.AtLeast("spec.checkpoint.everySteps", ck.every_steps, 1);
+  c.AtLeast("spec.checkpoint.keep", ck.keep, 1);
+  if (!ck.volume.empty()) {
+    std::string bad = CheckDns1123Subdomain(ck.volume);
+    if (!bad.empty()) c.Fail("spec.checkpoint.volume", "must name a PersistentVolumeClaim: " + bad);
+  }
+
+  const MemoryGuardSpec& mg = s.memory_guard;
+  c.Fraction("spec.memoryGuard.hostThreshold", mg.host_threshold, /*include_one=*/true);
+  c.Fraction("spec.memoryGuard.gpuThreshold", mg.gpu_threshold, /*include_one=*/true);
+  c.AtLeast("spec.memoryGuard.horizonSteps", mg.horizon_steps, 1);
+  c.AtLeast("spec.memoryGuard.maxRestarts", mg.max_restarts, 0);
+  for (size_t i = 0; i < mg.actions.size(); ++i) {
+    const std::string path = "spec.memoryGuard.actions[" + std::to_string(i) + "]";
+    const char* name = GuardActionName(mg.actions[i]);
+    if (std::string(name) == "unknown") {
+      c.Fail(path, "unknown action");
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (mg.actions[j] == mg.actions[i]) {
+        c.Fail(path, std::string("duplicate action \"") + name + "\" (already at [" + std::to_string(j) + "])");
+        break;
+      }
+    }
+  }
+
+  c.AtLeast("spec.debug.hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step, 0);
+  c.AtLeast("spec.debug.gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step, 0);
+}
+
+}  // namespace
+
+bool WorkerCountFits(const GrpoSpec& grpo, int workers) {
+  if (workers < 1 || grpo.updates_per_step < 1 || grpo.prompts_per_step < 1) return false;
+  if (grpo.prompts_per_step % grpo.updates_per_step != 0) return false;
+  return (grpo.prompts_per_step / grpo.updates_per_step) % workers == 0;
+}
+
+std::vector<SpecError> Validate(const TrainingJob& job) {
+  Checker c;
+  CheckMetadata(c, job);
+  CheckWorkers(c, job.spec);
+  CheckResources(c, job.spec.resources);
+  CheckModel(c, job.spec);
+  CheckTaskAndGrpo(c, job.spec);
+  CheckRest(c, job.spec);
+  return std::move(c.errors);
+}
+
+}  // namespace headroom::spec
