@@ -1,0 +1,407 @@
+#include "operator/runtime/job_reconciler.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "core/guard/policy.h"
+#include "operator/runtime/decision_applier.h"
+
+namespace headroom::runtime {
+
+namespace {
+
+std::string Rfc3339Now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool IsCleanExit(int code) {
+  return code == kExitFinished || code == kExitDrained || code == kExitGuardStop;
+}
+
+std::string Percent(int64_t bytes, int64_t limit) {
+  return limit > 0 ? std::to_string(100 * bytes / limit) + "%" : "?";
+}
+
+}  // namespace
+
+const char* NextStepKindName(NextStep::Kind kind) {
+  switch (kind) {
+    case NextStep::Kind::kWait: return "wait";
+    case NextStep::Kind::kLaunch: return "launch";
+    case NextStep::Kind::kDrain: return "drain";
+    case NextStep::Kind::kKill: return "kill";
+    case NextStep::Kind::kFinished: return "finished";
+  }
+  return "unknown";
+}
+
+JobReconciler::JobReconciler(spec::TrainingJob job, ReconcilerOptions options)
+    : job_(std::move(job)),
+      options_(std::move(options)),
+      forecaster_(guard::ForecasterOptionsFromSpec(job_.spec.memory_guard)) {
+  if (!options_.guard_enabled) job_.spec.memory_guard.enabled = false;
+  if (!options_.wall_clock) options_.wall_clock = Rfc3339Now;
+  status_.total_steps = job_.spec.grpo.steps;
+  status_.workers = job_.spec.workers;
+  status_.micro_batch_size = job_.spec.grpo.micro_batch_size;
+  status_.memory.host_limit_bytes = job_.spec.resources.memory_bytes;
+}
+
+std::string JobReconciler::Now() const { return options_.wall_clock(); }
+
+void JobReconciler::RequestStop(const std::string& reason) {
+  if (!stop_requested_) stop_requested_ = reason;
+}
+
+void JobReconciler::RequestWorkers(int n) { workers_requested_ = n; }
+
+void JobReconciler::Record(int64_t step, const std::string& type, const std::string& reason) {
+  ActionRecord a{step, type, reason, Now()};
+  status_.actions.push_back(a);
+  status_.last_action = a;
+}
+
+void JobReconciler::SetCondition(const std::string& type, bool on, const std::string& reason,
+                                 const std::string& message) {
+  const std::string value = on ? "True" : "False";
+  for (Condition& c : status_.conditions) {
+    if (c.type != type) continue;
+    if (c.status != value) c.last_transition_time = Now();
+    c.status = value;
+    c.reason = reason;
+    c.message = message;
+    return;
+  }
+  status_.conditions.push_back({type, value, reason, message, Now()});
+}
+
+NextStep JobReconciler::Launch(const std::string& reason) {
+  ++status_.generation;
+  status_.workers = job_.spec.workers;
+  status_.micro_batch_size = job_.spec.grpo.micro_batch_size;
+  drain_sent_ = false;
+  kill_sent_ = false;
+  first_exit_at_.reset();
+  first_crashed_rank_.reset();
+  saw_step_this_generation_ = false;
+  generation_resumed_from_ = status_.step;
+  latest_by_rank_.clear();
+  unfed_steps_.clear();
+  NextStep next;
+  next.kind = NextStep::Kind::kLaunch;
+  next.launch.generation = status_.generation;
+  next.launch.job = job_;
+  next.launch.guard_history_json = history_.ToJson();
+  next.reason = reason;
+  return next;
+}
+
+NextStep JobReconciler::Finish(JobPhase phase, const std::string& message) {
+  status_.phase = phase;
+  status_.message = message;
+  SetCondition("Running", false, JobPhaseName(phase), message);
+  if (phase == JobPhase::kSucceeded) SetCondition("Succeeded", true, "AllStepsDone", message);
+  if (phase == JobPhase::kFailed) {
+    SetCondition("Failed", true, "GaveUp", message);
+    Record(status_.step, "fail", message);
+  }
+  NextStep next;
+  next.kind = NextStep::Kind::kFinished;
+  next.reason = message;
+  return next;
+}
+
+void JobReconciler::Ingest(const Observation& observed) {
+  bool any = false;
+  for (const StepRecord& r : observed.new_steps) {
+    if (r.generation != status_.generation) continue;  // a straggler from an old generation
+    any = true;
+    if (!saw_step_this_generation_) {
+      saw_step_this_generation_ = true;
+      generation_resumed_from_ = r.step - 1;
+      if (unsettled_loss_from_step_) {
+        status_.steps_lost += std::max<int64_t>(0, *unsettled_loss_from_step_ - (r.step - 1));
+        unsettled_loss_from_step_.reset();
+      }
+    }
+    latest_by_rank_[r.rank] = r;
+    status_.step = std::max(status_.step, r.step);
+    if (r.rank == 0) status_.final_reward = r.reward_mean;
+    guard::StepMemory& m = unfed_steps_[r.step];
+    m.step = static_cast<int>(r.step);
+    m.host_bytes = std::max(m.host_bytes, r.host_bytes);
+    m.host_peak_bytes = std::max(m.host_peak_bytes, r.host_peak_bytes);
+    m.gpu_bytes = std::max(m.gpu_bytes, r.gpu_reserved_bytes);
+    m.gpu_peak_bytes = std::max(m.gpu_peak_bytes, r.gpu_peak_bytes);
+    m.tokens = std::max(m.tokens, r.tokens);
+    m.host_limit_bytes = r.host_limit_bytes > 0 ? r.host_limit_bytes : job_.spec.resources.memory_bytes;
+    m.gpu_limit_bytes = std::max(m.gpu_limit_bytes, r.gpu_total_bytes);
+  }
+  if (!any) return;
+  FeedForecaster();
+  if (status_.phase == JobPhase::kPending || status_.phase == JobPhase::kRestarting ||
+      status_.phase == JobPhase::kResharding) {
+    status_.phase = JobPhase::kRunning;
+    SetCondition("Running", true, "StepsCompleting",
+                 "generation " + std::to_string(status_.generation) + " with " +
+                     std::to_string(job_.spec.workers) + " worker(s)");
+  }
+}
+
+void JobReconciler::FeedForecaster() {
+  // A step is complete for the supervisor once every rank has reported it (ranks agree at
+  // step boundaries, so they are at most a step apart).
+  int64_t all_passed = INT64_MAX;
+  int64_t next_tokens = 0;
+  for (const auto& [rank, r] : latest_by_rank_) {
+    all_passed = std::min(all_passed, r.step);
+    next_tokens = std::max(next_tokens, r.next_step_tokens);
+  }
+  if (static_cast<int>(latest_by_rank_.size()) < job_.spec.workers) return;
+  bool fed = false;
+  while (!unfed_steps_.empty() && unfed_steps_.begin()->first <= all_passed) {
+    forecaster_.Observe(unfed_steps_.begin()->second);
+    unfed_steps_.erase(unfed_steps_.begin());
+    fed = true;
+  }
+  if (!fed) return;
+  const guard::StepMemory& last = forecaster_.history().back();
+  const guard::Forecast f = forecaster_.ForecastNext(next_tokens);
+  MemoryStatus& m = status_.memory;
+  m.host_bytes = last.host_bytes;
+  m.host_limit_bytes = last.host_limit_bytes;
+  m.gpu_bytes = last.gpu_bytes;
+  m.gpu_limit_bytes = last.gpu_limit_bytes;
+  m.growth_bytes_per_step = f.host.growth_bytes_per_step;
+  m.forecast_steps_to_limit.reset();
+  if (f.host.steps_to_limit != guard::kNever) m.forecast_steps_to_limit = f.host.steps_to_limit;
+  const bool pressure = f.host.steps_to_threshold != guard::kNever &&
+                        f.host.steps_to_threshold <= job_.spec.memory_guard.horizon_steps;
+  SetCondition("MemoryPressure", pressure, pressure ? "ForecastCrossesThreshold" : "BelowThreshold",
+               "host " + Percent(m.host_bytes, m.host_limit_bytes) + " of the limit" +
+                   (pressure ? ", forecast to cross the threshold within " +
+                                   std::to_string(f.host.steps_to_threshold) + " step(s)"
+                             : ""));
+}
+
+NextStep JobReconciler::Reconcile(const Observation& observed) {
+  if (IsTerminal(status_.phase)) {
+    NextStep done;
+    done.kind = NextStep::Kind::kFinished;
+    done.reason = status_.message;
+    return done;
+  }
+  if (status_.generation == 0) {
+    if (stop_requested_) return Finish(JobPhase::kSuspended, *stop_requested_);
+    if (job_.spec.suspend) return Finish(JobPhase::kSuspended, "spec.suspend is true");
+    return Launch("first launch: " + std::to_string(job_.spec.workers) + " worker(s)");
+  }
+  Ingest(observed);
+
+  if (observed.generation != status_.generation || observed.ranks.empty()) return {};
+
+  int ended = 0;
+  const RankObservation* crashed = nullptr;
+  for (const RankObservation& r : observed.ranks) {
+    if (!r.exit) continue;
+    ++ended;
+    if (!IsCleanExit(r.exit->exit_code) && !crashed) crashed = &r;
+  }
+  if (ended == static_cast<int>(observed.ranks.size())) return OnGenerationEnded(observed);
+
+  NextStep next;
+  if (ended > 0) {
+    if (kill_sent_) return next;
+    if (crashed) {
+      kill_sent_ = true;
+      first_crashed_rank_ = crashed->rank;
+      next.kind = NextStep::Kind::kKill;
+      next.reason = "rank " + std::to_string(crashed->rank) + " ended (" + crashed->exit->reason +
+                    "); stopping the other ranks";
+      return next;
+    }
+    if (!first_exit_at_) first_exit_at_ = observed.now;
+    if (observed.now - *first_exit_at_ >= options_.peer_exit_timeout) {
+      kill_sent_ = true;
+      next.kind = NextStep::Kind::kKill;
+      next.reason = "some ranks stopped cleanly but the others did not follow within " +
+                    std::to_string(options_.peer_exit_timeout.count()) + " ms";
+    }
+    return next;
+  }
+  // Every rank is alive.
+  const bool scale = workers_requested_ && *workers_requested_ != job_.spec.workers;
+  if ((stop_requested_ || scale) && !drain_sent_) {
+    drain_sent_ = true;
+    next.kind = NextStep::Kind::kDrain;
+    next.grace = options_.drain_grace;
+    next.reason = stop_requested_ ? *stop_requested_
+                                  : "resharding to " + std::to_string(*workers_requested_) +
+                                        " workers on request";
+  }
+  return next;
+}
+
+NextStep JobReconciler::Relaunch(int64_t step, const std::string& type, const std::string& reason,
+                                 bool counts_as_restart, bool reshard) {
+  if (counts_as_restart) {
+    const int max = job_.spec.memory_guard.max_restarts;
+    if (unrequested_relaunches_ >= max) {
+      return Finish(JobPhase::kFailed, "gave up after " + std::to_string(unrequested_relaunches_) +
+                                           " restarts (memoryGuard.maxRestarts = " + std::to_string(max) +
+                                           "); another was needed because " + reason);
+    }
+    ++unrequested_relaunches_;
+  }
+  if (reshard) ++status_.reshards; else ++status_.restarts;
+  Record(step, type, reason);
+  status_.phase = reshard ? JobPhase::kResharding : JobPhase::kRestarting;
+  return Launch(reason);
+}
+
+NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
+  int finished = 0, oom = 0;
+  const RankObservation* guard_stop = nullptr;
+  const RankObservation* crashed = nullptr;
+  for (const RankObservation& r : observed.ranks) {
+    const RankExit& e = *r.exit;
+    if (e.exit_code == kExitInvalidSpec) {
+      return Finish(JobPhase::kFailed, "rank " + std::to_string(r.rank) + " rejected the spec (exit 2)" +
+                                           (e.termination_message.empty() ? "" : ": " + e.termination_message));
+    }
+    if (e.oom_killed) ++oom;
+    if (e.exit_code == kExitFinished) {
+      ++finished;
+    } else if (e.exit_code == kExitGuardStop) {
+      if (!guard_stop) guard_stop = &r;
+    } else if (e.exit_code != kExitDrained) {
+      // The rank that says the most about why: an OOM kill, else the rank that ended
+      // first (its peers were killed by us after it).
+      if (!crashed || (e.oom_killed && !crashed->exit->oom_killed) ||
+          (!crashed->exit->oom_killed && first_crashed_rank_ == r.rank)) {
+        crashed = &r;
+      }
+    }
+  }
+  if (finished == static_cast<int>(observed.ranks.size())) {
+    return Finish(JobPhase::kSucceeded, "all " + std::to_string(status_.total_steps) + " steps done");
+  }
+  if (crashed) return OnCrash(observed, *crashed, oom);
+  if (stop_requested_) {
+    Record(status_.step, "suspend", *stop_requested_);
+    return Finish(JobPhase::kSuspended,
+                  *stop_requested_ + "; the checkpoint at step " +
+                      std::to_string(observed.checkpoint_step.value_or(status_.step)) + " is resumable");
+  }
+  if (guard_stop) return OnGuardStop(*guard_stop);
+
+  // Every rank drained (75) and we did not ask for a stop: a scale request, or a drain
+  // from outside (a node drain evicting pods). Resume either way.
+  if (workers_requested_ && *workers_requested_ != job_.spec.workers) {
+    const int from = job_.spec.workers;
+    job_.spec.workers = FittingWorkerCount(job_.spec, *workers_requested_, from);
+    workers_requested_.reset();
+    return Relaunch(status_.step, "scale",
+                    "resharded on request: workers " + std::to_string(from) + " -> " +
+                        std::to_string(job_.spec.workers),
+                    /*counts_as_restart=*/false, /*reshard=*/true);
+  }
+  return Relaunch(status_.step, "resume",
+                  "workers drained (exit 75) without a stop request; resuming from the checkpoint", true,
+                  false);
+}
+
+NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {
+  const RankExit& e = *crashed.exit;
+  status_.oom_kills += oom_kills;
+  const int64_t reached = status_.step;
+  const int64_t checkpoint = observed.checkpoint_step.value_or(generation_resumed_from_);
+  std::string lost;
+  if (observed.checkpoint_step) {
+    const int64_t l = std::max<int64_t>(0, reached - *observed.checkpoint_step);
+    status_.steps_lost += l;
+    lost = "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " +
+           std::to_string(l) + " step(s) lost";
+  } else {
+    unsettled_loss_from_step_ = reached;
+    lost = "; resuming from the last checkpoint";
+  }
+  if (stop_requested_) {
+    return Finish(JobPhase::kSuspended, *stop_requested_ + " (rank " + std::to_string(crashed.rank) +
+                                            " ended with " + e.reason + " while draining)");
+  }
+  std::string what =
+      e.oom_killed ? "rank " + std::to_string(crashed.rank) + " was OOM-killed by the kernel during step " +
+                         std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")"
+                   : "rank " + std::to_string(crashed.rank) + " crashed during step " +
+                         std::to_string(reached + 1) + " (" + e.reason + ", exit " + std::to_string(e.exit_code) + ")";
+  if (!e.oom_killed && !e.termination_message.empty()) what += ": " + e.termination_message.substr(0, 200);
+  const std::string type = e.oom_killed ? "restartAfterOOMKill" : "restartAfterCrash";
+
+  if (!options_.guard_enabled) {
+    NextStep next = Relaunch(reached, type, what + lost, true, false);
+    if (next.kind == NextStep::Kind::kLaunch) {
+      history_.RecordCrashRestart(static_cast<int>(checkpoint), e.oom_killed);
+      next.launch.guard_history_json = history_.ToJson();
+    }
+    return next;
+  }
+  // With the guard on, a crash that repeats at the same step escalates instead of looping.
+  const guard::Decision d = guard::DecideAfterCrash(
+      e.oom_killed ? guard::ExitCause::kOomKill : guard::ExitCause::kCrash, static_cast<int>(reached + 1),
+      static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers);
+  SpecChange change = ApplyDecision(job_, d);
+  if (change.fail) return Finish(JobPhase::kFailed, what + "; " + change.reason);
+  const bool plain = change.type == "restart";
+  const spec::TrainingJob previous = job_;
+  job_ = change.job;
+  NextStep next = Relaunch(reached, plain ? type : change.type,
+                           plain ? what + lost : what + lost + "; " + change.reason, true, change.reshard);
+  if (next.kind != NextStep::Kind::kLaunch) {
+    job_ = previous;
+    return next;
+  }
+  history_.RecordCrashRestart(static_cast<int>(checkpoint), e.oom_killed);
+  if (!plain) history_.Record(d);
+  next.launch.guard_history_json = history_.ToJson();
+  return next;
+}
+
+NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
+  guard::Decision d;
+  try {
+    d = guard::Decision::FromJson(stopped.exit->termination_message);
+  } catch (const std::exception& e) {
+    return Relaunch(status_.step, "restart",
+                    "rank " + std::to_string(stopped.rank) +
+                        " stopped for the memory guard but its decision is unreadable (" + e.what() +
+                        "); restarting at the same size",
+                    true, false);
+  }
+  const int64_t step = d.step > 0 ? d.step : status_.step;
+  if (!options_.guard_enabled) {
+    return Relaunch(step, "resume",
+                    std::string("guard disabled: not applying the worker's ") +
+                        guard::DecisionActionName(d.action) + " decision; resuming",
+                    true, false);
+  }
+  SpecChange change = ApplyDecision(job_, d);
+  if (change.fail) return Finish(JobPhase::kFailed, "memory guard gave up: " + change.reason);
+  const spec::TrainingJob previous = job_;
+  job_ = change.job;
+  NextStep next = Relaunch(step, change.type, change.reason, true, change.reshard);
+  if (next.kind != NextStep::Kind::kLaunch) {
+    job_ = previous;
+    return next;
+  }
+  history_.Record(d);
+  next.launch.guard_history_json = history_.ToJson();
+  return next;
+}
+
+}  // namespace headroom::runtime

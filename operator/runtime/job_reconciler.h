@@ -1,0 +1,117 @@
+// The decision logic shared by `headroom run` (local processes) and headroom-operator
+// (pods): given what the workers are doing, what happens next to the job.
+//
+// It knows nothing of processes, pods or clocks it did not get passed: every call to
+// Reconcile() gets an Observation from a WorkerBackend and returns one step for the
+// caller to carry out (launch a generation, drain, kill, wait, or finish). It is
+// deterministic: the same observations give the same steps, so it is unit-tested with a
+// scripted backend and reused unchanged by the operator.
+//
+// What it does with the way a generation ends (design.md, Worker exit codes):
+//   - every rank 0                  -> Succeeded.
+//   - 76, guard stop                -> apply the decision (restart, reshard within
+//                                      [minWorkers, maxWorkers], shrink the micro-batch,
+//                                      toggle offload) and launch generation+1; no step is
+//                                      lost (the worker checkpointed the step it stopped at).
+//   - 75, drained                   -> Suspended when a stop was requested, else resume.
+//   - OOM kill (137 + oom_kill) or any other crash -> restart from the last checkpoint,
+//                                      counting the kill and the steps lost (newest step
+//                                      reached - checkpoint step resumed from).
+//   - 2, invalid spec               -> Failed (relaunching cannot help).
+//   Relaunches that were not asked for by the user count against memoryGuard.maxRestarts;
+//   the one that would exceed it fails the job instead, with the reason.
+// When some ranks have ended and others have not: a crash kills the rest at once; a
+// clean end (0/75/76) waits peer_exit_timeout for the others to agree, then kills them.
+//
+// With guard_enabled = false (`headroom run --no-guard`) every generation's spec has
+// memoryGuard.enabled = false, and a stray exit 76 is resumed without applying it; crashes
+// and OOM kills still restart from the checkpoint, so the job finishes and the ledger shows
+// what the kernel cost.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/spec/training_job.h"
+#include "operator/runtime/job_status.h"
+#include "core/guard/forecaster.h"
+#include "core/guard/guard_history.h"
+#include "operator/runtime/worker_backend.h"
+
+namespace headroom::runtime {
+
+struct ReconcilerOptions {
+  bool guard_enabled = true;
+  std::chrono::milliseconds drain_grace{30000};        // SIGTERM -> SIGKILL
+  std::chrono::milliseconds peer_exit_timeout{60000};  // first clean exit -> kill the rest
+  // Wall-clock time for ActionRecord/Condition timestamps (RFC 3339); injectable for tests.
+  std::function<std::string()> wall_clock;
+};
+
+struct NextStep {
+  enum class Kind { kWait, kLaunch, kDrain, kKill, kFinished };
+  Kind kind = Kind::kWait;
+  LaunchRequest launch;                     // kLaunch
+  std::chrono::milliseconds grace{0};       // kDrain
+  std::string reason;                       // why (for logs and Events)
+};
+const char* NextStepKindName(NextStep::Kind kind);
+
+class JobReconciler {
+ public:
+  JobReconciler(spec::TrainingJob job, ReconcilerOptions options);
+
+  NextStep Reconcile(const Observation& observed);
+
+  // The user's requests. RequestStop: drain, keep the checkpoint, end Suspended.
+  // RequestWorkers: reshard to n workers at the next step boundary (kubectl scale).
+  void RequestStop(const std::string& reason);
+  void RequestWorkers(int n);
+
+  const JobStatus& status() const { return status_; }
+  // The spec the current (or next) generation runs.
+  const spec::TrainingJob& current_job() const { return job_; }
+  const guard::GuardHistory& guard_history() const { return history_; }
+
+ private:
+  NextStep Launch(const std::string& reason);
+  NextStep Finish(JobPhase phase, const std::string& message);
+  NextStep OnGenerationEnded(const Observation& observed);
+  NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
+  NextStep OnGuardStop(const RankObservation& stopped);
+  NextStep Relaunch(int64_t step, const std::string& type, const std::string& reason,
+                    bool counts_as_restart, bool reshard);
+  void Ingest(const Observation& observed);
+  void FeedForecaster();
+  void Record(int64_t step, const std::string& type, const std::string& reason);
+  void SetCondition(const std::string& type, bool on, const std::string& reason,
+                    const std::string& message);
+  std::string Now() const;
+
+  spec::TrainingJob job_;
+  ReconcilerOptions options_;
+  JobStatus status_;
+  guard::GuardHistory history_;
+  guard::Forecaster forecaster_;
+
+  std::optional<std::string> stop_requested_;
+  std::optional<int> workers_requested_;
+  bool drain_sent_ = false;
+  bool kill_sent_ = false;
+  std::optional<std::chrono::steady_clock::time_point> first_exit_at_;
+  std::optional<int> first_crashed_rank_;  // the rank whose crash ended this generation
+  int unrequested_relaunches_ = 0;         // what memoryGuard.maxRestarts caps
+  bool saw_step_this_generation_ = false;
+  // A crash whose checkpoint step the backend could not see: steps lost are settled when
+  // the next generation reports its first step (resumed from = that step - 1).
+  std::optional<int64_t> unsettled_loss_from_step_;
+  int64_t generation_resumed_from_ = 0;  // first step of this generation - 1
+  std::map<int, StepRecord> latest_by_rank_;
+  // Per-step memory, the worst over ranks, until every rank has passed the step.
+  std::map<int64_t, guard::StepMemory> unfed_steps_;
+};
+
+}  // namespace headroom::runtime

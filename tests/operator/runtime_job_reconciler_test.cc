@@ -1,0 +1,364 @@
+// The shared reconciler, driven by scripted observations: every way a generation can end
+// and what the job does next. No processes, no pods, no clocks.
+#include "operator/runtime/job_reconciler.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/guard/decision.h"
+
+namespace headroom::runtime {
+namespace {
+
+using Kind = NextStep::Kind;
+using std::chrono::milliseconds;
+
+spec::TrainingJob MakeJob(int workers = 1) {
+  spec::TrainingJob job;
+  job.metadata.name = "unit";
+  job.spec.workers = workers;
+  job.spec.min_workers = 1;
+  job.spec.max_workers = 4;
+  job.spec.resources.memory = "1Gi";
+  job.spec.resources.memory_bytes = 1LL << 30;
+  job.spec.grpo.steps = 20;
+  job.spec.grpo.prompts_per_step = 8;
+  job.spec.grpo.micro_batch_size = 32;
+  job.spec.memory_guard.max_restarts = 3;
+  job.spec.sharding.stage = 1;
+  return job;
+}
+
+ReconcilerOptions Options(bool guard = true) {
+  ReconcilerOptions o;
+  o.guard_enabled = guard;
+  o.wall_clock = [] { return std::string("2026-01-01T00:00:00Z"); };
+  o.peer_exit_timeout = milliseconds(1000);
+  return o;
+}
+
+// Builds observations of one generation.
+struct Script {
+  int generation = 1;
+  int ranks = 1;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+
+  Observation Running(std::vector<int64_t> steps = {}, int64_t host = 100 << 20) const {
+    Observation o;
+    o.generation = generation;
+    o.now = t0;
+    for (int r = 0; r < ranks; ++r) o.ranks.push_back({r, true, std::nullopt});
+    for (int64_t s : steps) {
+      for (int r = 0; r < ranks; ++r) {
+        StepRecord rec;
+        rec.rank = r;
+        rec.generation = generation;
+        rec.step = s;
+        rec.reward_mean = 0.1 * static_cast<double>(s);
+        rec.host_bytes = host + s * (8 << 20);
+        rec.host_limit_bytes = 1LL << 30;
+        o.new_steps.push_back(rec);
+      }
+    }
+    return o;
+  }
+  Observation Ended(std::vector<RankExit> exits, std::optional<int64_t> checkpoint = std::nullopt) const {
+    Observation o = Running();
+    for (size_t r = 0; r < exits.size(); ++r) {
+      o.ranks[r].running = false;
+      o.ranks[r].exit = exits[r];
+    }
+    o.checkpoint_step = checkpoint;
+    return o;
+  }
+};
+
+RankExit Exit(int code, std::string message = "", bool oom = false) {
+  return RankExit{code, oom, ExitReason(code, oom), std::move(message)};
+}
+
+std::string GuardJson(guard::DecisionAction action, int step) {
+  guard::Decision d;
+  d.action = action;
+  d.resource = "host";
+  d.reason = "host growing 48 MiB/step";
+  d.step = step;
+  return d.ToJson();
+}
+
+TEST(JobReconciler, LaunchesTheFirstGenerationAtTheSpecSize) {
+  JobReconciler rec(MakeJob(2), Options());
+  NextStep next = rec.Reconcile(Observation{});
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.generation, 1);
+  EXPECT_EQ(next.launch.job.spec.workers, 2);
+  EXPECT_TRUE(next.launch.job.spec.memory_guard.enabled);
+  EXPECT_FALSE(next.launch.guard_history_json.empty());
+  EXPECT_EQ(rec.status().phase, JobPhase::kPending);
+}
+
+TEST(JobReconciler, StepsMakeItRunningAndAllZeroExitsSucceed) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  EXPECT_EQ(rec.Reconcile(s.Running({1, 2, 3})).kind, Kind::kWait);
+  EXPECT_EQ(rec.status().phase, JobPhase::kRunning);
+  EXPECT_EQ(rec.status().step, 3);
+  ASSERT_TRUE(rec.status().final_reward);
+  EXPECT_NEAR(*rec.status().final_reward, 0.3, 1e-9);
+  EXPECT_EQ(rec.status().memory.host_bytes, (100 << 20) + 3 * (8 << 20));
+  NextStep next = rec.Reconcile(s.Ended({Exit(0), Exit(0)}));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_TRUE(rec.status().actions.empty());
+}
+
+TEST(JobReconciler, GuardRestartRelaunchesTheSameSpecWithNoStepLost) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  Script s;
+  rec.Reconcile(s.Running({1, 2, 3, 4, 5, 6, 7}));
+  NextStep next = rec.Reconcile(s.Ended({Exit(76, GuardJson(guard::DecisionAction::kRestart, 7))}, 7));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.generation, 2);
+  EXPECT_EQ(next.launch.job, MakeJob());
+  EXPECT_EQ(rec.status().phase, JobPhase::kRestarting);
+  EXPECT_EQ(rec.status().restarts, 1);
+  EXPECT_EQ(rec.status().steps_lost, 0);
+  ASSERT_EQ(rec.status().actions.size(), 1u);
+  EXPECT_EQ(rec.status().actions[0].step, 7);
+  EXPECT_EQ(rec.status().actions[0].type, "restart");
+  EXPECT_NE(rec.status().actions[0].reason.find("48 MiB/step"), std::string::npos);
+  EXPECT_NE(next.launch.guard_history_json.find("\"restarts\":1"), std::string::npos)
+      << next.launch.guard_history_json;
+  // The next generation's first step flips it back to Running.
+  Script s2{.generation = 2};
+  rec.Reconcile(s2.Running({8}));
+  EXPECT_EQ(rec.status().phase, JobPhase::kRunning);
+  EXPECT_EQ(rec.status().steps_lost, 0);
+}
+
+TEST(JobReconciler, GuardReshardGrowsTheWorkerCount) {
+  JobReconciler rec(MakeJob(1), Options());
+  rec.Reconcile(Observation{});
+  Script s;
+  guard::Decision d;
+  d.action = guard::DecisionAction::kReshard;
+  d.reason = "optimizer state does not fit";
+  d.step = 3;
+  d.target_workers = 2;
+  NextStep next = rec.Reconcile(s.Ended({Exit(76, d.ToJson())}, 3));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.workers, 2);
+  EXPECT_EQ(rec.status().reshards, 1);
+  EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_EQ(rec.status().phase, JobPhase::kResharding);
+  EXPECT_EQ(rec.status().actions.back().type, "reshard");
+  EXPECT_NE(rec.status().actions.back().reason.find("workers 1 -> 2"), std::string::npos);
+}
+
+TEST(JobReconciler, ReshardBeyondMaxWorkersFallsBackToARestart) {
+  spec::TrainingJob job = MakeJob(2);
+  job.spec.max_workers = 2;
+  JobReconciler rec(job, Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  guard::Decision d;
+  d.action = guard::DecisionAction::kReshard;
+  d.target_workers = 4;
+  const std::string json = d.ToJson();
+  NextStep next = rec.Reconcile(s.Ended({Exit(76, json), Exit(76, json)}, 0));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.workers, 2);
+  EXPECT_EQ(rec.status().actions.back().type, "restart");
+  EXPECT_NE(rec.status().actions.back().reason.find("fits within [1, 2]"), std::string::npos);
+}
+
+TEST(JobReconciler, ShrinkMicroBatchAndOffloadToggleChangeOnlyThoseFields) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  guard::Decision shrink;
+  shrink.action = guard::DecisionAction::kShrinkMicroBatch;
+  shrink.target_micro_batch_size = 8;
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(76, shrink.ToJson())}, 0));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.grpo.micro_batch_size, 8);
+  EXPECT_EQ(spec::RunDefinitionHash(next.launch.job.spec), spec::RunDefinitionHash(MakeJob().spec));
+
+  spec::TrainingJob offloaded = MakeJob();
+  offloaded.spec.sharding.offload_optimizer = true;
+  offloaded.spec.sharding.offload_params = true;
+  JobReconciler rec2(offloaded, Options());
+  rec2.Reconcile(Observation{});
+  next = rec2.Reconcile(Script{}.Ended({Exit(76, GuardJson(guard::DecisionAction::kDisableOffload, 4))}, 4));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_FALSE(next.launch.job.spec.sharding.offload_optimizer);
+  EXPECT_FALSE(next.launch.job.spec.sharding.offload_params);
+  EXPECT_EQ(rec2.status().actions.back().type, "disableOffload");
+}
+
+TEST(JobReconciler, OomKillRestartsFromTheCheckpointCountingStepsLost) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  Script s;
+  rec.Reconcile(s.Running({11, 12, 13, 14}));
+  NextStep next = rec.Reconcile(s.Ended({Exit(137, "", /*oom=*/true)}, 10));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job, MakeJob());
+  EXPECT_EQ(rec.status().oom_kills, 1);
+  EXPECT_EQ(rec.status().steps_lost, 4);
+  EXPECT_EQ(rec.status().restarts, 1);
+  EXPECT_EQ(rec.status().actions.back().type, "restartAfterOOMKill");
+  EXPECT_EQ(rec.status().actions.back().step, 14);
+  EXPECT_NE(rec.status().actions.back().reason.find("OOM-killed by the kernel during step 15"), std::string::npos);
+  EXPECT_NE(rec.status().actions.back().reason.find("4 step(s) lost"), std::string::npos);
+}
+
+TEST(JobReconciler, StepsLostAreSettledFromTheResumedStepWhenNoCheckpointIsVisible) {
+  JobReconciler rec(MakeJob(), Options(/*guard=*/false));
+  rec.Reconcile(Observation{});
+  rec.Reconcile(Script{}.Running({1, 2, 3, 4, 5, 6}));
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(1, "segfault")}));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().steps_lost, 0);  // not known yet
+  EXPECT_EQ(rec.status().actions.back().type, "restartAfterCrash");
+  rec.Reconcile(Script{.generation = 2}.Running({5}));  // resumed from checkpoint step 4
+  EXPECT_EQ(rec.status().steps_lost, 2);
+}
+
+TEST(JobReconciler, OneRankCrashingKillsTheOthersThenRestarts) {
+  JobReconciler rec(MakeJob(2), Options(false));
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  Observation half = s.Running();
+  half.ranks[1].running = false;
+  half.ranks[1].exit = Exit(1, "boom");
+  NextStep next = rec.Reconcile(half);
+  EXPECT_EQ(next.kind, Kind::kKill);
+  EXPECT_NE(next.reason.find("rank 1"), std::string::npos);
+  EXPECT_EQ(rec.Reconcile(half).kind, Kind::kWait);  // kill sent once
+  next = rec.Reconcile(s.Ended({Exit(137), Exit(1, "boom")}, 0));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().oom_kills, 0);
+  EXPECT_NE(rec.status().actions.back().reason.find("rank 1 crashed"), std::string::npos);
+}
+
+TEST(JobReconciler, CleanExitOfOneRankWaitsForPeersThenKills) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  Observation half = s.Running();
+  half.ranks[0].running = false;
+  half.ranks[0].exit = Exit(75);
+  EXPECT_EQ(rec.Reconcile(half).kind, Kind::kWait);
+  half.now += milliseconds(999);
+  EXPECT_EQ(rec.Reconcile(half).kind, Kind::kWait);
+  half.now += milliseconds(1);
+  EXPECT_EQ(rec.Reconcile(half).kind, Kind::kKill);
+}
+
+TEST(JobReconciler, GivesUpAfterMaxRestartsWithTheReason) {
+  JobReconciler rec(MakeJob(), Options(false));  // maxRestarts 3
+  rec.Reconcile(Observation{});
+  for (int g = 1; g <= 3; ++g) {
+    Script s{.generation = g};
+    rec.Reconcile(s.Running({g}));
+    ASSERT_EQ(rec.Reconcile(s.Ended({Exit(137, "", true)}, 0)).kind, Kind::kLaunch) << g;
+  }
+  Script s{.generation = 4};
+  NextStep next = rec.Reconcile(s.Ended({Exit(137, "", true)}, 0));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  EXPECT_NE(rec.status().message.find("gave up after 3 restarts"), std::string::npos) << rec.status().message;
+  EXPECT_NE(rec.status().message.find("OOM-killed"), std::string::npos);
+  EXPECT_EQ(rec.status().actions.back().type, "fail");
+  EXPECT_EQ(rec.status().oom_kills, 4);
+  EXPECT_EQ(rec.Reconcile(Observation{}).kind, Kind::kFinished);
+}
+
+TEST(JobReconciler, InvalidSpecFailsAtOnce) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(2, "spec.grpo.groupSize: must be >= 2")}));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  EXPECT_NE(rec.status().message.find("groupSize"), std::string::npos);
+}
+
+TEST(JobReconciler, StopRequestDrainsAndEndsSuspended) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  rec.Reconcile(s.Running({1, 2}));
+  rec.RequestStop("interrupted (Ctrl-C)");
+  NextStep next = rec.Reconcile(s.Running({3}));
+  ASSERT_EQ(next.kind, Kind::kDrain);
+  EXPECT_GT(next.grace.count(), 0);
+  EXPECT_EQ(rec.Reconcile(s.Running()).kind, Kind::kWait);  // drain sent once
+  next = rec.Reconcile(s.Ended({Exit(75), Exit(75)}, 3));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kSuspended);
+  EXPECT_EQ(rec.status().actions.back().type, "suspend");
+  EXPECT_NE(rec.status().message.find("checkpoint at step 3 is resumable"), std::string::npos);
+}
+
+TEST(JobReconciler, UnrequestedDrainResumes) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(75)}, 5));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().actions.back().type, "resume");
+}
+
+TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
+  JobReconciler rec(MakeJob(1), Options());
+  rec.Reconcile(Observation{});
+  rec.RequestWorkers(2);
+  ASSERT_EQ(rec.Reconcile(Script{}.Running({1})).kind, Kind::kDrain);
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(75)}, 1));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.workers, 2);
+  EXPECT_EQ(rec.status().reshards, 1);
+  EXPECT_EQ(rec.status().actions.back().type, "scale");
+}
+
+TEST(JobReconciler, WithoutTheGuardDecisionsAreNotAppliedButCrashesStillRestart) {
+  JobReconciler rec(MakeJob(), Options(/*guard=*/false));
+  NextStep next = rec.Reconcile(Observation{});
+  EXPECT_FALSE(next.launch.job.spec.memory_guard.enabled);
+  guard::Decision d;
+  d.action = guard::DecisionAction::kReshard;
+  d.target_workers = 2;
+  next = rec.Reconcile(Script{}.Ended({Exit(76, d.ToJson())}, 2));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.workers, 1);
+  EXPECT_EQ(rec.status().actions.back().type, "resume");
+}
+
+TEST(JobReconciler, StepsFromAnOldGenerationAreIgnored) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  rec.Reconcile(Script{}.Ended({Exit(76, GuardJson(guard::DecisionAction::kRestart, 0))}, 0));
+  Observation late = Script{.generation = 2}.Running();
+  StepRecord old;
+  old.generation = 1;
+  old.step = 99;
+  late.new_steps.push_back(old);
+  rec.Reconcile(late);
+  EXPECT_EQ(rec.status().step, 0);
+}
+
+TEST(JobReconciler, StatusJsonNamesPhaseAndMemory) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  rec.Reconcile(Script{}.Running({1, 2, 3, 4, 5, 6}));
+  const nlohmann::json j = ToJson(rec.status());
+  EXPECT_EQ(j["phase"], "Running");
+  EXPECT_EQ(j["step"], 6);
+  EXPECT_EQ(j["memory"]["hostLimitBytes"], 1LL << 30);
+  EXPECT_GT(j["memory"]["growthBytesPerStep"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace headroom::runtime
