@@ -443,8 +443,9 @@ func defaultEquals(got interface{}, cpp string) bool {
 		return strings.Trim(cpp, `"`) == g || (cpp == "0" && g == "0")
 	case bool:
 		return (cpp == "true") == g
-	case int64:
-		return cpp == strconv.FormatInt(g, 10)
+	case int64: // also an integral double: 1.0 arrives as 1
+		f, err := strconv.ParseFloat(cpp, 64)
+		return err == nil && f == float64(g)
 	case float64:
 		f, err := strconv.ParseFloat(cpp, 64)
 		return err == nil && f == g

@@ -1,5 +1,5 @@
 // YAML documents decoded the way kubectl sends them: JSON-like values (maps with string
-// keys, []interface{}, string, int64, float64, bool, nil).
+// keys, []interface{}, string, int64, float64, bool, nil), integral numbers as int64.
 package deploy
 
 import (
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,6 +77,12 @@ func jsonLike(v interface{}) interface{} {
 		return int64(x)
 	case uint64:
 		return float64(x)
+	case float64:
+		// kubectl sends YAML as JSON, where 2.0 is written 2, and the API server decodes an
+		// integral JSON number as an integer: so do we.
+		if x == math.Trunc(x) && math.Abs(x) < 9.0e18 {
+			return int64(x)
+		}
 	}
 	return v
 }
