@@ -1,0 +1,354 @@
+#include "core/guard/forecaster.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/guard/human_bytes.h"
+#include "core/guard/robust_fit.h"
+#include "core/spec/training_job.h"
+
+namespace headroom::guard {
+
+namespace {
+
+// Growth must clear the fit's noise by this many sigmas over the window to count.
+constexpr double kTrendSigmas = 3.0;
+// Recent slope below this fraction of the earlier slope: the growth is levelling off.
+constexpr double kDecelerationRatio = 0.5;
+// A drop is a fall of at least this fraction of the window's range (and well above the
+// step-to-step noise): the sign of a cache flush or a periodic free.
+constexpr double kDropFractionOfRange = 0.3;
+// Relative token spread above which the peak is fitted as a + c * tokens; below it the
+// data cannot separate a from c and the excess is taken as proportional to tokens.
+constexpr double kTokenSpreadForFit = 0.15;
+
+struct Series {
+  std::vector<double> t, end, peak, tokens;
+};
+
+double TokenMedian(const std::vector<double>& tokens) {
+  std::vector<double> positive;
+  for (double n : tokens) {
+    if (n > 0) positive.push_back(n);
+  }
+  return Median(std::move(positive));
+}
+
+// The peak model: peak - end = a + c * tokens.
+struct ExcessModel {
+  double a = 0;
+  double c = 0;
+  bool fitted_on_spread = false;  // c estimated from varying token counts
+  double At(double tokens) const { return std::max(0.0, a + c * tokens); }
+};
+
+ExcessModel FitExcess(const Series& s) {
+  ExcessModel m;
+  const size_t n = s.t.size();
+  std::vector<double> excess(n), tokens;
+  bool all_tokens = true;
+  for (size_t i = 0; i < n; ++i) {
+    excess[i] = std::max(0.0, s.peak[i] - s.end[i]);
+    all_tokens &= s.tokens[i] > 0;
+  }
+  if (!all_tokens) {
+    m.a = Median(excess);
+    return m;
+  }
+  double lo = *std::min_element(s.tokens.begin(), s.tokens.end());
+  double hi = *std::max_element(s.tokens.begin(), s.tokens.end());
+  double med = Median(s.tokens);
+  if (n >= 3 && (hi - lo) / med >= kTokenSpreadForFit) {
+    Line line = TheilSen(s.tokens, excess);
+    m.c = std::max(0.0, line.slope);
+    std::vector<double> rest(n);
+    for (size_t i = 0; i < n; ++i) rest[i] = excess[i] - m.c * s.tokens[i];
+    m.a = Median(std::move(rest));
+    m.fitted_on_spread = true;
+  } else {
+    std::vector<double> per_token(n);
+    for (size_t i = 0; i < n; ++i) per_token[i] = excess[i] / s.tokens[i];
+    m.c = Median(std::move(per_token));
+  }
+  return m;
+}
+
+// The end-of-step trend and how to project it.
+struct Trend {
+  double level = 0;       // value at the last step
+  double growth = 0;      // bytes per step for the next step
+  double damping = 1.0;   // growth of step h is growth * damping^(h-1)
+  double raw_slope = 0;
+  double rise_cap = -1;   // sawtooth: end never projected above this (+ growth * h); -1 none
+  double rise = 0;        // sawtooth: rise per step inside a tooth
+  MemoryClass klass = MemoryClass::kUnknown;
+  bool warming_up = false;
+  double quality = 0;     // 0..1: how clearly the data shows what we concluded
+
+  double EndAt(int h) const {
+    if (rise_cap >= 0) {
+      return std::min(level + rise * h, rise_cap + growth * h);
+    }
+    if (damping >= 1.0) return level + growth * h;
+    double sum = 0, g = growth;
+    for (int k = 1; k <= h; ++k) {
+      sum += g;
+      g *= damping;
+    }
+    return level + sum;
+  }
+};
+
+bool Significant(double slope, double span, double sigma, double min_growth) {
+  return slope > min_growth && slope * span > kTrendSigmas * sigma;
+}
+
+Trend FitTrend(const Series& s, double min_growth, int min_history) {
+  Trend tr;
+  const size_t n = s.t.size();
+  tr.level = s.end.back();
+  if (static_cast<int>(n) < min_history) return tr;
+
+  Line line = TheilSen(s.t, s.end);
+  tr.raw_slope = line.slope;
+  std::vector<double> resid(n);
+  for (size_t i = 0; i < n; ++i) resid[i] = s.end[i] - line.At(s.t[i]);
+  const double sigma = RobustSigma(resid);
+  const double span = s.t.back() - s.t.front();
+  const double lo = *std::min_element(s.end.begin(), s.end.end());
+  const double hi = *std::max_element(s.end.begin(), s.end.end());
+  const double range = hi - lo;
+
+  // Periodic drops: judge the trend on the tops of the teeth, not on the whole series.
+  std::vector<double> diffs;
+  for (size_t i = 1; i < n; ++i) diffs.push_back(s.end[i] - s.end[i - 1]);
+  const double diff_sigma = RobustSigma(diffs);
+  std::vector<double> top_t, top_v, rises;
+  for (size_t i = 1; i < n; ++i) {
+    double d = s.end[i] - s.end[i - 1];
+    bool drop = d < -std::max(kDropFractionOfRange * range, 4 * diff_sigma) && range > 2 * min_growth;
+    if (drop) {
+      top_t.push_back(s.t[i - 1]);
+      top_v.push_back(s.end[i - 1]);
+    } else {
+      rises.push_back(d);
+    }
+  }
+  if (!top_t.empty()) {
+    double top_slope = 0;
+    if (top_t.size() >= 2) top_slope = TheilSen(top_t, top_v).slope;
+    double top_span = top_t.back() - top_t.front();
+    double last_top = top_v.back();
+    tr.rise = std::max(0.0, Median(rises));
+    if (top_t.size() >= 2 && Significant(top_slope, top_span, sigma / 2, min_growth)) {
+      tr.klass = MemoryClass::kLeak;
+      tr.growth = top_slope;
+      tr.quality = top_slope * top_span / (top_slope * top_span + sigma + 1);
+    } else {
+      tr.klass = MemoryClass::kSawtooth;
+      tr.quality = std::min(1.0, top_t.size() / 2.0);
+    }
+    tr.rise_cap = std::max(last_top, s.end.back());
+    tr.level = s.end.back();
+    return tr;
+  }
+
+  // Recent half vs earlier half (overlapping by one point): growth that persists is a
+  // leak, growth that fades is warm-up.
+  const size_t recent_n = (n + 1) / 2;
+  const size_t split = n - recent_n;
+  std::vector<double> et(s.t.begin(), s.t.begin() + split + 1), ev(s.end.begin(), s.end.begin() + split + 1);
+  std::vector<double> rt(s.t.begin() + split, s.t.end()), rv(s.end.begin() + split, s.end.end());
+  const double earlier = TheilSen(et, ev).slope;
+  const double recent = TheilSen(rt, rv).slope;
+
+  // Robust "now": the trend line at the last step, shifted by where the last points sit
+  // relative to it (on a staircase, which stair we are on).
+  std::vector<double> last_resid(resid.end() - std::min<size_t>(3, n), resid.end());
+  const double line_level = line.At(s.t.back()) + Median(last_resid);
+
+  if (!Significant(line.slope, span, sigma, min_growth)) {
+    std::vector<double> last(s.end.end() - std::min<size_t>(3, n), s.end.end());
+    tr.level = Median(last);
+    tr.klass = MemoryClass::kPlateau;
+    tr.quality = 1.0 - std::min(1.0, sigma / std::max(1.0, std::fabs(tr.level)) * 10);
+    return tr;
+  }
+  tr.level = line_level;
+  if (recent < kDecelerationRatio * earlier) {
+    // Growth is fading (warm-up: optimizer state, arenas, caches filling). "Now" is the
+    // recent half's own line at the last step: the whole-window line lags a curve.
+    tr.warming_up = true;
+    tr.level = TheilSen(rt, rv).At(s.t.back());
+    if (recent <= min_growth) {
+      tr.klass = MemoryClass::kPlateau;  // levelled off
+      tr.quality = 0.8;
+      return tr;
+    }
+    // Still rising: project a geometric approach to the asymptote, decaying at the rate
+    // the slope fell between the two halves.
+    const double distance = std::max(1.0, (rt.front() + rt.back()) / 2 - (et.front() + et.back()) / 2);
+    tr.damping = std::clamp(std::pow(std::max(0.0, recent / earlier), 1.0 / distance), 0.0, 0.95);
+    tr.growth = recent * tr.damping;
+    tr.klass = MemoryClass::kPlateau;
+    tr.quality = 0.6;
+    return tr;
+  }
+  tr.klass = MemoryClass::kLeak;
+  tr.growth = std::max(line.slope, recent);
+  tr.quality = tr.growth * span / (tr.growth * span + kTrendSigmas * sigma + 1);
+  return tr;
+}
+
+ResourceForecast Analyze(const Series& full, int64_t limit, double threshold_fraction,
+                         int64_t next_step_tokens, const ForecasterOptions& o) {
+  ResourceForecast f;
+  const size_t total = full.t.size();
+  if (total == 0) return f;
+  for (size_t i = 0; i < total; ++i) f.present |= full.end[i] > 0 || full.peak[i] > 0;
+  if (!f.present) return f;
+
+  Series s;
+  const size_t begin = total > static_cast<size_t>(o.window) ? total - o.window : 0;
+  s.t.assign(full.t.begin() + begin, full.t.end());
+  s.end.assign(full.end.begin() + begin, full.end.end());
+  s.peak.assign(full.peak.begin() + begin, full.peak.end());
+  s.tokens.assign(full.tokens.begin() + begin, full.tokens.end());
+
+  f.limit_bytes = limit;
+  f.threshold_bytes = limit > 0 ? static_cast<int64_t>(threshold_fraction * limit) : 0;
+  f.current_bytes = static_cast<int64_t>(s.end.back());
+  f.current_peak_bytes = static_cast<int64_t>(s.peak.back());
+
+  const double scale = limit > 0 ? limit : std::max(1.0, s.end.back());
+  Trend trend = FitTrend(s, o.min_growth_fraction * scale, o.min_history);
+  ExcessModel excess = FitExcess(s);
+  const double token_median = TokenMedian(s.tokens);
+  const double next_tokens = next_step_tokens > 0 ? next_step_tokens : token_median;
+
+  f.level_bytes = static_cast<int64_t>(trend.level);
+  f.growth_bytes_per_step = trend.growth;
+  f.raw_growth_bytes_per_step = trend.raw_slope;
+  f.peak_excess_intercept = excess.a;
+  f.peak_bytes_per_token = excess.c;
+  f.next_step_tokens = static_cast<int64_t>(next_tokens);
+  f.warming_up = trend.warming_up;
+
+  auto peak_at = [&](int h) {
+    double tokens = h == 1 ? next_tokens : token_median;
+    return trend.EndAt(h) + excess.At(tokens);
+  };
+  for (int h = 1; h <= o.horizon; ++h) {
+    f.predicted_end_bytes.push_back(static_cast<int64_t>(trend.EndAt(h)));
+    f.predicted_peak_bytes.push_back(static_cast<int64_t>(peak_at(h)));
+  }
+
+  // First step whose predicted peak reaches `bound`. Past h = 1 the token count is the
+  // median, so the peak grows only with the trend: solve linear growth directly.
+  auto steps_to = [&](double bound) {
+    if (bound <= 0) return kNever;
+    if (peak_at(1) >= bound) return 1;
+    if (peak_at(2) >= bound) return 2;
+    if (trend.growth <= 0) return kNever;
+    if (trend.damping >= 1.0 && trend.rise_cap < 0) {
+      double base = peak_at(2) - 2 * trend.growth;
+      double h = std::ceil((bound - base) / trend.growth);
+      return h > o.max_steps_scan ? kNever : static_cast<int>(std::max(3.0, h));
+    }
+    const int scan = std::min(o.max_steps_scan, 10000);
+    for (int h = 3; h <= scan; ++h) {
+      if (peak_at(h) >= bound) return h;
+    }
+    return kNever;
+  };
+  if (limit > 0) {
+    f.steps_to_threshold = steps_to(static_cast<double>(f.threshold_bytes));
+    f.steps_to_limit = steps_to(static_cast<double>(limit));
+  }
+
+  f.memory_class = trend.klass;
+  if (f.memory_class == MemoryClass::kPlateau) {
+    const bool crossing = f.steps_to_threshold != kNever && f.steps_to_threshold <= o.horizon;
+    const bool token_driven = excess.fitted_on_spread && excess.c * token_median >= 0.05 * trend.level;
+    if (crossing || token_driven) f.memory_class = MemoryClass::kCapacity;
+  }
+  const double fill = std::min(1.0, static_cast<double>(s.t.size()) / o.window);
+  f.confidence = f.memory_class == MemoryClass::kUnknown ? 0.0 : fill * std::clamp(trend.quality, 0.0, 1.0);
+  return f;
+}
+
+}  // namespace
+
+const char* MemoryClassName(MemoryClass c) {
+  switch (c) {
+    case MemoryClass::kUnknown: return "unknown";
+    case MemoryClass::kPlateau: return "plateau";
+    case MemoryClass::kSawtooth: return "sawtooth";
+    case MemoryClass::kCapacity: return "capacity";
+    case MemoryClass::kLeak: return "leak";
+  }
+  return "unknown";
+}
+
+std::string ResourceForecast::Describe() const {
+  if (!present) return "not measured";
+  std::string s = HumanBytes(static_cast<double>(current_bytes));
+  if (limit_bytes > 0) {
+    s += " of " + HumanBytes(static_cast<double>(limit_bytes)) + " (" +
+         Percent(static_cast<double>(current_bytes), static_cast<double>(limit_bytes)) + ")";
+  }
+  if (growth_bytes_per_step > 0) {
+    s += ", " + std::string(warming_up ? "levelling off, " : "") + "growing " +
+         HumanBytes(growth_bytes_per_step) + "/step";
+  }
+  s += std::string(" (") + MemoryClassName(memory_class) + ")";
+  return s;
+}
+
+ForecasterOptions ForecasterOptionsFromSpec(const spec::MemoryGuardSpec& guard) {
+  ForecasterOptions o;
+  o.host_threshold = guard.host_threshold;
+  o.gpu_threshold = guard.gpu_threshold;
+  o.horizon = std::max(1, guard.horizon_steps);
+  return o;
+}
+
+Forecaster::Forecaster(ForecasterOptions options) : options_(options) {
+  options_.window = std::max(4, options_.window);
+  options_.min_history = std::clamp(options_.min_history, 2, options_.window);
+  options_.horizon = std::max(1, options_.horizon);
+}
+
+void Forecaster::Observe(const StepMemory& step) {
+  // A resumed worker repeats steps after its checkpoint: forget what came after it.
+  while (!history_.empty() && history_.back().step >= step.step) history_.pop_back();
+  history_.push_back(step);
+  while (history_.size() > static_cast<size_t>(4 * options_.window)) history_.pop_front();
+}
+
+Forecast Forecaster::ForecastNext(int64_t next_step_tokens) const {
+  Forecast fc;
+  fc.horizon = options_.horizon;
+  if (history_.empty()) return fc;
+  fc.step = history_.back().step;
+  Series host, gpu;
+  int64_t host_limit = 0, gpu_limit = 0;
+  for (const StepMemory& m : history_) {
+    const double t = m.step, tokens = static_cast<double>(m.tokens);
+    host.t.push_back(t);
+    host.end.push_back(static_cast<double>(m.host_bytes));
+    host.peak.push_back(static_cast<double>(std::max(m.host_peak_bytes, m.host_bytes)));
+    host.tokens.push_back(tokens);
+    gpu.t.push_back(t);
+    gpu.end.push_back(static_cast<double>(m.gpu_bytes));
+    gpu.peak.push_back(static_cast<double>(std::max(m.gpu_peak_bytes, m.gpu_bytes)));
+    gpu.tokens.push_back(tokens);
+    if (m.host_limit_bytes > 0) host_limit = m.host_limit_bytes;
+    if (m.gpu_limit_bytes > 0) gpu_limit = m.gpu_limit_bytes;
+  }
+  fc.host = Analyze(host, host_limit, options_.host_threshold, next_step_tokens, options_);
+  fc.gpu = Analyze(gpu, gpu_limit, options_.gpu_threshold, next_step_tokens, options_);
+  return fc;
+}
+
+}  // namespace headroom::guard

@@ -1,0 +1,183 @@
+#include "core/guard/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/spec/model_presets.h"
+
+namespace headroom::guard {
+
+namespace {
+
+// The model's dimensions with presets and defaults resolved, so a spec built in code
+// (without ApplyDefaults) plans the same as a parsed one.
+spec::ModelSpec ResolvedModel(const spec::TrainingJobSpec& s) {
+  spec::ModelSpec m = s.model;
+  if (auto preset = spec::FindModelPreset(m.preset)) {
+    if (m.layers == 0) m.layers = preset->layers;
+    if (m.hidden == 0) m.hidden = preset->hidden;
+    if (m.heads == 0) m.heads = preset->heads;
+    if (m.ffn_hidden == 0) m.ffn_hidden = preset->ffn_hidden;
+  }
+  if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
+  if (m.heads == 0) m.heads = 1;
+  if (m.max_seq_len == 0) m.max_seq_len = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  return m;
+}
+
+int64_t Round(double v) { return static_cast<int64_t>(std::llround(v)); }
+
+std::string StageNote(int stage, int workers) {
+  return "stage " + std::to_string(stage) + ", " + std::to_string(workers) + " worker" +
+         (workers == 1 ? "" : "s");
+}
+
+}  // namespace
+
+const PlanComponent* Plan::Find(const std::string& name) const {
+  for (const PlanComponent& c : components) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+void PlanCorrection::Observe(const Plan& plan, int64_t measured_host_peak, int64_t measured_gpu_peak) {
+  // Exponential average with weight 0.5: a few steps settle it, one odd step does not.
+  auto fold = [](double& scale, int64_t measured, int64_t planned) {
+    if (measured <= 0 || planned <= 0) return;
+    double ratio = std::clamp(static_cast<double>(measured) / planned, 0.25, 4.0);
+    scale = std::clamp(0.5 * scale + 0.5 * ratio, 0.25, 4.0);
+  };
+  fold(host_scale, measured_host_peak, plan.host_total_bytes);
+  fold(gpu_scale, measured_gpu_peak, plan.gpu_total_bytes);
+}
+
+Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
+                const PlanCorrection& correction) {
+  if (workers < 1) throw std::invalid_argument("PlanMemory: workers must be >= 1, got " + std::to_string(workers));
+  const spec::ModelSpec model = ResolvedModel(s);
+  const bool gpu = s.resources.gpus > 0;
+  const double n = workers;
+  const int stage = std::clamp(s.sharding.stage, 0, 3);
+
+  Plan plan;
+  plan.workers = workers;
+  plan.parameters = spec::ParameterCount(model);
+  plan.host_limit_bytes = s.resources.memory_bytes;
+  plan.gpu_limit_bytes = gpu ? options.gpu_total_bytes : 0;
+  const double psi = static_cast<double>(plan.parameters);
+
+  // Bytes per parameter (see planner.h).
+  const double p_bytes = options.bf16_params && gpu ? 2 : 4;
+  const double g_bytes = p_bytes;
+  const double k_bytes = options.bf16_params && gpu ? 12 : 8;
+  const double params = p_bytes * psi / (stage >= 3 ? n : 1.0);
+  const double grads = g_bytes * psi / (stage >= 2 ? n : 1.0);
+  const double optim = k_bytes * psi / (stage >= 1 ? n : 1.0);
+
+  const bool offload_params = gpu && s.sharding.offload_params;
+  const bool offload_optim = gpu && s.sharding.offload_optimizer;
+  auto add = [&](const std::string& name, double bytes, bool on_gpu, std::string note, bool state) {
+    PlanComponent c;
+    c.name = name;
+    (on_gpu ? c.gpu_bytes : c.host_bytes) = Round(bytes);
+    c.note = std::move(note);
+    plan.components.push_back(c);
+    int64_t& total = on_gpu ? (state ? plan.gpu_state_bytes : plan.gpu_activation_bytes)
+                            : (state ? plan.host_state_bytes : plan.host_activation_bytes);
+    total += Round(bytes);
+  };
+
+  const std::string sharding = StageNote(stage, workers);
+  add("parameters", params, gpu && !offload_params,
+      sharding + (stage >= 3 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_params ? ", offloaded" : ""), true);
+  if (stage >= 3) {
+    // Stage 3 gathers one layer's full parameters at a time for forward and backward.
+    const double h = model.hidden, f = model.ffn_hidden;
+    const double layer = p_bytes * (4 * h * h + 2 * h * f + 9 * h + f);
+    add("gathered layer", layer, gpu, "stage 3: one full layer gathered at a time", true);
+  }
+  // With offloaded optimizer the fp32 gradient shard the optimizer steps on lives on host.
+  add("gradients", grads, gpu && !offload_optim,
+      sharding + (stage >= 2 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_optim ? ", offloaded" : ""), true);
+  add("optimizer", optim, gpu && !offload_optim,
+      sharding + ": AdamW 2 fp32 moments" + std::string(k_bytes > 8 ? " + fp32 master" : "") +
+          (stage >= 1 ? " /N" : "") + (offload_optim ? ", offloaded" : ""),
+      true);
+
+  // Activations: one micro-batch of full-length sequences kept for backward.
+  const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  const double micro = std::max(1, s.grpo.micro_batch_size);
+  const double act_bytes = gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
+  const double per_token_layer =
+      kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
+  add("activations", micro * seq * model.layers * per_token_layer * act_bytes, gpu,
+      "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
+          " x layers x (17 h + 2.5 heads seq)",
+      false);
+  add("logits", 3.0 * micro * seq * spec::kVocabSize * 4, gpu, "logits, log-softmax and gradient, fp32", false);
+
+  // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
+  const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / n);
+  const double batch = local_prompts * s.grpo.group_size;
+  const double head_dim = static_cast<double>(model.hidden) / std::max(1, model.heads);
+  const double kv_bytes = gpu ? 2 : 4;
+  add("generation cache", 2.0 * model.layers * model.heads * head_dim * seq * batch * kv_bytes, gpu,
+      std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
+      true);
+  if (s.grpo.kl_coef > 0) {
+    add("reference model", p_bytes * psi, gpu && !offload_params, "frozen copy, parameters only", true);
+  }
+  add("runtime", static_cast<double>(kHostRuntimeBaselineBytes), false, "process baseline (LibTorch, allocator)",
+      true);
+  if (gpu) add("runtime", static_cast<double>(kGpuRuntimeBaselineBytes), true, "CUDA context", true);
+
+  // Measurements correct the estimate: every component scales by measured/planned.
+  if (correction.host_scale != 1.0 || correction.gpu_scale != 1.0) {
+    plan.host_state_bytes = plan.gpu_state_bytes = plan.host_activation_bytes = plan.gpu_activation_bytes = 0;
+    for (PlanComponent& c : plan.components) {
+      c.host_bytes = Round(c.host_bytes * correction.host_scale);
+      c.gpu_bytes = Round(c.gpu_bytes * correction.gpu_scale);
+      const bool token_driven = c.name == "activations" || c.name == "logits";
+      (token_driven ? plan.host_activation_bytes : plan.host_state_bytes) += c.host_bytes;
+      (token_driven ? plan.gpu_activation_bytes : plan.gpu_state_bytes) += c.gpu_bytes;
+    }
+  }
+  for (const PlanComponent& c : plan.components) {
+    plan.host_total_bytes += c.host_bytes;
+    plan.gpu_total_bytes += c.gpu_bytes;
+  }
+  return plan;
+}
+
+bool PlanFits(const Plan& plan, const spec::MemoryGuardSpec& guard) {
+  if (plan.host_limit_bytes > 0 && plan.host_total_bytes > guard.host_threshold * plan.host_limit_bytes) {
+    return false;
+  }
+  if (plan.gpu_limit_bytes > 0 && plan.gpu_total_bytes > guard.gpu_threshold * plan.gpu_limit_bytes) {
+    return false;
+  }
+  return true;
+}
+
+int SmallestFittingWorkers(const spec::TrainingJobSpec& s, int from, const PlanOptions& options,
+                           const PlanCorrection& correction) {
+  for (int w = std::max({1, s.min_workers, from}); w <= s.max_workers; ++w) {
+    if (!spec::WorkerCountFits(s.grpo, w)) continue;
+    if (PlanFits(PlanMemory(s, w, options, correction), s.memory_guard)) return w;
+  }
+  return 0;
+}
+
+int LargestFittingMicroBatch(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
+                             const PlanCorrection& correction) {
+  spec::TrainingJobSpec trial = s;
+  for (int m = s.grpo.micro_batch_size; m >= 1; --m) {
+    trial.grpo.micro_batch_size = m;
+    if (PlanFits(PlanMemory(trial, workers, options, correction), s.memory_guard)) return m;
+  }
+  return 0;
+}
+
+}  // namespace headroom::guard

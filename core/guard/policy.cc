@@ -1,0 +1,441 @@
+#include "core/guard/policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/guard/human_bytes.h"
+
+namespace headroom::guard {
+
+namespace {
+
+// Why the forecast crosses: decides which actions can help.
+enum class Cause {
+  kLeak,   // sustained growth: a fresh process gets the memory back
+  kState,  // the level itself (model state, caches) reaches the threshold
+  kSpike,  // the level fits; the in-step peak driven by the batch does not
+};
+
+const char* ResourceLabel(const std::string& resource) {
+  return resource == "gpu" ? "GPU reserved memory" : "host working set";
+}
+
+std::string Steps(int n) { return std::to_string(n) + (n == 1 ? " step" : " steps"); }
+
+std::string ThresholdPercent(double fraction) {
+  return std::to_string(static_cast<int>(std::lround(fraction * 100))) + "%";
+}
+
+// Everything the candidate actions need to judge themselves.
+struct Situation {
+  const Forecast& forecast;
+  const spec::TrainingJobSpec& spec;
+  const GuardHistory& history;
+  const Plan& plan;
+  int workers;
+  const PlanOptions& plan_options;
+  std::string resource;  // "host" | "gpu"
+  const ResourceForecast& rf;
+  const ResourceForecast& other;  // the other side
+  double threshold_fraction;
+  Cause cause;
+  int min_progress;  // steps a restart must have bought to be tried again
+
+  int64_t Threshold() const { return rf.threshold_bytes; }
+  bool OnGpu() const { return resource == "gpu"; }
+  int64_t PlanSide(const Plan& p) const { return OnGpu() ? p.gpu_total_bytes : p.host_total_bytes; }
+  // Highest predicted peak within the horizon.
+  int64_t HorizonPeak() const {
+    int64_t m = 0;
+    for (int64_t v : rf.predicted_peak_bytes) m = std::max(m, v);
+    return m;
+  }
+};
+
+struct Candidate {
+  bool ok = false;
+  std::string why;  // why it helps (ok) or why it was skipped (!ok)
+  Decision decision;
+};
+
+Candidate Skip(std::string why) {
+  Candidate c;
+  c.why = std::move(why);
+  return c;
+}
+
+Candidate TryRestart(const Situation& s) {
+  if (s.cause != Cause::kLeak) {
+    return Skip("restart: would not help, the memory is needed " +
+                std::string(s.cause == Cause::kSpike ? "by the step's batch" : "state") + ", not leaked");
+  }
+  const spec::MemoryGuardSpec& g = s.spec.memory_guard;
+  if (s.history.restarts >= g.max_restarts) {
+    return Skip("restart: all " + std::to_string(g.max_restarts) + " restarts of maxRestarts used");
+  }
+  const int progress = s.history.StepsSinceLastRestart(s.forecast.step);
+  if (progress < s.min_progress) {
+    return Skip("restart: the last one (at step " + std::to_string(s.history.last_restart_step) +
+                ") bought only " + Steps(std::max(0, progress)) + " of progress");
+  }
+  Candidate c;
+  c.ok = true;
+  c.decision.action = DecisionAction::kRestart;
+  c.why = "restart from a checkpoint at step " + std::to_string(s.forecast.step) + " to reclaim leaked memory";
+  return c;
+}
+
+Candidate TryReshard(const Situation& s) {
+  const spec::TrainingJobSpec& spec = s.spec;
+  if (s.workers >= spec.max_workers) {
+    return Skip("reshard: already at maxWorkers (" + std::to_string(spec.max_workers) + ")");
+  }
+  const int64_t planned_now = s.PlanSide(s.plan);
+  if (planned_now <= 0) return Skip("reshard: the plan puts nothing on the " + s.resource + " side");
+  if (s.cause == Cause::kSpike && s.plan.Find("generation cache") != nullptr) {
+    // Activations per micro-batch do not shrink with more workers; the rollout batch does.
+    const PlanComponent* cache = s.plan.Find("generation cache");
+    const PlanComponent* act = s.plan.Find("activations");
+    int64_t cache_side = s.OnGpu() ? cache->gpu_bytes : cache->host_bytes;
+    int64_t act_side = act ? (s.OnGpu() ? act->gpu_bytes : act->host_bytes) : 0;
+    if (cache_side < act_side) {
+      return Skip("reshard: the spike is activations per micro-batch, which more workers do not shrink");
+    }
+  }
+  // Scale the plan by what we measure, so a wrong estimate of the absolute size does not
+  // matter: only how the per-worker bytes fall with the worker count.
+  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
+  const double scale = measured / planned_now;
+  std::string last_reason;
+  for (int w = std::max(s.workers + 1, spec.min_workers); w <= spec.max_workers; ++w) {
+    if (!spec::WorkerCountFits(spec.grpo, w)) continue;
+    const Plan p = PlanMemory(spec, w, s.plan_options);
+    const double expected = s.PlanSide(p) * scale;
+    if (s.cause == Cause::kLeak) {
+      // A leak keeps growing wherever it runs; reshard only as an escalation that lowers
+      // the per-worker level, to the first count that lowers it.
+      if (expected >= measured) continue;
+    } else if (expected > s.Threshold()) {
+      last_reason = "at " + std::to_string(w) + " workers the " + s.resource + " side would still need " +
+                    HumanBytes(expected) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) + " threshold";
+      continue;
+    }
+    Candidate c;
+    c.ok = true;
+    c.decision.action = DecisionAction::kReshard;
+    c.decision.target_workers = w;
+    c.why = "reshard from " + std::to_string(s.workers) + " to " + std::to_string(w) + " workers: about " +
+            HumanBytes(expected) + " per worker on the " + s.resource + " side (planned, scaled to the measurement)";
+    return c;
+  }
+  if (!last_reason.empty()) return Skip("reshard: " + last_reason);
+  return Skip("reshard: no worker count in (" + std::to_string(s.workers) + ", " + std::to_string(spec.max_workers) +
+              "] divides the batch and lowers the per-worker memory");
+}
+
+// bytes the plan puts on `side` for offloadable state (parameters, reference model,
+// gradients and optimizer); which of them move depends on the flags.
+int64_t OffloadableBytes(const Plan& plan, bool gpu_side, bool params, bool optimizer) {
+  int64_t total = 0;
+  for (const PlanComponent& c : plan.components) {
+    bool is_param = c.name == "parameters" || c.name == "reference model";
+    bool is_optim = c.name == "optimizer" || c.name == "gradients";
+    if ((params && is_param) || (optimizer && is_optim)) total += gpu_side ? c.gpu_bytes : c.host_bytes;
+  }
+  return total;
+}
+
+Candidate TryShrinkMicroBatch(const Situation& s) {
+  if (s.cause == Cause::kState) return Skip("shrinkMicroBatch: the level itself crosses; smaller micro-batches cannot help");
+  const int micro = s.spec.grpo.micro_batch_size;
+  if (micro <= 1) return Skip("shrinkMicroBatch: microBatchSize is already 1");
+  const int h = std::clamp(s.rf.steps_to_threshold, 1, static_cast<int>(s.rf.predicted_peak_bytes.size()));
+  const double end = static_cast<double>(s.rf.predicted_end_bytes[h - 1]);
+  const double excess = static_cast<double>(s.rf.predicted_peak_bytes[h - 1]) - end;
+  const double room = static_cast<double>(s.Threshold()) - end;
+  if (excess <= 0 || room <= 0) {
+    return Skip("shrinkMicroBatch: the step's peak is not what crosses (no room below the threshold for any batch)");
+  }
+  // The in-step excess (activations, logits) scales with the micro-batch; keep 10% spare.
+  int target = static_cast<int>(std::floor(micro * 0.9 * room / excess));
+  // The planner's view, scaled to the measurement, must agree.
+  const int64_t planned_now = s.PlanSide(s.plan);
+  if (planned_now > 0) {
+    PlanCorrection corr;
+    double scale = static_cast<double>(s.HorizonPeak()) / planned_now;
+    (s.OnGpu() ? corr.gpu_scale : corr.host_scale) = std::clamp(scale, 0.25, 4.0);
+    int planned = LargestFittingMicroBatch(s.spec, s.workers, s.plan_options, corr);
+    if (planned > 0 && planned < micro) target = std::min(target, planned);
+  }
+  target = std::clamp(target, 1, micro - 1);
+  Candidate c;
+  c.ok = true;
+  c.decision.action = DecisionAction::kShrinkMicroBatch;
+  c.decision.target_micro_batch_size = target;
+  c.why = "shrink microBatchSize from " + std::to_string(micro) + " to " + std::to_string(target) +
+          ": the step's peak adds " + HumanBytes(excess) + " (next batch " + std::to_string(s.rf.next_step_tokens) +
+          " tokens) to a level of " + HumanBytes(end);
+  return c;
+}
+
+Candidate TryOffload(const Situation& s, bool enable) {
+  const char* name = enable ? "enableOffload" : "disableOffload";
+  const spec::ShardingSpec& sh = s.spec.sharding;
+  if (s.spec.resources.gpus <= 0) return Skip(std::string(name) + ": no GPU, everything is on the host already");
+  if (enable != s.OnGpu()) {
+    return Skip(std::string(name) + ": moves memory onto the " + (enable ? "host" : "GPU") + ", not away from it");
+  }
+  if (!enable && !sh.offload_params && !sh.offload_optimizer) return Skip("disableOffload: offload is already off");
+  if (enable && sh.offload_params && sh.offload_optimizer) return Skip("enableOffload: offload is already on");
+  if (enable && s.history.offload_disabled > 0) {
+    return Skip("enableOffload: the guard disabled offload before; turning it back on would oscillate");
+  }
+  if (!enable && s.history.offload_enabled > 0) {
+    return Skip("disableOffload: the guard enabled offload before; turning it back off would oscillate");
+  }
+  const bool params = enable ? !sh.offload_params : sh.offload_params;
+  const bool optimizer = enable ? !sh.offload_optimizer : sh.offload_optimizer;
+  const int64_t planned_here = s.PlanSide(s.plan);
+  const double scale = planned_here > 0 ? static_cast<double>(s.rf.current_bytes) / planned_here : 1.0;
+  const double moved = OffloadableBytes(s.plan, /*gpu_side=*/enable, params, optimizer) * std::max(scale, 1.0);
+  const ResourceForecast& dest = s.other;
+  if (!dest.present && enable) {
+    // Host is always there; a missing host forecast means no data yet.
+    return Skip(std::string(name) + ": no measurement of the host side yet");
+  }
+  if (dest.limit_bytes <= 0) return Skip(std::string(name) + ": the destination's limit is unknown");
+  int64_t dest_peak = 0;
+  for (int64_t v : dest.predicted_peak_bytes) dest_peak = std::max(dest_peak, v);
+  dest_peak = std::max(dest_peak, dest.current_peak_bytes);
+  if (dest_peak + moved > dest.threshold_bytes) {
+    return Skip(std::string(name) + ": the " + (enable ? "host" : "GPU") + " has no room for " + HumanBytes(moved) +
+                " (forecast " + HumanBytes(static_cast<double>(dest_peak)) + " of a " +
+                HumanBytes(static_cast<double>(dest.threshold_bytes)) + " threshold)");
+  }
+  Candidate c;
+  c.ok = true;
+  c.decision.action = enable ? DecisionAction::kEnableOffload : DecisionAction::kDisableOffload;
+  if (params) c.decision.target_offload_params = enable;
+  if (optimizer) c.decision.target_offload_optimizer = enable;
+  std::string what = params && optimizer ? "parameters and optimizer state" : params ? "parameters" : "optimizer state";
+  c.why = std::string(enable ? "enable offload: move " : "disable offload: move ") + what + " (about " +
+          HumanBytes(moved) + ") to the " + (enable ? "host" : "GPU") + ", which has room (forecast " +
+          HumanBytes(static_cast<double>(dest_peak)) + " of a " + HumanBytes(static_cast<double>(dest.threshold_bytes)) +
+          " threshold)";
+  return c;
+}
+
+Candidate TryAction(spec::GuardAction a, const Situation& s) {
+  switch (a) {
+    case spec::GuardAction::kRestart: return TryRestart(s);
+    case spec::GuardAction::kReshard: return TryReshard(s);
+    case spec::GuardAction::kShrinkMicroBatch: return TryShrinkMicroBatch(s);
+    case spec::GuardAction::kDisableOffload: return TryOffload(s, /*enable=*/false);
+    case spec::GuardAction::kEnableOffload: return TryOffload(s, /*enable=*/true);
+  }
+  return Skip("unknown action");
+}
+
+// How close a resource's forecast is to its threshold (for picking what to report).
+double Pressure(const ResourceForecast& rf) {
+  if (!rf.present || rf.threshold_bytes <= 0) return -1;
+  int64_t peak = std::max(rf.current_peak_bytes, rf.NextPeak());
+  return static_cast<double>(peak) / rf.threshold_bytes;
+}
+
+void FillForecastFields(Decision& d, const ResourceForecast& rf) {
+  d.forecast_peak_bytes = 0;
+  for (int64_t v : rf.predicted_peak_bytes) d.forecast_peak_bytes = std::max(d.forecast_peak_bytes, v);
+  d.steps_to_limit = rf.steps_to_limit;
+  d.growth_bytes_per_step = rf.growth_bytes_per_step;
+  d.memory_class = MemoryClassName(rf.memory_class);
+}
+
+}  // namespace
+
+Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, const GuardHistory& history,
+                const Plan* plan_in, int current_workers, const PlanOptions& plan_options) {
+  Decision d;
+  d.step = forecast.step;
+  const spec::MemoryGuardSpec& g = spec.memory_guard;
+  const int horizon = std::max(1, g.horizon_steps);
+
+  // The resource that crosses first within the horizon (ties: the one under more pressure).
+  const ResourceForecast* hit = nullptr;
+  std::string resource;
+  for (const auto& [name, rf] : {std::pair<std::string, const ResourceForecast*>{"host", &forecast.host},
+                                 std::pair<std::string, const ResourceForecast*>{"gpu", &forecast.gpu}}) {
+    if (!rf->present || rf->limit_bytes <= 0 || rf->steps_to_threshold == kNever) continue;
+    if (rf->steps_to_threshold > horizon) continue;
+    if (hit == nullptr || rf->steps_to_threshold < hit->steps_to_threshold ||
+        (rf->steps_to_threshold == hit->steps_to_threshold && Pressure(*rf) > Pressure(*hit))) {
+      hit = rf;
+      resource = name;
+    }
+  }
+
+  if (hit == nullptr || !g.enabled) {
+    const bool host_first = Pressure(forecast.host) >= Pressure(forecast.gpu);
+    const ResourceForecast& shown = host_first ? forecast.host : forecast.gpu;
+    if (shown.present) {
+      d.resource = host_first ? "host" : "gpu";
+      FillForecastFields(d, shown);
+    }
+    std::string text;
+    if (forecast.host.present) text += "host " + forecast.host.Describe();
+    if (forecast.gpu.present) text += std::string(text.empty() ? "" : "; ") + "gpu " + forecast.gpu.Describe();
+    if (!g.enabled) {
+      d.reason = (text.empty() ? "" : text + "; ") + "memory guard disabled";
+    } else {
+      d.reason = (text.empty() ? std::string("no measurements yet") : text) + "; no forecast crosses a threshold within " +
+                 Steps(horizon);
+    }
+    return d;
+  }
+
+  const ResourceForecast& rf = *hit;
+  const ResourceForecast& other = resource == "host" ? forecast.gpu : forecast.host;
+  d.resource = resource;
+  FillForecastFields(d, rf);
+  const double fraction = resource == "host" ? g.host_threshold : g.gpu_threshold;
+
+  Cause cause;
+  const int h = std::clamp(rf.steps_to_threshold, 1, static_cast<int>(rf.predicted_end_bytes.size()));
+  if (rf.memory_class == MemoryClass::kLeak) {
+    cause = Cause::kLeak;
+  } else if (rf.predicted_end_bytes[h - 1] >= rf.threshold_bytes || rf.warming_up) {
+    cause = Cause::kState;
+  } else {
+    cause = Cause::kSpike;
+  }
+
+  std::string situation = std::string(ResourceLabel(resource)) + " " + rf.Describe() + "; forecast peak " +
+                          HumanBytes(static_cast<double>(d.forecast_peak_bytes)) + " crosses the " +
+                          ThresholdPercent(fraction) + " threshold in " + Steps(rf.steps_to_threshold);
+  if (cause == Cause::kSpike && rf.next_step_tokens > 0) {
+    situation += " (next batch " + std::to_string(rf.next_step_tokens) + " tokens)";
+  }
+
+  Plan own_plan;
+  const Plan* plan = plan_in;
+  const int workers = std::max(1, current_workers);
+  if (plan == nullptr) {
+    own_plan = PlanMemory(spec, workers, plan_options);
+    plan = &own_plan;
+  }
+  Situation s{forecast, spec,  history, *plan, workers, plan_options, resource,
+              rf,       other, fraction, cause, horizon + 1};
+
+  std::vector<std::string> skipped;
+  for (spec::GuardAction a : g.actions) {
+    Candidate c = TryAction(a, s);
+    if (!c.ok) {
+      skipped.push_back(c.why);
+      continue;
+    }
+    Decision out = c.decision;
+    out.step = d.step;
+    out.resource = d.resource;
+    FillForecastFields(out, rf);
+    std::string reason = situation + ": " + c.why;
+    if (!skipped.empty()) {
+      reason += " (skipped ";
+      for (size_t i = 0; i < skipped.size(); ++i) reason += (i ? "; " : "") + skipped[i];
+      reason += ")";
+    }
+    out.reason = reason;
+    return out;
+  }
+  d.action = DecisionAction::kFail;
+  d.reason = situation + ": nothing left to try";
+  if (g.actions.empty()) {
+    d.reason += " (spec.memoryGuard.actions is empty)";
+  } else {
+    d.reason += " (";
+    for (size_t i = 0; i < skipped.size(); ++i) d.reason += (i ? "; " : "") + skipped[i];
+    d.reason += ")";
+  }
+  return d;
+}
+
+Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step, const spec::TrainingJobSpec& spec,
+                          const GuardHistory& history, int current_workers, const PlanOptions& plan_options) {
+  Decision d;
+  d.step = checkpoint_step;
+  d.resource = cause == ExitCause::kOomKill ? "host" : "";
+  const spec::MemoryGuardSpec& g = spec.memory_guard;
+  const int lost = std::max(0, failed_step - checkpoint_step);
+  std::string what = cause == ExitCause::kOomKill
+                         ? "worker OOM-killed by the kernel at step " + std::to_string(failed_step)
+                         : "worker crashed at step " + std::to_string(failed_step);
+  what += " (" + Steps(lost) + " lost since the checkpoint at step " + std::to_string(checkpoint_step) + ")";
+
+  if (history.restarts >= g.max_restarts) {
+    d.action = DecisionAction::kFail;
+    d.reason = what + ": all " + std::to_string(g.max_restarts) + " restarts of maxRestarts used, giving up";
+    return d;
+  }
+  const int min_progress = std::max(1, g.horizon_steps) + 1;
+  const bool no_progress = history.last_restart_step >= 0 && history.crash_restarts > 0 &&
+                           failed_step - history.last_restart_step < min_progress;
+  if (!no_progress) {
+    d.action = DecisionAction::kRestart;
+    d.reason = what + ": restart from the checkpoint at step " + std::to_string(checkpoint_step);
+    return d;
+  }
+  std::string again = what + ", again within " + Steps(failed_step - history.last_restart_step) +
+                      " of the restart at step " + std::to_string(history.last_restart_step);
+  if (cause == ExitCause::kCrash) {
+    d.action = DecisionAction::kFail;
+    d.reason = again + ": a crash loop the memory guard cannot fix, giving up";
+    return d;
+  }
+  // Repeated OOM kills at the same place: memory per worker must come down.
+  const int workers = std::max(1, current_workers);
+  std::vector<std::string> skipped;
+  for (spec::GuardAction a : g.actions) {
+    if (a == spec::GuardAction::kReshard) {
+      int target = 0;
+      const Plan now = PlanMemory(spec, workers, plan_options);
+      for (int w = std::max(workers + 1, spec.min_workers); w <= spec.max_workers; ++w) {
+        if (!spec::WorkerCountFits(spec.grpo, w)) continue;
+        if (PlanMemory(spec, w, plan_options).host_total_bytes < now.host_total_bytes) {
+          target = w;
+          break;
+        }
+      }
+      if (target > 0) {
+        d.action = DecisionAction::kReshard;
+        d.target_workers = target;
+        d.reason = again + ": reshard from " + std::to_string(workers) + " to " + std::to_string(target) +
+                   " workers so each holds less";
+        return d;
+      }
+      skipped.push_back("reshard: no larger worker count up to maxWorkers divides the batch and holds less");
+    } else if (a == spec::GuardAction::kShrinkMicroBatch) {
+      const int micro = spec.grpo.micro_batch_size;
+      if (micro > 1) {
+        d.action = DecisionAction::kShrinkMicroBatch;
+        d.target_micro_batch_size = std::max(1, micro / 2);
+        d.reason = again + ": halve microBatchSize from " + std::to_string(micro) + " to " +
+                   std::to_string(*d.target_micro_batch_size);
+        return d;
+      }
+      skipped.push_back("shrinkMicroBatch: microBatchSize is already 1");
+    } else if (a == spec::GuardAction::kRestart) {
+      skipped.push_back("restart: the last one bought no progress");
+    }
+  }
+  d.action = DecisionAction::kFail;
+  d.reason = again + ": nothing left to try";
+  if (!skipped.empty()) {
+    d.reason += " (";
+    for (size_t i = 0; i < skipped.size(); ++i) d.reason += (i ? "; " : "") + skipped[i];
+    d.reason += ")";
+  }
+  return d;
+}
+
+}  // namespace headroom::guard
