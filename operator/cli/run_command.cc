@@ -1,0 +1,111 @@
+// `headroom run JOB.yaml [--workdir DIR] [--no-guard] [--summary FILE]`: the whole job on
+// this machine, one process per worker in its own memory cgroup, guarded
+// (operator/local/local_run.h does the work; this file is the command line).
+//
+//   --workdir   default ./headroom-runs/<metadata.name>; rerunning with the same work
+//               directory resumes an interrupted run from its checkpoint.
+//   --no-guard  memoryGuard.enabled=false in every generation's spec, and guard stops
+//               are not acted on: only the kernel's limit applies. A crash or OOM kill
+//               still restarts from the checkpoint (maxRestarts applies), so the summary
+//               shows what the kernel cost: OOM kills and steps lost.
+//   --summary   also writes the summary JSON there (design.md keys).
+// The worker binary: $HEADROOM_WORKER_BIN, else headroom-worker beside this executable.
+// Exit: 0 all steps done; 1 failed (gave up, or the worker could not start); 2 a bad
+// spec or usage; 130 stopped by Ctrl-C after a clean drain (rerun to resume) — a second
+// Ctrl-C kills the workers at once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "core/spec/training_job.h"
+#include "operator/cli/command_registry.h"
+#include "operator/local/local_run.h"
+
+namespace headroom::cli {
+namespace {
+
+std::atomic<int> g_interrupts{0};
+void OnInterrupt(int) { g_interrupts.fetch_add(1); }
+
+std::string FindWorkerBinary() {
+  if (const char* env = std::getenv("HEADROOM_WORKER_BIN"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) return (self.parent_path() / "headroom-worker").string();
+  return "headroom-worker";
+}
+
+struct RunFlags {
+  std::string job_path;
+  std::string workdir;
+  bool no_guard = false;
+  std::string summary_path;
+};
+
+int RunRun(const RunFlags& flags) {
+  spec::ParseResult parsed = spec::ParseTrainingJobFile(flags.job_path);
+  if (!parsed.ok()) {
+    for (const auto& e : parsed.errors) std::cerr << flags.job_path << ": " << e.ToString() << "\n";
+    return 2;
+  }
+  const spec::TrainingJob& job = *parsed.job;
+  local::LocalRunOptions options;
+  options.workdir = flags.workdir.empty() ? "headroom-runs/" + job.metadata.name : flags.workdir;
+  options.workdir = std::filesystem::absolute(options.workdir).lexically_normal().string();
+  options.worker_binary = FindWorkerBinary();
+  if (access(options.worker_binary.c_str(), X_OK) != 0) {
+    std::cerr << "headroom: no worker binary at " << options.worker_binary
+              << " (build headroom-worker, or set HEADROOM_WORKER_BIN)\n";
+    return 1;
+  }
+  options.guard_enabled = !flags.no_guard;
+  options.progress = &std::cout;
+  options.terminal = isatty(STDOUT_FILENO) != 0;
+  options.interrupts = &g_interrupts;
+
+  struct sigaction sa{};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::cout << "headroom: running " << job.metadata.name << " (" << job.spec.workers << " worker(s), "
+            << job.spec.grpo.steps << " steps, memory limit " << job.spec.resources.memory << " per worker) in "
+            << options.workdir << "\n";
+  local::LocalRunResult result = local::RunJobLocally(job, options);
+  result.summary.Print(std::cout);
+  if (result.exit_code == 130) {
+    std::cout << "  resume with: headroom run " << flags.job_path << " --workdir " << options.workdir << "\n";
+  }
+  if (!flags.summary_path.empty()) {
+    std::ofstream out(flags.summary_path, std::ios::trunc);
+    out << result.summary.ToJson();
+    if (!out) {
+      std::cerr << "headroom: cannot write " << flags.summary_path << "\n";
+      return 1;
+    }
+  }
+  return result.exit_code;
+}
+
+const bool kRegistered = RegisterCommand(
+    {"run", "Run a TrainingJob on this machine: one process per worker in a memory cgroup, guarded",
+     [](CLI::App& sub) -> std::function<int()> {
+       auto flags = std::make_shared<RunFlags>();
+       sub.add_option("JOB", flags->job_path, "TrainingJob YAML file")->required();
+       sub.add_option("--workdir", flags->workdir,
+                      "checkpoints, logs, memory series and chart (default ./headroom-runs/<job name>)");
+       sub.add_flag("--no-guard", flags->no_guard,
+                    "turn the memory guard off: only the kernel's limit applies (crashes still restart)");
+       sub.add_option("--summary", flags->summary_path, "also write the summary as JSON to this file");
+       return [flags] { return RunRun(*flags); };
+     }});
+
+}  // namespace
+}  // namespace headroom::cli

@@ -1,0 +1,359 @@
+#include "operator/local/local_process_backend.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "core/spec/training_job.h"
+
+extern char** environ;
+
+namespace headroom::local {
+
+namespace fs = std::filesystem;
+using runtime::RankExit;
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      int64_t kib = 0;
+      in >> kib;
+      return kib * 1024;
+    }
+    in.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string err = std::strerror(errno);
+    close(fd);
+    throw std::runtime_error("no free port on 127.0.0.1: " + err);
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::optional<int64_t> ReadLatestCheckpointStep(const std::string& dir) {
+  const std::string name = Trim(ReadFile(dir + "/latest"));
+  const size_t digits = name.find_first_of("0123456789");
+  if (name.empty() || digits == std::string::npos) return std::nullopt;
+  return std::stoll(name.substr(digits));
+}
+
+LocalProcessBackend::LocalProcessBackend(LocalBackendOptions options) : options_(std::move(options)) {
+  fs::create_directories(options_.workdir);
+  fs::create_directories(checkpoint_dir());
+  if (options_.cgroups != LocalBackendOptions::Cgroups::kOff) {
+    const std::string why = memory::MemoryCgroup::UnsupportedReason(options_.cgroup_root);
+    use_cgroups_ = why.empty();
+    if (!use_cgroups_) {
+      if (options_.cgroups == LocalBackendOptions::Cgroups::kRequire) {
+        throw std::runtime_error("memory cgroups required but unavailable: " + why);
+      }
+      Notice("no memory cgroup can be created here (" + why +
+             "); the memory limit is a soft limit: the workers' guard uses " + kMemoryLimitEnv +
+             " and headroom kills a worker whose resident set crosses it");
+    }
+  }
+}
+
+LocalProcessBackend::~LocalProcessBackend() {
+  for (Rank& r : ranks_) {
+    if (!r.exit && r.pid > 0) kill(r.pid, SIGKILL);
+  }
+  ReapAll();
+  DestroyCgroups();
+}
+
+void LocalProcessBackend::Notice(const std::string& message) {
+  if (options_.notice) options_.notice(message);
+}
+
+std::string LocalProcessBackend::generation_dir(int generation) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "gen-%04d", generation);
+  return options_.workdir + "/" + name;
+}
+
+std::vector<pid_t> LocalProcessBackend::live_pids() const {
+  std::vector<pid_t> pids;
+  for (const Rank& r : ranks_) {
+    if (!r.exit) pids.push_back(r.pid);
+  }
+  return pids;
+}
+
+void LocalProcessBackend::ReapAll() {
+  for (Rank& r : ranks_) {
+    if (r.exit || r.pid <= 0) continue;
+    int status = 0;
+    while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit = RankExit{137, false, "Killed", ""};
+  }
+}
+
+void LocalProcessBackend::DestroyCgroups() {
+  for (Rank& r : ranks_) {
+    if (!r.cgroup) continue;
+    // The kernel frees a cgroup a moment after its last process is reaped.
+    for (int i = 0; i < 50 && !r.cgroup->Destroy(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    r.cgroup.reset();
+  }
+}
+
+void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
+  for (const Rank& r : ranks_) {
+    if (!r.exit) throw std::logic_error("Launch while generation " + std::to_string(generation_) + " runs");
+  }
+  DestroyCgroups();
+  ranks_.clear();
+  kill_after_.reset();
+  if (access(options_.worker_binary.c_str(), X_OK) != 0) {
+    throw std::runtime_error("worker binary " + options_.worker_binary + " is not an executable file");
+  }
+  generation_ = request.generation;
+  const spec::TrainingJob& job = request.job;
+  limit_bytes_ = job.spec.resources.memory_bytes;
+  const std::string dir = generation_dir(generation_);
+  fs::create_directories(dir);
+  const std::string job_path = dir + "/job.yaml";
+  {
+    std::ofstream out(job_path, std::ios::trunc);
+    out << spec::ToYaml(job);
+    if (!out) throw std::runtime_error("cannot write " + job_path);
+  }
+  const int port = FreeLoopbackPort();
+  const int world = job.spec.workers;
+
+  // The environment every rank shares, then the per-rank part.
+  std::vector<std::string> base_env;
+  const std::vector<std::string> ours = {"RANK=",  "WORLD_SIZE=", "LOCAL_RANK=", "MASTER_ADDR=", "MASTER_PORT=",
+                                         "HEADROOM_TERMINATION_LOG=", std::string(kMemoryLimitEnv) + "=",
+                                         "HEADROOM_GUARD_HISTORY="};
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    bool replaced = false;
+    for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
+    if (!replaced) base_env.push_back(kv);
+  }
+  base_env.push_back("WORLD_SIZE=" + std::to_string(world));
+  base_env.push_back("MASTER_ADDR=127.0.0.1");
+  base_env.push_back("MASTER_PORT=" + std::to_string(port));
+  base_env.push_back(std::string(kMemoryLimitEnv) + "=" + std::to_string(limit_bytes_));
+  if (!request.guard_history_json.empty()) base_env.push_back("HEADROOM_GUARD_HISTORY=" + request.guard_history_json);
+  for (const auto& [k, v] : options_.extra_env) base_env.push_back(k + "=" + v);
+
+  try {
+    for (int rank = 0; rank < world; ++rank) {
+      Rank r;
+      r.rank = rank;
+      r.log_path = dir + "/rank-" + std::to_string(rank) + ".log";
+      r.termination_path = dir + "/rank-" + std::to_string(rank) + ".termination";
+      const std::string out_path = dir + "/rank-" + std::to_string(rank) + ".out";
+      fs::remove(r.log_path);
+      fs::remove(r.termination_path);
+      if (use_cgroups_) {
+        r.cgroup = memory::MemoryCgroup::Create(
+            "headroom-" + job.metadata.name + "-" + std::to_string(getpid()) + "-g" + std::to_string(generation_) +
+                "-r" + std::to_string(rank),
+            limit_bytes_, options_.cgroup_root);
+        r.oom_kills_at_start = r.cgroup->OomKillCount();
+      }
+      std::vector<std::string> env = base_env;
+      env.push_back("RANK=" + std::to_string(rank));
+      env.push_back("LOCAL_RANK=" + std::to_string(rank));
+      env.push_back("HEADROOM_TERMINATION_LOG=" + r.termination_path);
+      std::vector<std::string> args = {options_.worker_binary, "--job", job_path, "--checkpoint-dir", checkpoint_dir(),
+                                       "--metrics-port", "0", "--log", r.log_path};
+      // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+      std::vector<char*> argv, envp;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      for (std::string& e : env) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (out_fd < 0) throw std::runtime_error("cannot open " + out_path + ": " + std::strerror(errno));
+      int gate[2];
+      if (pipe2(gate, O_CLOEXEC) != 0) {
+        close(out_fd);
+        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+      }
+      const pid_t parent = getpid();
+      const pid_t pid = fork();
+      if (pid < 0) {
+        close(out_fd);
+        close(gate[0]);
+        close(gate[1]);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(out_fd, STDERR_FILENO);
+        close(gate[1]);
+        char go = 0;
+        // Wait until the parent has put us in the cgroup: no byte = the parent gave up.
+        if (read(gate[0], &go, 1) != 1) _exit(127);
+        execve(argv[0], argv.data(), envp.data());
+        const char msg[] = "headroom: cannot exec the worker binary\n";
+        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(127);
+      }
+      close(out_fd);
+      close(gate[0]);
+      r.pid = pid;
+      try {
+        if (r.cgroup) r.cgroup->AddProcess(pid);
+      } catch (...) {
+        close(gate[1]);
+        ranks_.push_back(std::move(r));
+        throw;
+      }
+      const char go = 1;
+      (void)!write(gate[1], &go, 1);
+      close(gate[1]);
+      ranks_.push_back(std::move(r));
+    }
+  } catch (...) {
+    for (Rank& r : ranks_) {
+      if (r.pid > 0) kill(r.pid, SIGKILL);
+    }
+    ReapAll();
+    DestroyCgroups();
+    throw;
+  }
+}
+
+void LocalProcessBackend::TailLog(Rank& r, std::vector<runtime::StepRecord>& out) {
+  const int fd = open(r.log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = pread(fd, buf, sizeof buf, r.log_offset);
+    if (n <= 0) break;
+    r.log_offset += n;
+    r.partial_line.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t start = 0;
+  for (size_t nl; (nl = r.partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::optional<runtime::StepRecord> rec = runtime::ParseStepLogLine(r.partial_line.substr(start, nl - start));
+    if (!rec) continue;  // not a step line (the worker may log other JSON)
+    rec->rank = r.rank;
+    rec->generation = generation_;
+    out.push_back(*rec);
+  }
+  r.partial_line.erase(0, start);
+}
+
+runtime::Observation LocalProcessBackend::Observe() {
+  runtime::Observation obs;
+  obs.generation = generation_;
+  obs.now = std::chrono::steady_clock::now();
+  const bool kill_now = kill_after_ && obs.now >= *kill_after_;
+  for (Rank& r : ranks_) {
+    if (!r.exit) {
+      int status = 0;
+      const pid_t done = waitpid(r.pid, &status, WNOHANG);
+      if (done == r.pid) {
+        RankExit e;
+        if (WIFEXITED(status)) {
+          e.exit_code = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+          e.exit_code = 128 + WTERMSIG(status);
+          if (WTERMSIG(status) == SIGKILL) {
+            e.oom_killed = r.soft_limit_killed || (r.cgroup && r.cgroup->OomKillCount() > r.oom_kills_at_start);
+          }
+        }
+        e.reason = r.soft_limit_killed ? "SoftLimitExceeded" : runtime::ExitReason(e.exit_code, e.oom_killed);
+        e.termination_message = Trim(ReadFile(r.termination_path));
+        r.exit = e;
+      } else if (kill_now) {
+        kill(r.pid, SIGKILL);
+      } else if (!use_cgroups_ && limit_bytes_ > 0 && ResidentBytes(r.pid) > limit_bytes_) {
+        // The soft limit: do what the kernel would have done at a cgroup limit.
+        r.soft_limit_killed = true;
+        kill(r.pid, SIGKILL);
+      }
+    }
+    TailLog(r, obs.new_steps);
+    runtime::RankObservation ro;
+    ro.rank = r.rank;
+    ro.running = !r.exit;
+    ro.exit = r.exit;
+    obs.ranks.push_back(ro);
+  }
+  obs.checkpoint_step = ReadLatestCheckpointStep(checkpoint_dir());
+  bool all_done = !ranks_.empty();
+  for (const Rank& r : ranks_) all_done = all_done && r.exit;
+  if (all_done) DestroyCgroups();
+  return obs;
+}
+
+void LocalProcessBackend::Drain(std::chrono::milliseconds grace) {
+  for (Rank& r : ranks_) {
+    if (!r.exit) kill(r.pid, SIGTERM);
+  }
+  kill_after_ = std::chrono::steady_clock::now() + grace;
+}
+
+void LocalProcessBackend::Kill() {
+  for (Rank& r : ranks_) {
+    if (!r.exit) kill(r.pid, SIGKILL);
+  }
+}
+
+}  // namespace headroom::local

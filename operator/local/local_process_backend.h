@@ -1,0 +1,109 @@
+// Workers as local processes, each in its own memory cgroup (`headroom run`): the
+// WorkerBackend the local runtime drives (operator/runtime/worker_backend.h).
+//
+// Per generation g, under the work directory:
+//   gen-000g/job.yaml             the spec this generation runs (--job points here)
+//   gen-000g/rank-R.log           the rank's step log (--log), tailed for StepRecords
+//   gen-000g/rank-R.out           its stdout and stderr
+//   gen-000g/rank-R.termination   HEADROOM_TERMINATION_LOG (the guard's decision JSON)
+//   checkpoints/                  --checkpoint-dir, shared by every generation
+// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free
+// loopback port, fresh per generation), HEADROOM_TERMINATION_LOG,
+// HEADROOM_MEMORY_LIMIT_BYTES (spec.resources.memory: the limit the worker guards when no
+// cgroup limit is visible to it), HEADROOM_GUARD_HISTORY, and --metrics-port 0.
+//
+// Memory limits: each rank runs in a memory cgroup (core/memory/cgroup.h) limited to
+// spec.resources.memory, so the kernel's OOM killer judges it as it would a pod. Where no
+// cgroup can be created (not root, no writable memory hierarchy) the backend says so once
+// through `notice` and falls back to a soft limit: the workers' guard uses
+// HEADROOM_MEMORY_LIMIT_BYTES, and the backend itself kills a rank whose resident set
+// crosses the limit (reported as OOMKilled, reason "SoftLimitExceeded") — what the
+// kernel would have done.
+//
+// Processes: fork+exec; each child gets its own process group (a terminal's Ctrl-C reaches
+// only `headroom`, which drains the workers itself) and PR_SET_PDEATHSIG=SIGKILL (workers
+// never outlive a killed supervisor). The child joins its cgroup before exec.
+// An exit by SIGKILL while the cgroup's oom_kill counter moved is OOMKilled.
+//
+// Contract: the destructor kills any live rank, reaps it and removes every cgroup this
+// backend created, whatever happened before (exceptions, Ctrl-C). Not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/memory/cgroup.h"
+#include "operator/runtime/worker_backend.h"
+
+namespace headroom::local {
+
+// The environment variable carrying the soft memory limit to workers.
+inline constexpr const char* kMemoryLimitEnv = "HEADROOM_MEMORY_LIMIT_BYTES";
+
+struct LocalBackendOptions {
+  std::string workdir;                 // created if missing
+  std::string worker_binary;           // headroom-worker (or a test double)
+  enum class Cgroups { kAuto, kRequire, kOff } cgroups = Cgroups::kAuto;
+  std::string cgroup_root = "/";       // prefix of /sys/fs/cgroup (tests)
+  std::vector<std::pair<std::string, std::string>> extra_env;  // added to every rank
+  std::function<void(const std::string&)> notice;  // one-off messages for the user
+};
+
+class LocalProcessBackend : public runtime::WorkerBackend {
+ public:
+  explicit LocalProcessBackend(LocalBackendOptions options);
+  ~LocalProcessBackend() override;
+  LocalProcessBackend(const LocalProcessBackend&) = delete;
+  LocalProcessBackend& operator=(const LocalProcessBackend&) = delete;
+
+  void Launch(const runtime::LaunchRequest& request) override;
+  runtime::Observation Observe() override;
+  void Drain(std::chrono::milliseconds grace) override;
+  void Kill() override;
+
+  bool using_cgroups() const { return use_cgroups_; }
+  std::string checkpoint_dir() const { return options_.workdir + "/checkpoints"; }
+  std::string generation_dir(int generation) const;
+  // Pids of the live ranks (tests).
+  std::vector<pid_t> live_pids() const;
+
+ private:
+  struct Rank {
+    int rank = 0;
+    pid_t pid = -1;
+    std::string log_path, termination_path;
+    std::optional<memory::MemoryCgroup> cgroup;
+    int64_t oom_kills_at_start = 0;
+    off_t log_offset = 0;
+    std::string partial_line;
+    bool soft_limit_killed = false;
+    std::optional<runtime::RankExit> exit;
+  };
+
+  void TailLog(Rank& r, std::vector<runtime::StepRecord>& out);
+  void ReapAll();
+  void DestroyCgroups();
+  void Notice(const std::string& message);
+
+  LocalBackendOptions options_;
+  bool use_cgroups_ = false;
+  int generation_ = 0;
+  int64_t limit_bytes_ = 0;
+  std::vector<Rank> ranks_;
+  std::optional<std::chrono::steady_clock::time_point> kill_after_;
+};
+
+// A TCP port free on 127.0.0.1 right now (bind to port 0, read it back, close).
+int FreeLoopbackPort();
+
+// The step named by DIR/latest ("step-000120" -> 120); nullopt when there is none.
+std::optional<int64_t> ReadLatestCheckpointStep(const std::string& checkpoint_dir);
+
+}  // namespace headroom::local

@@ -1,0 +1,134 @@
+#include "operator/local/local_run.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "operator/local/memory_chart.h"
+#include "operator/local/memory_series.h"
+#include "operator/local/progress_view.h"
+#include "operator/runtime/job_reconciler.h"
+
+namespace headroom::local {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// Decides between resuming an interrupted run and starting over after a finished one.
+std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
+  fs::create_directories(workdir);
+  for (const auto& entry : fs::directory_iterator(workdir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("gen-", 0) == 0) fs::remove_all(entry.path());
+  }
+  const std::string checkpoints = workdir + "/checkpoints";
+  std::optional<int64_t> latest = ReadLatestCheckpointStep(checkpoints);
+  if (!latest) return "";
+  if (*latest >= job.spec.grpo.steps) {
+    fs::remove_all(checkpoints);
+    return "the run in " + workdir + " had finished (checkpoint at step " + std::to_string(*latest) +
+           "); starting over";
+  }
+  return "resuming from the checkpoint at step " + std::to_string(*latest) + " in " + checkpoints;
+}
+
+}  // namespace
+
+LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  std::ostringstream sink;
+  std::ostream& out = options.progress ? *options.progress : sink;
+  ProgressView view(out, options.terminal, job.metadata.name);
+
+  const std::string resume_note = PrepareWorkdir(options.workdir, job);
+  if (!resume_note.empty()) view.Notice(resume_note);
+
+  LocalBackendOptions backend_options;
+  backend_options.workdir = options.workdir;
+  backend_options.worker_binary = options.worker_binary;
+  backend_options.cgroups = options.cgroups;
+  backend_options.extra_env = options.extra_env;
+  backend_options.notice = [&view](const std::string& m) { view.Notice(m); };
+
+  runtime::ReconcilerOptions reconciler_options;
+  reconciler_options.guard_enabled = options.guard_enabled;
+  reconciler_options.drain_grace = options.drain_grace;
+  runtime::JobReconciler reconciler(job, reconciler_options);
+  MemorySeries series;
+  LocalRunResult result;
+  int interrupts_seen = 0;
+  {
+    LocalProcessBackend backend(backend_options);  // its destructor always cleans up
+    result.used_cgroups = backend.using_cgroups();
+    if (!options.guard_enabled) view.Notice("memory guard off (--no-guard): only the kernel's limit applies");
+    for (;;) {
+      const int interrupts = options.interrupts ? options.interrupts->load() : 0;
+      if (interrupts > interrupts_seen) {
+        interrupts_seen = interrupts;
+        result.interrupted = true;
+        if (interrupts == 1) {
+          reconciler.RequestStop("interrupted (Ctrl-C): drained to a checkpoint");
+          view.Notice("draining: workers checkpoint and stop (Ctrl-C again kills them)");
+        } else {
+          view.Notice("killing the workers");
+          backend.Kill();
+        }
+      }
+      runtime::Observation observed = backend.Observe();
+      for (const runtime::StepRecord& r : observed.new_steps) series.Add(r);
+      runtime::NextStep next = reconciler.Reconcile(observed);
+      view.Update(reconciler.status(), observed.new_steps);
+      if (next.kind == runtime::NextStep::Kind::kFinished) break;
+      switch (next.kind) {
+        case runtime::NextStep::Kind::kLaunch:
+          backend.Launch(next.launch);
+          continue;
+        case runtime::NextStep::Kind::kDrain:
+          backend.Drain(next.grace);
+          break;
+        case runtime::NextStep::Kind::kKill:
+          backend.Kill();
+          break;
+        default:
+          break;
+      }
+      std::this_thread::sleep_for(options.poll);
+    }
+    view.Finish(reconciler.status());
+  }
+
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.status = reconciler.status();
+  result.summary = RunSummary::From(result.status, job.metadata.name, wall);
+  result.summary.workdir = options.workdir;
+  result.summary.trace_csv = options.workdir + "/memory.csv";
+  result.summary.chart_svg = options.workdir + "/memory.svg";
+  series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
+  MemoryChartInput chart;
+  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
+                result.summary.phase;
+  chart.records = series.records();
+  chart.actions = result.status.actions;
+  chart.total_steps = job.spec.grpo.steps;
+  chart.host_limit_bytes = job.spec.resources.memory_bytes;
+  chart.host_threshold = job.spec.memory_guard.host_threshold;
+  chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
+  WriteText(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+  WriteText(options.workdir + "/summary.json", result.summary.ToJson());
+
+  switch (result.status.phase) {
+    case runtime::JobPhase::kSucceeded: result.exit_code = 0; break;
+    case runtime::JobPhase::kSuspended: result.exit_code = result.interrupted ? 130 : 0; break;
+    default: result.exit_code = 1; break;
+  }
+  return result;
+}
+
+}  // namespace headroom::local

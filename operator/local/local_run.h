@@ -1,0 +1,56 @@
+// `headroom run`, minus the command line: one TrainingJob driven to its end on this
+// machine — the shared JobReconciler deciding, a LocalProcessBackend running the workers,
+// a ProgressView showing it, and the run's record written to the work directory:
+//
+//   WORKDIR/checkpoints/        the job's checkpoints (a rerun resumes from them; a run
+//                               whose checkpoint already holds the last step starts over)
+//   WORKDIR/gen-NNNN/           per generation: job.yaml, rank logs, termination messages
+//   WORKDIR/memory.csv          the per-step trace `headroom replay` reads
+//   WORKDIR/memory-by-rank.csv  every rank of every generation
+//   WORKDIR/memory.svg          the picture (memory_chart.h)
+//   WORKDIR/summary.json        the --summary document, always written here too
+//
+// Ctrl-C: `interrupts` counts SIGINT/SIGTERM received by the caller. The first asks the
+// workers to checkpoint and stop (drain, exit 75) and ends Suspended with a resumable
+// checkpoint; the second kills them at once (the checkpoint is the last periodic one).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/spec/training_job.h"
+#include "operator/local/local_process_backend.h"
+#include "operator/local/run_summary.h"
+#include "operator/runtime/job_status.h"
+
+namespace headroom::local {
+
+struct LocalRunOptions {
+  std::string workdir;
+  std::string worker_binary;
+  bool guard_enabled = true;
+  LocalBackendOptions::Cgroups cgroups = LocalBackendOptions::Cgroups::kAuto;
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  std::chrono::milliseconds poll{100};
+  std::chrono::milliseconds drain_grace{30000};
+  std::ostream* progress = nullptr;   // null: silent
+  bool terminal = false;              // redraw the progress block in place
+  const std::atomic<int>* interrupts = nullptr;
+};
+
+struct LocalRunResult {
+  runtime::JobStatus status;
+  RunSummary summary;
+  bool interrupted = false;
+  bool used_cgroups = false;
+  // 0 Succeeded (or suspended by spec), 1 Failed, 130 stopped by Ctrl-C.
+  int exit_code = 0;
+};
+
+LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions& options);
+
+}  // namespace headroom::local

@@ -1,0 +1,203 @@
+#include "operator/local/memory_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace headroom::local {
+
+namespace {
+
+constexpr double kWidth = 980, kHeight = 520;
+constexpr double kLeft = 70, kRight = 200, kTop = 70, kBottom = 55;
+const char* const kRankColors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
+                                   "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string Bytes(int64_t b) {
+  char buf[32];
+  if (b >= (1LL << 30)) std::snprintf(buf, sizeof buf, "%.3g GiB", b / double(1LL << 30));
+  else std::snprintf(buf, sizeof buf, "%.3g MiB", b / double(1LL << 20));
+  return buf;
+}
+
+double NiceStep(double range, int ticks) {
+  const double raw = range / ticks;
+  const double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * mag >= raw) return m * mag;
+  }
+  return 10 * mag;
+}
+
+bool IsTrouble(const std::string& type) {
+  return type == "restartAfterOOMKill" || type == "restartAfterCrash" || type == "fail";
+}
+
+// A crash happens during the step after the last one completed: say which.
+std::string ActionLabel(const runtime::ActionRecord& a) {
+  if (a.type == "restartAfterOOMKill") return "OOM kill in step " + std::to_string(a.step + 1);
+  if (a.type == "restartAfterCrash") return "crash in step " + std::to_string(a.step + 1);
+  return a.type + " @" + std::to_string(a.step);
+}
+
+std::string Pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  int64_t max_step = std::max<int64_t>(in.total_steps, 1);
+  double max_pct = 100;
+  bool any_gpu = false;
+  auto host_pct = [&](const runtime::StepRecord& r) {
+    const int64_t limit = r.host_limit_bytes > 0 ? r.host_limit_bytes : in.host_limit_bytes;
+    return limit > 0 ? 100.0 * r.host_bytes / limit : 0.0;
+  };
+  auto gpu_pct = [](const runtime::StepRecord& r) {
+    return r.gpu_total_bytes > 0 ? 100.0 * r.gpu_reserved_bytes / r.gpu_total_bytes : 0.0;
+  };
+  for (const auto& r : in.records) {
+    max_step = std::max(max_step, r.step);
+    max_pct = std::max(max_pct, host_pct(r));
+    if (r.gpu_total_bytes > 0) {
+      any_gpu = true;
+      max_pct = std::max(max_pct, gpu_pct(r));
+    }
+  }
+  const double y_max = std::ceil((max_pct + 5) / 10) * 10;
+  auto X = [&](double step) { return kLeft + plot_w * step / static_cast<double>(max_step); };
+  auto Y = [&](double pct) { return kTop + plot_h * (1 - pct / y_max); };
+
+  std::ostringstream svg;
+  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight
+      << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << kLeft << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">" << Escape(in.title)
+      << "</text>\n"
+      << "<text x=\"" << kLeft << "\" y=\"46\" fill=\"#555\">memory per worker as % of its limit"
+      << (in.host_limit_bytes > 0 ? " (" + Bytes(in.host_limit_bytes) + " host)" : std::string())
+      << "; a restarted worker starts a new line where it resumed</text>\n";
+
+  // Grid and axes.
+  const double y_tick = NiceStep(y_max, 6);
+  for (double p = 0; p <= y_max + 1e-9; p += y_tick) {
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << Num(Y(p)) << "\" y2=\""
+        << Num(Y(p)) << "\" stroke=\"#e5e5e5\"/>\n"
+        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(Y(p) + 4) << "\" text-anchor=\"end\">" << p
+        << "%</text>\n";
+  }
+  const double x_tick = std::max(1.0, NiceStep(static_cast<double>(max_step), 10));
+  for (double s = 0; s <= max_step + 1e-9; s += x_tick) {
+    svg << "<line x1=\"" << Num(X(s)) << "\" x2=\"" << Num(X(s)) << "\" y1=\"" << kTop << "\" y2=\""
+        << kTop + plot_h << "\" stroke=\"#f0f0f0\"/>\n"
+        << "<text x=\"" << Num(X(s)) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\"middle\">" << s
+        << "</text>\n";
+  }
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+      << "\" fill=\"none\" stroke=\"#888\"/>\n"
+      << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">step</text>\n"
+      << "<text transform=\"translate(18," << kTop + plot_h / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">% of memory limit</text>\n";
+
+  // The limit and the thresholds.
+  auto hline = [&](double pct, const char* color, const char* dash, const std::string& label) {
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << Num(Y(pct)) << "\" y2=\""
+        << Num(Y(pct)) << "\" stroke=\"" << color << "\" stroke-width=\"1.5\""
+        << (dash[0] ? std::string(" stroke-dasharray=\"") + dash + "\"" : std::string()) << "/>\n"
+        << "<text x=\"" << kLeft + plot_w + 6 << "\" y=\"" << Num(Y(pct) + 4) << "\" fill=\"" << color << "\">"
+        << Escape(label) << "</text>\n";
+  };
+  hline(100, "#000", "", "limit 100%");
+  hline(in.host_threshold * 100, "#d62728", "6 4", "host threshold " + Pct(in.host_threshold * 100));
+  if (any_gpu) hline(in.gpu_threshold * 100, "#ff7f0e", "6 4", "GPU threshold " + Pct(in.gpu_threshold * 100));
+
+  // Actions: vertical lines, labels stacked so neighbours do not overlap.
+  double last_x = -1e9;
+  int lane = 0;
+  for (const runtime::ActionRecord& a : in.actions) {
+    const double x = X(static_cast<double>(a.step));
+    lane = (x - last_x < 60) ? (lane + 1) % 3 : 0;
+    last_x = x;
+    const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
+    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + a.type + ": " + a.reason) << "</title>"
+        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + plot_h
+        << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
+        << "<text x=\"" << Num(x + 3) << "\" y=\"" << kTop + 14 + 14 * lane << "\" fill=\"" << color
+        << "\" font-weight=\"bold\">" << Escape(ActionLabel(a)) << "</text></g>\n";
+  }
+
+  // One polyline per (generation, rank) and resource.
+  std::map<std::pair<int, int>, std::vector<const runtime::StepRecord*>> lines;
+  for (const auto& r : in.records) lines[{r.generation, r.rank}].push_back(&r);
+  std::map<int, bool> ranks_seen;
+  for (const auto& [key, recs] : lines) {
+    const int rank = key.second;
+    ranks_seen[rank] = true;
+    const char* color = kRankColors[rank % 8];
+    std::ostringstream host, gpu;
+    for (const auto* r : recs) {
+      host << Num(X(static_cast<double>(r->step))) << ',' << Num(Y(host_pct(*r))) << ' ';
+      if (r->gpu_total_bytes > 0) gpu << Num(X(static_cast<double>(r->step))) << ',' << Num(Y(gpu_pct(*r))) << ' ';
+    }
+    svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"" << host.str()
+        << "\"><title>rank " << rank << ", generation " << key.first << ", host</title></polyline>\n";
+    if (recs.size() == 1) {
+      svg << "<circle cx=\"" << Num(X(static_cast<double>(recs[0]->step))) << "\" cy=\"" << Num(Y(host_pct(*recs[0])))
+          << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
+    }
+    if (!gpu.str().empty()) {
+      svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" stroke-dasharray=\"5 3\" points=\""
+          << gpu.str() << "\"><title>rank " << rank << ", generation " << key.first << ", GPU</title></polyline>\n";
+    }
+  }
+
+  // Legend.
+  double ly = kTop + plot_h - 20.0 * (ranks_seen.size() + (any_gpu ? 2 : 1)) - 10;
+  for (const auto& [rank, unused] : ranks_seen) {
+    (void)unused;
+    svg << "<line x1=\"" << kLeft + plot_w + 8 << "\" x2=\"" << kLeft + plot_w + 30 << "\" y1=\"" << ly << "\" y2=\""
+        << ly << "\" stroke=\"" << kRankColors[rank % 8] << "\" stroke-width=\"2\"/>"
+        << "<text x=\"" << kLeft + plot_w + 36 << "\" y=\"" << ly + 4 << "\">worker " << rank << " host</text>\n";
+    ly += 20;
+  }
+  if (any_gpu) {
+    svg << "<line x1=\"" << kLeft + plot_w + 8 << "\" x2=\"" << kLeft + plot_w + 30 << "\" y1=\"" << ly << "\" y2=\""
+        << ly << "\" stroke=\"#333\" stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
+        << "<text x=\"" << kLeft + plot_w + 36 << "\" y=\"" << ly + 4 << "\">dashed: GPU</text>\n";
+    ly += 20;
+  }
+  svg << "<text x=\"" << kLeft + plot_w + 8 << "\" y=\"" << ly + 4 << "\" fill=\"#1f4e9c\">guard action</text>"
+      << "<text x=\"" << kLeft + plot_w + 96 << "\" y=\"" << ly + 4 << "\" fill=\"#d62728\">OOM/crash</text>\n";
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+}  // namespace headroom::local

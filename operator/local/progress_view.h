@@ -1,0 +1,53 @@
+// What a person watching `headroom run` sees while it runs.
+//
+// On a terminal: a block of a few lines redrawn in place (ANSI cursor-up + clear) at most
+// a few times a second — step/total with a bar, reward, each worker's host and GPU memory
+// as % of its limit, the forecast (growth per step, steps to the limit), restarts,
+// reshards, OOM kills, steps lost, and the last action; every action and notice also
+// scrolls above the block as a permanent line.
+// Not on a terminal (a pipe, a CI log): plain lines, one per completed step and one per
+// action, nothing redrawn.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "operator/runtime/job_status.h"
+#include "operator/runtime/step_record.h"
+
+namespace headroom::local {
+
+class ProgressView {
+ public:
+  ProgressView(std::ostream& out, bool terminal, std::string job_name);
+
+  // New step records and the status after reconciling them.
+  void Update(const runtime::JobStatus& status, const std::vector<runtime::StepRecord>& new_steps);
+  // A one-off message (the backend's cgroup notice, where files are).
+  void Notice(const std::string& message);
+  // Leaves the last block on screen (terminal) before the summary is printed.
+  void Finish(const runtime::JobStatus& status);
+
+ private:
+  void Clear();
+  void Draw(const runtime::JobStatus& status);
+  std::vector<std::string> Block(const runtime::JobStatus& status) const;
+
+  std::ostream& out_;
+  bool terminal_;
+  std::string job_name_;
+  int drawn_lines_ = 0;
+  size_t actions_shown_ = 0;
+  std::map<int, runtime::StepRecord> latest_;  // per rank, current generation
+  int generation_ = 0;
+  std::chrono::steady_clock::time_point last_draw_{};
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
+// "512 MiB", "1.5 GiB"
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace headroom::local

@@ -1,0 +1,69 @@
+#include "operator/local/run_summary.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom::local {
+
+RunSummary RunSummary::From(const runtime::JobStatus& s, const std::string& job_name, double wall_seconds) {
+  RunSummary r;
+  r.job_name = job_name;
+  r.phase = runtime::JobPhaseName(s.phase);
+  r.message = s.message;
+  r.steps = s.step;
+  r.total_steps = s.total_steps;
+  r.restarts = s.restarts;
+  r.reshards = s.reshards;
+  r.oom_kills = s.oom_kills;
+  r.steps_lost = s.steps_lost;
+  r.final_reward = s.final_reward;
+  r.wall_seconds = wall_seconds;
+  r.actions = s.actions;
+  return r;
+}
+
+std::string RunSummary::ToJson() const {
+  nlohmann::json actions = nlohmann::json::array();
+  for (const runtime::ActionRecord& a : this->actions) {
+    actions.push_back({{"step", a.step}, {"type", a.type}, {"reason", a.reason}});
+  }
+  nlohmann::json j = {
+      {"steps", steps},
+      {"restarts", restarts},
+      {"reshards", reshards},
+      {"oom_kills", oom_kills},
+      {"steps_lost", steps_lost},
+      {"final_reward", final_reward ? nlohmann::json(*final_reward) : nlohmann::json(nullptr)},
+      {"wall_seconds", wall_seconds},
+      {"actions", actions},
+  };
+  return j.dump(2) + "\n";
+}
+
+void RunSummary::Print(std::ostream& out) const {
+  char reward[32] = "-";
+  if (final_reward) std::snprintf(reward, sizeof reward, "%.3f", *final_reward);
+  char wall[32];
+  std::snprintf(wall, sizeof wall, "%.1f s", wall_seconds);
+  out << "\n" << job_name << ": " << phase;
+  if (!message.empty()) out << " — " << message;
+  out << "\n"
+      << "  steps         " << steps << " / " << total_steps << "\n"
+      << "  restarts      " << restarts << "\n"
+      << "  reshards      " << reshards << "\n"
+      << "  OOM kills     " << oom_kills << "\n"
+      << "  steps lost    " << steps_lost << "\n"
+      << "  final reward  " << reward << "\n"
+      << "  wall time     " << wall << "\n";
+  if (!actions.empty()) {
+    out << "  actions:\n";
+    for (const runtime::ActionRecord& a : actions) {
+      out << "    step " << a.step << "  " << a.type << ": " << a.reason << "\n";
+    }
+  }
+  if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
+  if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";
+}
+
+}  // namespace headroom::local

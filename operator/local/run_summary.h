@@ -1,0 +1,37 @@
+// The end of a `headroom run`: what happened, for a person (PrintSummary) and for a
+// program (`--summary FILE`, design.md):
+//   {"steps","restarts","reshards","oom_kills","steps_lost","final_reward","wall_seconds",
+//    "actions":[{"step","type","reason"}]}
+// exactly those keys; final_reward is null when no step finished.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "operator/runtime/job_status.h"
+
+namespace headroom::local {
+
+struct RunSummary {
+  std::string job_name;
+  std::string phase;                 // Succeeded | Failed | Suspended
+  std::string message;               // why it ended that way
+  int64_t steps = 0;                 // newest step completed
+  int64_t total_steps = 0;
+  int restarts = 0;
+  int reshards = 0;
+  int oom_kills = 0;
+  int64_t steps_lost = 0;
+  std::optional<double> final_reward;
+  double wall_seconds = 0;
+  std::vector<runtime::ActionRecord> actions;
+  std::string workdir, trace_csv, chart_svg;  // where the files are
+
+  static RunSummary From(const runtime::JobStatus& status, const std::string& job_name, double wall_seconds);
+  std::string ToJson() const;        // the --summary document, one object, pretty-printed
+  void Print(std::ostream& out) const;
+};
+
+}  // namespace headroom::local

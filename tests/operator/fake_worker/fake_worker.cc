@@ -1,0 +1,253 @@
+// headroom-fake-worker: a test double with headroom-worker's outside contract
+// (design.md, Worker) and none of its training, so the local runtime's tests run in
+// seconds and can make a worker leak, crash or stop for the guard on demand.
+//
+//   headroom-fake-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
+//   env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, HEADROOM_TERMINATION_LOG,
+//        HEADROOM_MEMORY_LIMIT_BYTES (soft limit when no cgroup limit is visible)
+//
+// What it does, like the real worker:
+//   - resumes from DIR/latest ("step-000012" names DIR/step-000012/); writes a checkpoint
+//     every spec.checkpoint.everySteps, at a guard stop, at a drain and at the end (rank 0
+//     writes it; the directory first, `latest` last by atomic rename);
+//   - one JSON step-log line per step (step, reward_mean, loss, kl, host_* from the real
+//     cgroup or /proc, tokens, step_seconds, ...);
+//   - spec.debug.hostLeakBytesPerStep really allocates and touches that much per step;
+//   - with spec.memoryGuard.enabled, stops before the limit: when end-of-step memory plus
+//     horizonSteps more steps of measured growth would cross hostThreshold * limit, it
+//     checkpoints, writes a restart decision as JSON to the termination log and exits 76;
+//   - SIGTERM/SIGINT: checkpoint at the next step boundary, exit 75;
+//   - exit 0 after spec.grpo.steps; 2 for a spec it cannot parse.
+// Test knobs (environment):
+//   FAKE_STEP_SECONDS        sleep per step (default 0.02)
+//   FAKE_CRASH_AT_STEP=N     exit 1 (FAKE_CRASH_SIGNAL=9: raise SIGKILL) instead of
+//                            finishing step N, once per FAKE_ONCE_DIR marker
+//   FAKE_CRASH_RANK=R        only rank R crashes (default 0)
+//   FAKE_GUARD_AT_STEP=N     after step N, stop for the guard with FAKE_GUARD_DECISION
+//                            (JSON; its "step" is set to N), once per FAKE_ONCE_DIR marker
+//   FAKE_ONCE_DIR            where the "already happened" markers go (default the checkpoint dir)
+//   FAKE_BASE_BYTES          bytes allocated and touched at start (a baseline)
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/memory/host_memory.h"
+#include "core/spec/training_job.h"
+
+namespace {
+
+volatile sig_atomic_t g_stop_requested = 0;
+void OnStopSignal(int) { g_stop_requested = 1; }
+
+std::string Env(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+long long EnvInt(const char* name, long long fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
+}
+
+int ReadLatestStep(const std::string& dir) {
+  std::ifstream in(dir + "/latest");
+  std::string name;
+  if (!(in >> name)) return 0;
+  size_t digits = name.find_last_not_of("0123456789");
+  return std::atoi(name.substr(digits == std::string::npos ? 0 : digits + 1).c_str());
+}
+
+void WriteCheckpoint(const std::string& dir, int step, int world_size) {
+  if (dir.empty()) return;
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%06d", step);
+  const std::string step_dir = dir + "/" + name;
+  mkdir(dir.c_str(), 0755);
+  mkdir(step_dir.c_str(), 0755);
+  {
+    std::ofstream m(step_dir + "/manifest.json");
+    m << nlohmann::json{{"step", step}, {"world_size", world_size}}.dump() << "\n";
+  }
+  const std::string tmp = dir + "/latest.tmp";
+  {
+    std::ofstream l(tmp);
+    l << name << "\n";
+  }
+  std::rename(tmp.c_str(), (dir + "/latest").c_str());
+}
+
+// Happens once per marker: true the first time, false ever after.
+bool FirstTime(const std::string& once_dir, const std::string& what) {
+  if (once_dir.empty()) return true;
+  mkdir(once_dir.c_str(), 0755);
+  const std::string path = once_dir + "/fake-once-" + what;
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+void WriteTermination(const std::string& text) {
+  std::string path = access("/dev/termination-log", W_OK) == 0 ? "/dev/termination-log"
+                                                               : Env("HEADROOM_TERMINATION_LOG");
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string job_path, checkpoint_dir, log_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) {
+        std::cerr << "fake-worker: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      out = argv[++i];
+    };
+    std::string ignored;
+    if (a == "--job") value(job_path);
+    else if (a == "--checkpoint-dir") value(checkpoint_dir);
+    else if (a == "--log") value(log_path);
+    else if (a == "--metrics-port") value(ignored);
+    else {
+      std::cerr << "fake-worker: unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  headroom::spec::ParseResult parsed = headroom::spec::ParseTrainingJobFile(job_path);
+  if (!parsed.ok()) {
+    std::string all;
+    for (const auto& e : parsed.errors) all += e.ToString() + "\n";
+    std::cerr << all;
+    WriteTermination(all);
+    return 2;
+  }
+  const headroom::spec::TrainingJobSpec& spec = parsed.job->spec;
+  const int rank = static_cast<int>(EnvInt("RANK", 0));
+  const int world = static_cast<int>(EnvInt("WORLD_SIZE", 1));
+  if (world != spec.workers) {
+    std::cerr << "fake-worker: WORLD_SIZE " << world << " != spec.workers " << spec.workers << "\n";
+    return 2;
+  }
+  signal(SIGTERM, OnStopSignal);
+  signal(SIGINT, OnStopSignal);
+
+  std::unique_ptr<std::ostream> log_file;
+  if (!log_path.empty()) log_file = std::make_unique<std::ofstream>(log_path, std::ios::app);
+  std::ostream& log = log_file ? *log_file : std::cout;
+
+  const double step_seconds = std::atof(Env("FAKE_STEP_SECONDS", "0.02").c_str());
+  const std::string once_dir = Env("FAKE_ONCE_DIR", checkpoint_dir);
+  const long long crash_at = EnvInt("FAKE_CRASH_AT_STEP", -1);
+  const long long crash_rank = EnvInt("FAKE_CRASH_RANK", 0);
+  const long long guard_at = EnvInt("FAKE_GUARD_AT_STEP", -1);
+
+  std::vector<std::unique_ptr<char[]>> held;  // the leak and the baseline, touched
+  auto hold = [&](long long bytes) {
+    if (bytes <= 0) return;
+    held.emplace_back(new char[bytes]);
+    std::memset(held.back().get(), 1, bytes);
+  };
+  hold(EnvInt("FAKE_BASE_BYTES", 0));
+
+  headroom::memory::HostMemoryProbe probe;
+  const long long soft_limit = EnvInt("HEADROOM_MEMORY_LIMIT_BYTES", 0);
+  int64_t previous_bytes = -1;
+  double growth = 0;
+
+  int step = ReadLatestStep(checkpoint_dir);
+  auto checkpoint = [&] {
+    if (rank == 0) WriteCheckpoint(checkpoint_dir, step, world);
+  };
+  while (step < spec.grpo.steps) {
+    if (g_stop_requested) {
+      checkpoint();
+      return 75;
+    }
+    const int next = step + 1;
+    auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds));
+    hold(spec.debug.host_leak_bytes_per_step);
+    if (next == crash_at && rank == crash_rank && FirstTime(once_dir, "crash")) {
+      if (EnvInt("FAKE_CRASH_SIGNAL", 0) == 9) raise(SIGKILL);
+      std::cerr << "fake-worker: crashing on demand at step " << next << "\n";
+      WriteTermination("crashed on demand at step " + std::to_string(next));
+      return 1;
+    }
+    step = next;
+    headroom::memory::HostMemorySample m = probe.Read();
+    int64_t limit = m.limit_bytes;
+    if (m.source == "proc" && soft_limit > 0) limit = soft_limit;
+    if (previous_bytes >= 0) growth = static_cast<double>(m.working_set_bytes - previous_bytes);
+    previous_bytes = m.working_set_bytes;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int64_t tokens = int64_t{spec.grpo.prompts_per_step} * spec.grpo.group_size *
+                           (spec.grpo.max_prompt_length + spec.grpo.max_response_length) / world;
+    nlohmann::json line = {
+        {"step", step},
+        {"reward_mean", 1.0 - std::exp(-step / 10.0)},
+        {"loss", 1.0 / step},
+        {"kl", 0.0},
+        {"host_bytes", m.working_set_bytes},
+        {"host_peak_bytes", std::max(m.peak_bytes, m.working_set_bytes)},
+        {"host_limit_bytes", limit},
+        {"gpu_allocated_bytes", 0},
+        {"gpu_reserved_bytes", 0},
+        {"gpu_peak_bytes", 0},
+        {"gpu_total_bytes", 0},
+        {"tokens", tokens},
+        {"next_step_tokens", tokens},
+        {"step_seconds", secs},
+        {"tokens_per_second", secs > 0 ? tokens / secs : 0},
+        {"world_size", world},
+        {"env_rank", rank},
+        {"env_master_addr", Env("MASTER_ADDR")},
+        {"env_master_port", EnvInt("MASTER_PORT", 0)},
+        {"env_memory_limit", soft_limit},
+        {"micro_batch_size", spec.grpo.micro_batch_size},
+    };
+    log << line.dump() << std::endl;
+
+    if (step == guard_at && FirstTime(once_dir, "guard")) {
+      nlohmann::json d = nlohmann::json::parse(Env("FAKE_GUARD_DECISION", R"({"action":"restart"})"));
+      d["step"] = step;
+      checkpoint();
+      WriteTermination(d.dump());
+      return 76;
+    }
+    const double threshold = spec.memory_guard.host_threshold * static_cast<double>(limit);
+    if (spec.memory_guard.enabled && limit > 0 && growth > 0 && step < spec.grpo.steps &&
+        m.working_set_bytes + growth * spec.memory_guard.horizon_steps >= threshold) {
+      nlohmann::json d = {{"action", "restart"},
+                          {"resource", "host"},
+                          {"reason", "fake guard: host " + std::to_string(m.working_set_bytes >> 20) +
+                                         " MiB growing " + std::to_string(static_cast<int64_t>(growth) >> 20) +
+                                         " MiB/step would cross the threshold"},
+                          {"step", step}};
+      checkpoint();
+      WriteTermination(d.dump());
+      return 76;
+    }
+    if (spec.checkpoint.every_steps > 0 && step % spec.checkpoint.every_steps == 0) checkpoint();
+  }
+  checkpoint();
+  return 0;
+}

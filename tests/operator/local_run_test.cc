@@ -1,0 +1,171 @@
+// `headroom run`'s flows end to end with the fake worker: the guard restarting before the
+// limit, the kernel OOM-killing without it, reshard and micro-batch decisions written into
+// the next generation's spec, crashes, maxRestarts, Ctrl-C and resume, and the files left
+// in the work directory.
+#include "operator/local/local_run.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/memory/cgroup.h"
+#include "operator/local/memory_series.h"
+#include "tests/operator/local_test_support.h"
+
+namespace headroom::local {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::JobShape;
+using testing::MakeJob;
+using testing::ReadAll;
+using testing::TempDir;
+
+LocalRunOptions Options(const TempDir& dir, std::vector<std::pair<std::string, std::string>> env = {}) {
+  LocalRunOptions o;
+  o.workdir = dir.path() + "/run";
+  o.worker_binary = testing::FakeWorkerPath();
+  o.extra_env = std::move(env);
+  o.extra_env.emplace_back("FAKE_STEP_SECONDS", "0.02");
+  o.poll = 20ms;
+  o.drain_grace = 5s;
+  return o;
+}
+
+bool HaveCgroups() { return memory::MemoryCgroup::UnsupportedReason().empty(); }
+
+TEST(LocalRun, GuardRestartsBeforeTheLimitAndLosesNothing) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 30, .memory = "256Mi", .leak = "16Mi"}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.steps, 30);
+  EXPECT_GE(r.summary.restarts, 1);
+  EXPECT_EQ(r.summary.oom_kills, 0);
+  EXPECT_EQ(r.summary.steps_lost, 0);
+  ASSERT_FALSE(r.summary.actions.empty());
+  EXPECT_EQ(r.summary.actions[0].type, "restart");
+  // The record in the work directory.
+  const std::string csv = ReadAll(o.workdir + "/memory.csv");
+  EXPECT_EQ(csv.rfind(MemorySeries::kTraceHeader, 0), 0u);
+  EXPECT_GE(std::count(csv.begin(), csv.end(), '\n'), 31);
+  const std::string svg = ReadAll(o.workdir + "/memory.svg");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("restart @"), std::string::npos);
+  EXPECT_NE(svg.find("host threshold 85%"), std::string::npos);
+  nlohmann::json summary = nlohmann::json::parse(ReadAll(o.workdir + "/summary.json"));
+  std::vector<std::string> keys;
+  for (auto it = summary.begin(); it != summary.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"actions", "final_reward", "oom_kills", "reshards", "restarts",
+                                            "steps", "steps_lost", "wall_seconds"}));
+  EXPECT_EQ(summary["actions"][0].size(), 3u);  // step, type, reason
+}
+
+TEST(LocalRun, WithoutTheGuardTheKernelKillsAndStepsAreLost) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  o.guard_enabled = false;
+  // No cgroup here: the backend's soft limit plays the kernel.
+  if (!HaveCgroups()) o.cgroups = LocalBackendOptions::Cgroups::kOff;
+  LocalRunResult r =
+      RunJobLocally(MakeJob({.steps = 24, .memory = "160Mi", .leak = "16Mi", .checkpoint_every = 4}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.steps, 24);
+  EXPECT_GE(r.summary.oom_kills, 1);
+  EXPECT_GT(r.summary.steps_lost, 0);
+  ASSERT_FALSE(r.summary.actions.empty());
+  EXPECT_EQ(r.summary.actions[0].type, "restartAfterOOMKill");
+  EXPECT_NE(ReadAll(o.workdir + "/gen-0001/job.yaml").find("enabled: false"), std::string::npos);
+}
+
+TEST(LocalRun, ReshardDecisionRelaunchesWithMoreWorkers) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir, {{"FAKE_GUARD_AT_STEP", "3"},
+                                    {"FAKE_GUARD_DECISION",
+                                     R"({"action":"reshard","resource":"host","reason":"optimizer state does not fit","target_workers":2})"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 8}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.reshards, 1);
+  EXPECT_EQ(r.summary.steps_lost, 0);
+  EXPECT_EQ(r.status.workers, 2);
+  ASSERT_EQ(r.summary.actions.size(), 1u);
+  EXPECT_EQ(r.summary.actions[0].step, 3);
+  EXPECT_EQ(r.summary.actions[0].type, "reshard");
+  EXPECT_NE(ReadAll(o.workdir + "/gen-0002/job.yaml").find("workers: 2"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0002/rank-1.log"));
+}
+
+TEST(LocalRun, ShrinkMicroBatchDecisionRewritesTheSpec) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir, {{"FAKE_GUARD_AT_STEP", "2"},
+                                    {"FAKE_GUARD_DECISION",
+                                     R"({"action":"shrinkMicroBatch","resource":"gpu","reason":"activation peak","target_micro_batch_size":8})"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 6, .micro_batch = 32}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.status.micro_batch_size, 8);
+  EXPECT_NE(ReadAll(o.workdir + "/gen-0002/job.yaml").find("microBatchSize: 8"), std::string::npos);
+  EXPECT_EQ(r.summary.actions.at(0).type, "shrinkMicroBatch");
+}
+
+TEST(LocalRun, CrashRestartsFromTheLastCheckpointCountingStepsLost) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir, {{"FAKE_CRASH_AT_STEP", "8"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 10, .checkpoint_every = 5}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.restarts, 1);
+  EXPECT_EQ(r.summary.oom_kills, 0);
+  EXPECT_EQ(r.summary.steps_lost, 2);  // steps 6 and 7 were after the checkpoint at 5
+  EXPECT_EQ(r.summary.actions.at(0).type, "restartAfterCrash");
+}
+
+TEST(LocalRun, GivesUpAfterMaxRestartsWithANonZeroExit) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  // An empty FAKE_ONCE_DIR makes the crash happen on every attempt.
+  LocalRunOptions o = Options(dir, {{"FAKE_CRASH_AT_STEP", "2"}, {"FAKE_ONCE_DIR", ""}});
+  o.guard_enabled = false;
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 5, .max_restarts = 2}), o);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.summary.phase, "Failed");
+  EXPECT_NE(r.summary.message.find("gave up after 2 restarts"), std::string::npos) << r.summary.message;
+  EXPECT_EQ(r.summary.actions.back().type, "fail");
+}
+
+TEST(LocalRun, CtrlCDrainsToAResumableCheckpointAndARerunResumes) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  std::atomic<int> interrupts{0};
+  o.interrupts = &interrupts;
+  std::thread presser([&] {
+    // Press Ctrl-C once the run is under way.
+    for (int i = 0; i < 500 && !std::filesystem::exists(o.workdir + "/checkpoints/latest"); ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    interrupts = 1;
+  });
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 400, .checkpoint_every = 2}), o);
+  presser.join();
+  EXPECT_EQ(r.exit_code, 130);
+  EXPECT_EQ(r.summary.phase, "Suspended");
+  const std::optional<int64_t> at = ReadLatestCheckpointStep(o.workdir + "/checkpoints");
+  ASSERT_TRUE(at);
+  EXPECT_EQ(*at, r.summary.steps);  // drained at a step boundary: nothing to redo
+  EXPECT_LT(*at, 400);
+
+  LocalRunOptions again = Options(dir);
+  LocalRunResult resumed = RunJobLocally(MakeJob({.steps = static_cast<int>(*at) + 3}), again);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.status.message;
+  const std::string first_log = ReadAll(again.workdir + "/gen-0001/rank-0.log");
+  EXPECT_EQ(nlohmann::json::parse(first_log.substr(0, first_log.find('\n')))["step"], *at + 1);
+}
+
+}  // namespace
+}  // namespace headroom::local
