@@ -308,6 +308,7 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
     return;
   }
   out.clear();
+  std::vector<size_t> first_index;  // document index of each action in `out`
   for (size_t i = 0; i < node.items.size(); ++i) {
     const DocumentNode& item = node.items[i];
     const std::string item_path = IndexPath(path, i);
@@ -324,7 +325,16 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
                                     "; expected one of " + expected);
       continue;
     }
-    out.push_back(*action);  // duplicates stay: Validate names them with their index
+    // Named here, by the index in the document, since items dropped above would shift
+    // the indices Validate sees.
+    const auto seen = std::find(out.begin(), out.end(), *action);
+    if (seen != out.end()) {
+      d.Error(item_path, &item, "duplicate action \"" + name + "\" (already at [" +
+                                    std::to_string(first_index[seen - out.begin()]) + "])");
+      continue;
+    }
+    out.push_back(*action);
+    first_index.push_back(i);
   }
 }
 

@@ -91,9 +91,13 @@ ordered_json JobJson(const TrainingJob& job) {
 std::string ShortestDouble(double v) {
   if (std::isnan(v)) return ".nan";
   if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  std::string s(buf, end);
+  // Shortest round-trip digits; plain decimals ("0.0003") unless exponents are much shorter.
+  char fixed[400];
+  char shortest[64];
+  auto fixed_end = std::to_chars(fixed, fixed + sizeof(fixed), v, std::chars_format::fixed).ptr;
+  auto shortest_end = std::to_chars(shortest, shortest + sizeof(shortest), v).ptr;
+  std::string s = (fixed_end - fixed) <= (shortest_end - shortest) + 3 ? std::string(fixed, fixed_end)
+                                                                       : std::string(shortest, shortest_end);
   // "1e-05" is a YAML 1.2 float already; make integral values read as floats too.
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
