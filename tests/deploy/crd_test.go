@@ -232,7 +232,7 @@ func blindSpotFor(c corpusCase, parseErr error) (schemaBlindSpot, bool) {
 		return spot, true
 	}
 	if parseErr != nil {
-		return schemaBlindSpot{reason: "malformed YAML is a parse error in kubectl, before any schema runs", notYAML: true}, true
+		return schemaBlindSpot{reason: "not one well-formed YAML mapping (malformed, empty, a list, several documents, duplicate keys): the parser decides, before any schema runs", notYAML: true}, true
 	}
 	if len(c.expected) == 0 {
 		return schemaBlindSpot{}, false
@@ -333,6 +333,7 @@ func TestCRDRejectsTheInvalidCorpus(t *testing.T) {
 			if parseErr == nil {
 				t.Errorf("%s: listed as malformed YAML (%s) but it parses", rel(f), spot.reason)
 			}
+			t.Logf("blind spot %s (%v): %s", filepath.Base(f), c.expected, spot.reason)
 			blind++
 			continue
 		}
@@ -341,6 +342,7 @@ func TestCRDRejectsTheInvalidCorpus(t *testing.T) {
 			if len(errs) > 0 {
 				t.Errorf("%s: listed as a schema blind spot (%s) but the schema rejects it: %v; remove the entry", rel(f), spot.reason, errs)
 			}
+			t.Logf("blind spot %s (%v): %s", filepath.Base(f), c.expected, spot.reason)
 			blind++
 			continue
 		}
@@ -383,7 +385,7 @@ func TestCRDRejectsUnknownFields(t *testing.T) {
 func TestCRDDefaultsMatchTrainingJobH(t *testing.T) {
 	schema := crdSchema(t)
 	doc := map[string]interface{}{"apiVersion": "headroom.dev/v1alpha1", "kind": "TrainingJob",
-		"metadata": map[string]interface{}{"name": "x"}}
+		"metadata": map[string]interface{}{"name": "x"}, "spec": map[string]interface{}{}}
 	ApplyDefaults(schema, doc)
 	if errs := Validate(schema, doc, ""); len(errs) > 0 {
 		t.Fatalf("a minimal job is rejected: %v", errs)
