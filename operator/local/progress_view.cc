@@ -30,7 +30,7 @@ std::string Bar(double fraction, int width) {
 
 std::string ForecastText(const runtime::MemoryStatus& m) {
   char buf[128];
-  if (m.growth_bytes_per_step <= 0 || !m.forecast_steps_to_limit) return "memory flat: no limit in sight";
+  if (m.growth_bytes_per_step <= 0 || !m.forecast_steps_to_limit) return "host memory not growing";
   std::snprintf(buf, sizeof buf, "host +%s/step, limit in %.0f step(s)",
                 FormatBytes(static_cast<int64_t>(m.growth_bytes_per_step)).c_str(), *m.forecast_steps_to_limit);
   return buf;

@@ -92,6 +92,7 @@ NextStep JobReconciler::Launch(const std::string& reason) {
   generation_resumed_from_ = status_.step;
   latest_by_rank_.clear();
   unfed_steps_.clear();
+  forecaster_.Reset();  // a fresh process starts a fresh series
   NextStep next;
   next.kind = NextStep::Kind::kLaunch;
   next.launch.generation = status_.generation;
