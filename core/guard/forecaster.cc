@@ -90,12 +90,14 @@ struct Trend {
       return std::min(level + rise * h, rise_cap + growth * h);
     }
     if (damping >= 1.0) return level + growth * h;
-    double sum = 0, g = growth;
-    for (int k = 1; k <= h; ++k) {
-      sum += g;
-      g *= damping;
-    }
-    return level + sum;
+    // growth * (1 + d + ... + d^(h-1))
+    return level + growth * (1 - std::pow(damping, h)) / (1 - damping);
+  }
+  // The highest end-of-step value the projection ever reaches (infinity when unbounded).
+  double Ceiling() const {
+    if (growth <= 0) return rise_cap >= 0 ? std::max(level, rise_cap) : level;
+    if (rise_cap >= 0 || damping >= 1.0) return HUGE_VAL;
+    return level + growth / (1 - damping);
   }
 };
 
@@ -140,7 +142,8 @@ Trend FitTrend(const Series& s, double min_growth, int min_history) {
     double top_span = top_t.back() - top_t.front();
     double last_top = top_v.back();
     tr.rise = std::max(0.0, Median(rises));
-    if (top_t.size() >= 2 && Significant(top_slope, top_span, sigma / 2, min_growth)) {
+    // Noise here is the step-to-step jitter of the rises (the drops are excluded).
+    if (top_t.size() >= 2 && Significant(top_slope, top_span, RobustSigma(rises), min_growth)) {
       tr.klass = MemoryClass::kLeak;
       tr.growth = top_slope;
       tr.quality = top_slope * top_span / (top_slope * top_span + sigma + 1);
@@ -255,6 +258,8 @@ ResourceForecast Analyze(const Series& full, int64_t limit, double threshold_fra
       double h = std::ceil((bound - base) / trend.growth);
       return h > o.max_steps_scan ? kNever : static_cast<int>(std::max(3.0, h));
     }
+    // Bounded growth (damped, or none): never, unless the asymptote itself gets there.
+    if (trend.Ceiling() + excess.At(token_median) < bound) return kNever;
     const int scan = std::min(o.max_steps_scan, 10000);
     for (int h = 3; h <= scan; ++h) {
       if (peak_at(h) >= bound) return h;

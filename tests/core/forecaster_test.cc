@@ -1,0 +1,176 @@
+// Forecaster: trend, peaks from tokens, classes, on synthetic series with known answers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/guard/forecaster.h"
+
+namespace headroom::guard {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kGiB = 1LL << 30;
+
+StepMemory Host(int step, double bytes, double peak, int64_t tokens, int64_t limit) {
+  StepMemory m;
+  m.step = step;
+  m.host_bytes = static_cast<int64_t>(bytes);
+  m.host_peak_bytes = static_cast<int64_t>(peak);
+  m.tokens = tokens;
+  m.host_limit_bytes = limit;
+  return m;
+}
+
+TEST(ForecasterTest, LinearLeakWithNoiseGivesSlopeAndStepsToLimit) {
+  Forecaster f;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 2 * kMiB);
+  for (int t = 0; t < 10; ++t) {
+    double end = 400 * kMiB + 50 * kMiB * t + noise(rng);
+    f.Observe(Host(t, end, end + 20 * kMiB, 1000, 2 * kGiB));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.step, 9);
+  EXPECT_TRUE(fc.host.present);
+  EXPECT_FALSE(fc.gpu.present);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_NEAR(fc.host.growth_bytes_per_step, 50 * kMiB, 2.5 * kMiB);
+  // Level ~850 MiB at step 9; peak excess 20 MiB; limit 2048 MiB:
+  // 850 + 50 h + 20 >= 2048 -> h = 24; threshold (90% = 1843 MiB) -> h = 20.
+  EXPECT_NEAR(fc.host.steps_to_limit, 24, 1);
+  EXPECT_NEAR(fc.host.steps_to_threshold, 20, 1);
+  ASSERT_EQ(fc.host.predicted_peak_bytes.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(fc.host.predicted_peak_bytes[0]), 920.0 * kMiB, 6 * kMiB);
+  EXPECT_NEAR(static_cast<double>(fc.host.predicted_peak_bytes[1] - fc.host.predicted_peak_bytes[0]),
+              50.0 * kMiB, 3 * kMiB);
+  EXPECT_GT(fc.host.confidence, 0.5);
+}
+
+TEST(ForecasterTest, OneOutlierDoesNotBendTheTrend) {
+  Forecaster f;
+  for (int t = 0; t < 12; ++t) {
+    double end = 1 * kGiB + (t == 6 ? 600 * kMiB : 0);  // a checkpoint-write burst
+    f.Observe(Host(t, end, end, 1000, 4 * kGiB));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_NE(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_EQ(fc.host.growth_bytes_per_step, 0);
+  EXPECT_EQ(fc.host.steps_to_threshold, kNever);
+}
+
+TEST(ForecasterTest, WarmUpThatLevelsOffIsNotALeak) {
+  Forecaster f;
+  for (int t = 0; t < 16; ++t) {
+    double end = 3 * kGiB - 2 * kGiB * std::pow(0.5, t);
+    f.Observe(Host(t, end, end + 50 * kMiB, 1000, 4 * kGiB));
+    Forecast fc = f.ForecastNext(1000);
+    EXPECT_NE(fc.host.memory_class, MemoryClass::kLeak) << "step " << t;
+    EXPECT_EQ(fc.host.steps_to_threshold, kNever) << "step " << t;
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kPlateau);
+}
+
+TEST(ForecasterTest, StaircaseIsSustainedGrowth) {
+  Forecaster f;
+  for (int t = 0; t < 15; ++t) {
+    double end = 1 * kGiB + 96 * kMiB * (t / 3);  // a stair every third step
+    f.Observe(Host(t, end, end, 1000, 4 * kGiB));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_NEAR(fc.host.growth_bytes_per_step, 32 * kMiB, 12 * kMiB);
+  EXPECT_NE(fc.host.steps_to_limit, kNever);
+}
+
+TEST(ForecasterTest, SawtoothHasNoTrendAndForecastsItsTop) {
+  Forecaster f;
+  for (int t = 0; t < 20; ++t) {
+    double end = 2 * kGiB + 300 * kMiB * (t % 4);  // rises three steps, then a flush
+    f.Observe(Host(t, end, end, 1000, 4 * kGiB));
+  }
+  Forecast fc = f.ForecastNext(1000);  // step 19 sits at the top (phase 3)
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kSawtooth);
+  EXPECT_EQ(fc.host.growth_bytes_per_step, 0);
+  EXPECT_EQ(fc.host.steps_to_threshold, kNever);
+  EXPECT_LE(fc.host.NextPeak(), 2 * kGiB + 900 * kMiB + kMiB);
+}
+
+TEST(ForecasterTest, SawtoothWithRisingTopsIsALeak) {
+  Forecaster f;
+  for (int t = 0; t < 24; ++t) {
+    double end = 1 * kGiB + 200 * kMiB * (t % 4) + 40 * kMiB * t;  // the flush misses some
+    f.Observe(Host(t, end, end, 1000, 8 * kGiB));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_NEAR(fc.host.growth_bytes_per_step, 40 * kMiB, 10 * kMiB);
+}
+
+TEST(ForecasterTest, PeakFollowsTheNextBatchTokens) {
+  Forecaster f;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int64_t> tokens(900, 1100);
+  for (int t = 0; t < 8; ++t) {
+    int64_t n = tokens(rng);
+    StepMemory m;
+    m.step = t;
+    m.gpu_bytes = 10 * kGiB;
+    m.gpu_peak_bytes = 10 * kGiB + n * 4 * kMiB;  // 4 MiB of activations per token
+    m.gpu_limit_bytes = 24 * kGiB;
+    m.tokens = n;
+    m.host_bytes = 2 * kGiB;
+    m.host_limit_bytes = 16 * kGiB;
+    f.Observe(m);
+  }
+  Forecast normal = f.ForecastNext(1000);
+  EXPECT_NEAR(static_cast<double>(normal.gpu.NextPeak()), 10.0 * kGiB + 4000.0 * kMiB, 64.0 * kMiB);
+  EXPECT_EQ(normal.gpu.steps_to_threshold, kNever);
+  Forecast spike = f.ForecastNext(4000);  // a long-prompt batch: 16000 MiB of activations
+  EXPECT_NEAR(static_cast<double>(spike.gpu.NextPeak()), 10.0 * kGiB + 16000.0 * kMiB, 256.0 * kMiB);
+  EXPECT_EQ(spike.gpu.steps_to_threshold, 1);
+  EXPECT_EQ(spike.gpu.steps_to_limit, 1);
+  // After the spike the typical batch is back: step 2 is predicted at the median.
+  EXPECT_LT(spike.gpu.predicted_peak_bytes[1], 15 * kGiB);
+  EXPECT_NE(spike.gpu.memory_class, MemoryClass::kLeak);
+}
+
+TEST(ForecasterTest, FewStepsGiveNoTrendButStillPeaks) {
+  Forecaster f;
+  f.Observe(Host(0, 1 * kGiB, 1.35 * kGiB, 100, 2 * kGiB));
+  f.Observe(Host(1, 1.5 * kGiB, 1.85 * kGiB, 100, 2 * kGiB));
+  Forecast fc = f.ForecastNext(100);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kUnknown);
+  EXPECT_EQ(fc.host.growth_bytes_per_step, 0);
+  EXPECT_EQ(fc.host.confidence, 0);
+  EXPECT_EQ(fc.host.steps_to_threshold, 1);  // a 1.85 GiB peak is over 90% of 2 GiB
+}
+
+TEST(ForecasterTest, NoLimitMeansNoStepsToLimit) {
+  Forecaster f;
+  for (int t = 0; t < 8; ++t) f.Observe(Host(t, (1 + t) * kGiB, (1 + t) * kGiB, 100, 0));
+  Forecast fc = f.ForecastNext(100);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_EQ(fc.host.steps_to_limit, kNever);
+  EXPECT_EQ(fc.host.steps_to_threshold, kNever);
+}
+
+TEST(ForecasterTest, AResumedWorkerReplacesTheStepsAfterItsCheckpoint) {
+  Forecaster f;
+  for (int t = 0; t < 10; ++t) f.Observe(Host(t, (1 + 0.1 * t) * kGiB, (1 + 0.1 * t) * kGiB, 100, 4 * kGiB));
+  f.Observe(Host(6, 1 * kGiB, 1 * kGiB, 100, 4 * kGiB));  // restarted from step 5's checkpoint
+  EXPECT_EQ(f.size(), 7u);
+  EXPECT_EQ(f.history().back().step, 6);
+  EXPECT_EQ(f.history().back().host_bytes, 1 * kGiB);
+}
+
+TEST(ForecasterTest, DescribeReadsLikeAReason) {
+  Forecaster f;
+  for (int t = 0; t < 8; ++t) f.Observe(Host(t, 500 * kMiB + 48 * kMiB * t, 500 * kMiB + 48 * kMiB * t, 0, kGiB));
+  std::string d = f.ForecastNext().host.Describe();
+  EXPECT_EQ(d, "836 MiB of 1 GiB (82%), growing 48 MiB/step (leak)");
+}
+
+}  // namespace
+}  // namespace headroom::guard
