@@ -157,8 +157,11 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   presets.push_back("");
   c.Enum("spec.model.preset", m.preset, presets);
   // With a preset every dim is filled by ApplyDefaults; without one they are required.
+  // An unknown preset filled nothing: its dims are judged once the preset is fixed.
+  const bool preset_known = m.preset.empty() || FindModelPreset(m.preset).has_value();
   auto dim = [&](const char* field, int value) {
     const std::string path = std::string("spec.model.") + field;
+    if (!preset_known && value == 0) return;
     if (value == 0 && m.preset.empty()) {
       c.Fail(path, "required when preset is \"\" (explicit dims)");
     } else {
@@ -168,7 +171,8 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   dim("layers", m.layers);
   dim("hidden", m.hidden);
   dim("heads", m.heads);
-  c.AtLeast("spec.model.ffnHidden", m.ffn_hidden, 1);
+  // ffnHidden defaults from hidden: when hidden is missing, that is the error to show.
+  if (m.ffn_hidden != 0 || m.hidden > 0) c.AtLeast("spec.model.ffnHidden", m.ffn_hidden, 1);
   if (m.hidden >= 1 && m.heads >= 1 && m.hidden % m.heads != 0) {
     c.Fail("spec.model.heads", "must divide hidden (" + Num(int64_t{m.hidden}) + "), got " + Num(int64_t{m.heads}));
   }
