@@ -1,0 +1,174 @@
+// Planner: the ZeRO arithmetic per stage, placement, activations, KV cache, reference
+// model, and the helpers the policy uses to pick reshard targets and micro-batches.
+#include <gtest/gtest.h>
+
+#include "core/guard/planner.h"
+#include "core/spec/model_presets.h"
+
+namespace headroom::guard {
+namespace {
+
+spec::TrainingJobSpec Job(const std::string& preset, int stage, int gpus = 0) {
+  spec::TrainingJobSpec s;
+  s.model.preset = preset;
+  s.sharding.stage = stage;
+  s.resources.gpus = gpus;
+  return s;
+}
+
+int64_t Psi(const spec::TrainingJobSpec& s) {
+  spec::ModelSpec m = s.model;
+  auto p = spec::FindModelPreset(m.preset);
+  m.layers = p->layers;
+  m.hidden = p->hidden;
+  m.heads = p->heads;
+  m.ffn_hidden = p->ffn_hidden;
+  m.max_seq_len = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  return spec::ParameterCount(m);
+}
+
+int64_t HostOf(const Plan& p, const std::string& name) { return p.Find(name) ? p.Find(name)->host_bytes : -1; }
+int64_t GpuOf(const Plan& p, const std::string& name) { return p.Find(name) ? p.Find(name)->gpu_bytes : -1; }
+
+TEST(PlannerTest, ZeroStagesOnCpuFollowTheArithmetic) {
+  const int n = 4;
+  for (int stage = 0; stage <= 3; ++stage) {
+    spec::TrainingJobSpec s = Job("small", stage);
+    const int64_t psi = Psi(s);
+    Plan p = PlanMemory(s, n);
+    EXPECT_EQ(p.parameters, psi);
+    // fp32 parameters (P=4), fp32 gradients (G=4), AdamW moments (K=8).
+    EXPECT_EQ(HostOf(p, "parameters"), stage >= 3 ? 4 * psi / n : 4 * psi) << "stage " << stage;
+    EXPECT_EQ(HostOf(p, "gradients"), stage >= 2 ? 4 * psi / n : 4 * psi) << "stage " << stage;
+    EXPECT_EQ(HostOf(p, "optimizer"), stage >= 1 ? 8 * psi / n : 8 * psi) << "stage " << stage;
+    EXPECT_EQ(p.gpu_total_bytes, 0) << "no GPU: everything on the host";
+    EXPECT_EQ(p.Find("gathered layer") != nullptr, stage == 3);
+  }
+}
+
+TEST(PlannerTest, MoreWorkersHoldLessExceptUnderDdp) {
+  spec::TrainingJobSpec ddp = Job("small", 0);
+  spec::TrainingJobSpec zero2 = Job("small", 2);
+  EXPECT_EQ(HostOf(PlanMemory(ddp, 1), "optimizer"), HostOf(PlanMemory(ddp, 4), "optimizer"));
+  EXPECT_GT(PlanMemory(zero2, 1).host_total_bytes, PlanMemory(zero2, 2).host_total_bytes);
+  EXPECT_GT(PlanMemory(zero2, 2).host_total_bytes, PlanMemory(zero2, 4).host_total_bytes);
+}
+
+TEST(PlannerTest, GpuPlacementAndOffload) {
+  spec::TrainingJobSpec s = Job("base", 2, /*gpus=*/1);
+  const int64_t psi = Psi(s);
+  Plan on_gpu = PlanMemory(s, 2);
+  EXPECT_EQ(GpuOf(on_gpu, "parameters"), 4 * psi);
+  EXPECT_EQ(GpuOf(on_gpu, "optimizer"), 8 * psi / 2);
+  EXPECT_EQ(HostOf(on_gpu, "parameters"), 0);
+  EXPECT_EQ(GpuOf(on_gpu, "runtime"), 0);  // the host runtime row
+  EXPECT_GT(on_gpu.gpu_total_bytes, on_gpu.host_total_bytes);
+
+  s.sharding.offload_params = true;
+  s.sharding.offload_optimizer = true;
+  Plan offloaded = PlanMemory(s, 2);
+  EXPECT_EQ(HostOf(offloaded, "parameters"), 4 * psi);
+  EXPECT_EQ(HostOf(offloaded, "optimizer"), 8 * psi / 2);
+  EXPECT_EQ(HostOf(offloaded, "gradients"), 4 * psi / 2);
+  EXPECT_EQ(HostOf(offloaded, "reference model"), 4 * psi);
+  EXPECT_EQ(offloaded.host_total_bytes + offloaded.gpu_total_bytes, on_gpu.host_total_bytes + on_gpu.gpu_total_bytes)
+      << "offload moves bytes, it does not create them";
+  EXPECT_LT(offloaded.gpu_total_bytes, on_gpu.gpu_total_bytes);
+
+  // bf16 storage keeps an fp32 master in the optimizer: P = G = 2, K = 12.
+  PlanOptions bf16;
+  bf16.bf16_params = true;
+  s.sharding.offload_params = s.sharding.offload_optimizer = false;
+  Plan b = PlanMemory(s, 1, bf16);
+  EXPECT_EQ(GpuOf(b, "parameters"), 2 * psi);
+  EXPECT_EQ(GpuOf(b, "optimizer"), 12 * psi);
+}
+
+TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
+  spec::TrainingJobSpec s = Job("tiny", 2);
+  s.grpo.prompts_per_step = 32;
+  s.grpo.group_size = 8;
+  s.grpo.max_prompt_length = 16;
+  s.grpo.max_response_length = 8;
+  s.grpo.micro_batch_size = 64;
+  const int layers = 2, hidden = 64, heads = 4, seq = 24, workers = 2;
+  Plan p = PlanMemory(s, workers);
+  // 2 * layers * heads * head_dim * seq * batch * 4 bytes, batch = 32/2 * 8 = 128.
+  EXPECT_EQ(HostOf(p, "generation cache"), 2LL * layers * heads * (hidden / heads) * seq * 128 * 4);
+  // micro * seq * layers * (17 h + 2.5 heads seq) * 4 bytes.
+  EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
+  EXPECT_EQ(HostOf(p, "logits"), 3LL * 64 * seq * spec::kVocabSize * 4);
+  EXPECT_EQ(HostOf(p, "reference model"), 4 * Psi(s));
+  EXPECT_EQ(HostOf(p, "runtime"), kHostRuntimeBaselineBytes);
+  s.grpo.kl_coef = 0;
+  EXPECT_EQ(PlanMemory(s, workers).Find("reference model"), nullptr);
+  // Halving the micro-batch halves the token-driven part.
+  s.grpo.micro_batch_size = 32;
+  EXPECT_EQ(PlanMemory(s, workers).host_activation_bytes * 2, p.host_activation_bytes);
+}
+
+TEST(PlannerTest, TotalsAddUpAndStateExcludesActivations) {
+  Plan p = PlanMemory(Job("small", 1, 1), 2, PlanOptions{80LL << 30});
+  int64_t host = 0, gpu = 0;
+  for (const PlanComponent& c : p.components) {
+    host += c.host_bytes;
+    gpu += c.gpu_bytes;
+  }
+  EXPECT_EQ(p.host_total_bytes, host);
+  EXPECT_EQ(p.gpu_total_bytes, gpu);
+  EXPECT_EQ(p.gpu_state_bytes + p.gpu_activation_bytes, gpu);
+  EXPECT_EQ(p.host_state_bytes + p.host_activation_bytes, host);
+  EXPECT_EQ(p.gpu_limit_bytes, 80LL << 30);
+}
+
+TEST(PlannerTest, SmallestFittingWorkersRespectsTheBatchAndBounds) {
+  // small, stage 2 on CPU: ~19M params -> 4 Psi + 12 Psi / N, plus activations.
+  spec::TrainingJobSpec s = Job("small", 2);
+  s.grpo.prompts_per_step = 24;
+  s.grpo.updates_per_step = 1;
+  s.max_workers = 8;
+  s.resources.memory_bytes = PlanMemory(s, 1).host_total_bytes;  // fits only with headroom from sharding
+  const int w = SmallestFittingWorkers(s);
+  ASSERT_GT(w, 1);
+  EXPECT_TRUE(spec::WorkerCountFits(s.grpo, w));
+  EXPECT_TRUE(PlanFits(PlanMemory(s, w), s.memory_guard));
+  EXPECT_FALSE(PlanFits(PlanMemory(s, w - 1), s.memory_guard));
+  // A worker count that does not divide the batch (5 for 24 prompts) is never chosen.
+  EXPECT_NE(SmallestFittingWorkers(s, /*from=*/5), 5);
+  // Nothing fits under a tiny limit.
+  s.resources.memory_bytes = 64 << 20;
+  EXPECT_EQ(SmallestFittingWorkers(s), 0);
+}
+
+TEST(PlannerTest, LargestFittingMicroBatch) {
+  spec::TrainingJobSpec s = Job("small", 2);
+  s.grpo.micro_batch_size = 64;
+  Plan full = PlanMemory(s, 1);
+  // Room for the state plus about a quarter of the activations.
+  s.resources.memory_bytes = static_cast<int64_t>((full.host_state_bytes + full.host_activation_bytes / 4) / 0.9);
+  const int m = LargestFittingMicroBatch(s, 1);
+  EXPECT_GE(m, 14);
+  EXPECT_LE(m, 16);
+  s.resources.memory_bytes = full.host_state_bytes;  // not even the state fits
+  EXPECT_EQ(LargestFittingMicroBatch(s, 1), 0);
+}
+
+TEST(PlannerTest, CorrectionLearnsMeasuredOverPlanned) {
+  spec::TrainingJobSpec s = Job("small", 2);
+  Plan p = PlanMemory(s, 1);
+  PlanCorrection c;
+  for (int i = 0; i < 10; ++i) c.Observe(p, p.host_total_bytes * 3 / 2, 0);
+  EXPECT_NEAR(c.host_scale, 1.5, 0.01);
+  EXPECT_EQ(c.gpu_scale, 1.0);  // nothing measured there
+  Plan corrected = PlanMemory(s, 1, {}, c);
+  EXPECT_NEAR(static_cast<double>(corrected.host_total_bytes), 1.5 * p.host_total_bytes, 0.01 * p.host_total_bytes);
+  c.Observe(p, p.host_total_bytes * 100, 0);  // one absurd reading moves it, but clamped
+  EXPECT_LE(c.host_scale, 4.0);
+}
+
+TEST(PlannerTest, RejectsZeroWorkers) {
+  EXPECT_THROW(PlanMemory(Job("tiny", 2), 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace headroom::guard

@@ -1,0 +1,361 @@
+// Policy: one decision, with a reason, from a forecast and the job's memoryGuard.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/guard/policy.h"
+
+namespace headroom::guard {
+namespace {
+
+constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kGiB = 1LL << 30;
+
+using spec::GuardAction;
+
+// Feeds `steps` of host memory (end, peak) and returns the forecast for the next step.
+Forecast HostForecast(const spec::TrainingJobSpec& job, int steps, double start, double growth, double excess,
+                      int64_t limit, int first_step = 0) {
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int i = 0; i < steps; ++i) {
+    StepMemory m;
+    m.step = first_step + i;
+    m.host_bytes = static_cast<int64_t>(start + growth * i);
+    m.host_peak_bytes = static_cast<int64_t>(start + growth * i + excess);
+    m.host_limit_bytes = limit;
+    m.tokens = 1000;
+    f.Observe(m);
+  }
+  return f.ForecastNext(1000);
+}
+
+// GPU state flat at `level`, activations proportional to tokens; the next batch has
+// `next_tokens`.
+Forecast GpuSpikeForecast(const spec::TrainingJobSpec& job, double level, double per_token, int64_t next_tokens,
+                          int64_t limit, double host_level = 2.0 * kGiB) {
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int i = 0; i < 8; ++i) {
+    StepMemory m;
+    m.step = i;
+    m.tokens = 1000 + 20 * (i % 3);
+    m.gpu_bytes = static_cast<int64_t>(level);
+    m.gpu_peak_bytes = static_cast<int64_t>(level + per_token * m.tokens);
+    m.gpu_limit_bytes = limit;
+    m.host_bytes = static_cast<int64_t>(host_level);
+    m.host_peak_bytes = static_cast<int64_t>(host_level);
+    m.host_limit_bytes = 16 * kGiB;
+    f.Observe(m);
+  }
+  return f.ForecastNext(next_tokens);
+}
+
+spec::TrainingJobSpec DefaultJob() {
+  spec::TrainingJobSpec s;
+  s.resources.memory_bytes = kGiB;
+  return s;
+}
+
+TEST(PolicyTest, LeakGetsARestartWithAReadableReason) {
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);  // last: 788 MiB, peak +48
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kRestart) << d.reason;
+  EXPECT_EQ(d.resource, "host");
+  EXPECT_EQ(d.step, 6);
+  EXPECT_EQ(d.memory_class, "leak");
+  EXPECT_NEAR(d.growth_bytes_per_step, 48.0 * kMiB, kMiB);
+  EXPECT_EQ(d.reason,
+            "host working set 788 MiB of 1 GiB (77%), growing 48 MiB/step (leak); forecast peak 932 MiB crosses "
+            "the 90% threshold in 2 steps: restart from a checkpoint at step 6 to reclaim leaked memory");
+}
+
+TEST(PolicyTest, StableNearTheThresholdIsLeftAlone) {
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecast fc = HostForecast(job, 20, 0.88 * kGiB, 0, 0, kGiB);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kNone);
+  EXPECT_NE(d.reason.find("no forecast crosses a threshold within 2 steps"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, GuardDisabledNeverActs) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.memory_guard.enabled = false;
+  Forecast fc = HostForecast(job, 7, 500 * kMiB, 80 * kMiB, 0, kGiB);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kNone);
+  EXPECT_NE(d.reason.find("disabled"), std::string::npos);
+}
+
+TEST(PolicyTest, ARestartThatBoughtNoProgressEscalatesToReshard) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.sharding.stage = 2;
+  job.resources.memory_bytes = kGiB;
+  Forecast fc = HostForecast(job, 6, 500 * kMiB, 60 * kMiB, 48 * kMiB, kGiB, /*first_step=*/10);
+  GuardHistory h;
+  h.restarts = 1;
+  h.last_restart_step = 14;  // restarted at step 14, now at 15: one step of progress
+  Decision d = Decide(fc, job, h, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  ASSERT_TRUE(d.target_workers.has_value());
+  EXPECT_GT(*d.target_workers, 1);
+  EXPECT_TRUE(spec::WorkerCountFits(job.grpo, *d.target_workers));
+  EXPECT_NE(d.reason.find("skipped restart: the last one (at step 14) bought only 1 step of progress"),
+            std::string::npos)
+      << d.reason;
+
+  // Enough progress since: restart is fine again.
+  h.last_restart_step = 5;
+  EXPECT_EQ(Decide(fc, job, h, nullptr, 1).action, DecisionAction::kRestart);
+}
+
+TEST(PolicyTest, MaxRestartsSpentWithNothingElseAllowedFails) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.memory_guard.actions = {GuardAction::kRestart};
+  job.memory_guard.max_restarts = 3;
+  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
+  GuardHistory h;
+  h.restarts = 3;
+  Decision d = Decide(fc, job, h, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("nothing left to try (restart: all 3 restarts of maxRestarts used)"), std::string::npos)
+      << d.reason;
+}
+
+TEST(PolicyTest, OnlyListedActionsAreUsed) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch};  // no restart for a leak
+  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_NE(d.action, DecisionAction::kRestart);
+  job.memory_guard.actions = {};
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("spec.memoryGuard.actions is empty"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, TokenSpikeShrinksTheMicroBatchToWhatFits) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.resources.gpus = 1;
+  job.grpo.micro_batch_size = 64;
+  // 40 GiB state + 20 MiB/token; next batch 3000 tokens -> 100 GiB peak on an 80 GiB card.
+  Forecast fc = GpuSpikeForecast(job, 40.0 * kGiB, 20.0 * kMiB, 3000, 80 * kGiB);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, PlanOptions{80 * kGiB});
+  EXPECT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  ASSERT_TRUE(d.target_micro_batch_size.has_value());
+  // Room 73.6 - 40 = 33.6 GiB for a 58.6 GiB excess, 10% spare: 64 * 0.9 * 33.6 / 58.6 = 33.
+  EXPECT_EQ(*d.target_micro_batch_size, 33);
+  EXPECT_NE(d.reason.find("next batch 3000 tokens"), std::string::npos) << d.reason;
+
+  // Already at 1: nothing to shrink; with nothing else allowed, fail.
+  job.grpo.micro_batch_size = 1;
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch};
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, PlanOptions{80 * kGiB});
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("microBatchSize is already 1"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, NormalBatchesWithTheSameStateDoNotAct) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.resources.gpus = 1;
+  Forecast fc = GpuSpikeForecast(job, 40.0 * kGiB, 20.0 * kMiB, 1000, 80 * kGiB);
+  EXPECT_EQ(Decide(fc, job, GuardHistory{}, nullptr, 1).action, DecisionAction::kNone);
+}
+
+TEST(PolicyTest, StateThatDoesNotFitReshardsToTheSmallestFittingCount) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.sharding.stage = 2;
+  job.grpo.prompts_per_step = 24;
+  job.min_workers = 1;
+  job.max_workers = 8;
+  const Plan plan1 = PlanMemory(job, 1);
+  // Measured as planned at 1 worker, with a limit the plan only fits under at 3+ workers.
+  job.resources.memory_bytes = static_cast<int64_t>(PlanMemory(job, 3).host_total_bytes / 0.9) + kMiB;
+  const double level = static_cast<double>(plan1.host_total_bytes);
+  Forecast fc = HostForecast(job, 8, level, 0, 0, job.resources.memory_bytes);
+  Decision d = Decide(fc, job, GuardHistory{}, &plan1, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  ASSERT_TRUE(d.target_workers.has_value());
+  EXPECT_EQ(*d.target_workers, 3) << d.reason;
+  EXPECT_NE(d.reason.find("skipped restart: would not help"), std::string::npos) << d.reason;
+
+  // At maxWorkers, no reshard.
+  job.max_workers = 1;
+  job.memory_guard.actions = {GuardAction::kReshard};
+  d = Decide(fc, job, GuardHistory{}, &plan1, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("already at maxWorkers (1)"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, OffloadMovesStateToTheSideWithRoom) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "base";
+  job.resources.gpus = 1;
+  job.resources.memory_bytes = 4 * kGiB;
+  job.sharding.offload_params = true;
+  job.sharding.offload_optimizer = true;
+  job.memory_guard.actions = {GuardAction::kDisableOffload, GuardAction::kEnableOffload};
+  const PlanOptions po{24 * kGiB};
+
+  // Host full of offloaded state (flat, over the threshold); GPU nearly empty.
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int i = 0; i < 6; ++i) {
+    StepMemory m;
+    m.step = i;
+    m.host_bytes = m.host_peak_bytes = static_cast<int64_t>(3.8 * kGiB);
+    m.host_limit_bytes = 4 * kGiB;
+    m.gpu_bytes = m.gpu_peak_bytes = 4 * kGiB;
+    m.gpu_limit_bytes = 24 * kGiB;
+    f.Observe(m);
+  }
+  Decision d = Decide(f.ForecastNext(), job, GuardHistory{}, nullptr, 1, po);
+  EXPECT_EQ(d.action, DecisionAction::kDisableOffload) << d.reason;
+  EXPECT_EQ(d.target_offload_params, false);
+  EXPECT_EQ(d.target_offload_optimizer, false);
+
+  // Never ping-pong: the guard enabled offload before, so it will not disable it now.
+  GuardHistory h;
+  h.offload_enabled = 1;
+  d = Decide(f.ForecastNext(), job, h, nullptr, 1, po);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("would oscillate"), std::string::npos) << d.reason;
+
+  // The GPU side full instead, offload off, host with room: enableOffload.
+  job.sharding.offload_params = job.sharding.offload_optimizer = false;
+  Forecaster g(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int i = 0; i < 6; ++i) {
+    StepMemory m;
+    m.step = i;
+    m.host_bytes = m.host_peak_bytes = 1 * kGiB;
+    m.host_limit_bytes = 64 * kGiB;
+    m.gpu_bytes = m.gpu_peak_bytes = 23 * kGiB;
+    m.gpu_limit_bytes = 24 * kGiB;
+    g.Observe(m);
+  }
+  d = Decide(g.ForecastNext(), job, GuardHistory{}, nullptr, 1, po);
+  EXPECT_EQ(d.action, DecisionAction::kEnableOffload) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  EXPECT_EQ(d.target_offload_params, true);
+  EXPECT_EQ(d.target_offload_optimizer, true);
+}
+
+TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.memory_guard.max_restarts = 3;
+  GuardHistory h;
+  Decision d = DecideAfterCrash(ExitCause::kOomKill, 57, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kRestart);
+  EXPECT_EQ(d.step, 50);
+  EXPECT_EQ(d.reason, "worker OOM-killed by the kernel at step 57 (7 steps lost since the checkpoint at step 50): "
+                      "restart from the checkpoint at step 50");
+
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);  // killed again right away
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  EXPECT_EQ(d.target_workers, 2);
+
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  EXPECT_EQ(d.target_micro_batch_size, job.grpo.micro_batch_size / 2);
+
+  d = DecideAfterCrash(ExitCause::kCrash, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("crash loop"), std::string::npos) << d.reason;
+
+  h.restarts = 3;
+  d = DecideAfterCrash(ExitCause::kOomKill, 90, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("all 3 restarts of maxRestarts used"), std::string::npos) << d.reason;
+}
+
+TEST(DecisionTest, JsonRoundTripAndApply) {
+  Decision d;
+  d.action = DecisionAction::kReshard;
+  d.resource = "host";
+  d.reason = "host working set \"full\"";
+  d.step = 12;
+  d.forecast_peak_bytes = 123456789;
+  d.steps_to_limit = 2;
+  d.growth_bytes_per_step = 1.5e6;
+  d.memory_class = "capacity";
+  d.target_workers = 4;
+  d.target_offload_optimizer = false;
+  Decision back = Decision::FromJson(d.ToJson());
+  EXPECT_EQ(back.action, d.action);
+  EXPECT_EQ(back.reason, d.reason);
+  EXPECT_EQ(back.step, 12);
+  EXPECT_EQ(back.forecast_peak_bytes, 123456789);
+  EXPECT_EQ(back.target_workers, 4);
+  EXPECT_FALSE(back.target_micro_batch_size.has_value());
+  EXPECT_EQ(back.target_offload_optimizer, false);
+  EXPECT_FALSE(back.target_offload_params.has_value());
+  EXPECT_EQ(d.ToJson().rfind("{\"action\":\"reshard\"", 0), 0u) << d.ToJson();
+
+  spec::TrainingJobSpec s;
+  s.sharding.offload_optimizer = true;
+  back.ApplyTo(s);
+  EXPECT_EQ(s.workers, 4);
+  EXPECT_FALSE(s.sharding.offload_optimizer);
+  EXPECT_EQ(s.grpo.micro_batch_size, spec::TrainingJobSpec{}.grpo.micro_batch_size);
+}
+
+TEST(DecisionTest, BadJsonNamesTheProblem) {
+  auto error = [](const std::string& json) {
+    try {
+      Decision::FromJson(json);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("{\"action\":\"explode\"}").find("unknown action \"explode\""), std::string::npos);
+  EXPECT_NE(error("{\"reason\":\"x\"}").find("\"action\" is missing"), std::string::npos);
+  EXPECT_NE(error("{\"action\":\"restart\",\"step\":\"seven\"}").find("\"step\""), std::string::npos);
+  EXPECT_NE(error("[1]").find("expected an object"), std::string::npos);
+  EXPECT_NE(error("{").find("not JSON"), std::string::npos);
+  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload", "fail"}) {
+    EXPECT_EQ(DecisionActionName(*DecisionActionFromName(name)), std::string(name));
+  }
+  EXPECT_EQ(FromGuardAction(GuardAction::kShrinkMicroBatch), DecisionAction::kShrinkMicroBatch);
+  EXPECT_EQ(ToGuardAction(DecisionAction::kFail), std::nullopt);
+}
+
+TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
+  GuardHistory h;
+  Decision restart;
+  restart.action = DecisionAction::kRestart;
+  restart.step = 14;
+  h.Record(restart);
+  Decision reshard;
+  reshard.action = DecisionAction::kReshard;
+  reshard.step = 30;
+  h.Record(reshard);
+  h.RecordCrashRestart(40, /*oom_kill=*/true);
+  EXPECT_EQ(h.restarts, 2);
+  EXPECT_EQ(h.reshards, 1);
+  EXPECT_EQ(h.crash_restarts, 1);
+  EXPECT_EQ(h.oom_kills, 1);
+  EXPECT_EQ(h.last_restart_step, 40);
+  EXPECT_EQ(h.StepsSinceLastRestart(47), 7);
+  EXPECT_EQ(GuardHistory::FromJson(h.ToJson()), h);
+
+  ::setenv(kGuardHistoryEnv, h.ToJson().c_str(), 1);
+  EXPECT_EQ(GuardHistory::FromEnvironment(), h);
+  ::setenv(kGuardHistoryEnv, "{\"restart\":1}", 1);
+  try {
+    GuardHistory::FromEnvironment();
+    FAIL() << "a misspelled key must be an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("HEADROOM_GUARD_HISTORY"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown key \"restart\""), std::string::npos) << e.what();
+  }
+  ::unsetenv(kGuardHistoryEnv);
+  EXPECT_EQ(GuardHistory::FromEnvironment(), GuardHistory{});
+}
+
+}  // namespace
+}  // namespace headroom::guard
