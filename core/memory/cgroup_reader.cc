@@ -1,11 +1,12 @@
 #include "core/memory/cgroup_reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -17,14 +18,6 @@ namespace {
 // cgroup v1 reports "no limit" as LONG_MAX rounded down to the page size
 // (9223372036854771712); anything at or above 2^62 is treated as unlimited.
 constexpr int64_t kV1UnlimitedFloor = int64_t{1} << 62;
-
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -128,6 +121,21 @@ std::string UsageFile(CgroupVersion v) {
 }
 
 }  // namespace
+
+std::optional<std::string> ReadSmallFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
 
 const char* CgroupVersionName(CgroupVersion v) {
   return v == CgroupVersion::kV2 ? "cgroup-v2" : "cgroup-v1";

@@ -6,9 +6,10 @@
 // /proc/self/status, MemTotal/MemAvailable from /proc/meminfo, and reports the machine's
 // MemTotal as the limit (what the OOM killer eventually enforces), source "proc".
 //
-// Contract: the constructor never throws (a missing cgroup just means /proc). Read()
-// throws std::runtime_error only when even /proc cannot be read. Read() is cheap (a few
-// small file reads, ~10-30 us) and safe to call from a sampler thread.
+// Contract: the constructor never throws (a missing cgroup just means /proc); whether the
+// cgroup has a limit is decided there too (a container's limit does not change while it
+// runs). Read() throws std::runtime_error only when even /proc cannot be read. Both reads
+// are safe to call from a sampler thread; ReadWorkingSet() reads one or two files.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,10 @@ class HostMemoryProbe {
 
   HostMemorySample Read() const;
 
+  // Only the guarded number (working set, or RSS under /proc), from the fewest files:
+  // what a PeakSampler calls every few milliseconds. Throws like Read().
+  int64_t ReadWorkingSet() const;
+
   // Restarts the kernel's peak counter where we may: v1 memory.max_usage_in_bytes is
   // reset by writing 0 (only done when `owns_cgroup`, since it is shared with every
   // process in the cgroup); v2 memory.peak accepts a write on kernels >= 6.12 (per open
@@ -47,12 +52,13 @@ class HostMemoryProbe {
   // reset; when not, callers use a PeakSampler for per-step peaks.
   bool ResetPeak(bool owns_cgroup);
 
-  // The cgroup in use; nullopt when reading /proc.
+  // The cgroup in use; nullopt when reading /proc (none, or one without a limit).
   const std::optional<CgroupLocation>& cgroup() const { return cgroup_; }
 
  private:
   std::string root_;
-  std::optional<CgroupLocation> cgroup_;
+  std::optional<CgroupLocation> cgroup_;  // set only when it has a limit
+  int64_t mem_total_bytes_ = 0;           // /proc/meminfo MemTotal, read once
 };
 
 }  // namespace headroom::memory

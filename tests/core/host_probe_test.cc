@@ -134,6 +134,16 @@ TEST(HostMemoryProbeTest, FallsBackToProcWhenNoLimitApplies) {
   }
 }
 
+TEST(HostMemoryProbeTest, WorkingSetOnlyReadAgreesWithTheFullRead) {
+  for (const char* name : {"v1", "v2", "v2-namespace", "proc-only"}) {
+    HostMemoryProbe probe(Fixture(name));
+    EXPECT_EQ(probe.ReadWorkingSet(), probe.Read().working_set_bytes) << name;
+  }
+  HostMemoryProbe live;
+  const int64_t quick = live.ReadWorkingSet(), full = live.Read().working_set_bytes;
+  EXPECT_NEAR(static_cast<double>(quick), static_cast<double>(full), 16.0 * (1 << 20));
+}
+
 TEST(HostMemoryProbeTest, KernelPeakResetOnlyWhenWeOwnTheV1Cgroup) {
   HostMemoryProbe v2(Fixture("v2"));
   EXPECT_FALSE(v2.ResetPeak(/*owns_cgroup=*/true));  // v2 peak reset is per-fd: not relied on

@@ -52,7 +52,7 @@ TEST(PeakSamplerTest, AReaderThatThrowsLosesOnlyThatTick) {
 
 TEST(PeakSamplerTest, SeesARealAllocationThroughTheHostProbe) {
   HostMemoryProbe probe;
-  PeakSampler sampler([&] { return probe.Read().working_set_bytes; }, milliseconds(2));
+  PeakSampler sampler([&] { return probe.ReadWorkingSet(); }, milliseconds(2));
   sampler.Start();
   const int64_t before = sampler.TakePeak();
   {
