@@ -78,12 +78,17 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
 
   const bool offload_params = gpu && s.sharding.offload_params;
   const bool offload_optim = gpu && s.sharding.offload_optimizer;
+  // One row per component; a component with bytes on both sides (runtime) shares a row.
   auto add = [&](const std::string& name, double bytes, bool on_gpu, std::string note, bool state) {
-    PlanComponent c;
-    c.name = name;
-    (on_gpu ? c.gpu_bytes : c.host_bytes) = Round(bytes);
-    c.note = std::move(note);
-    plan.components.push_back(c);
+    auto it = std::find_if(plan.components.begin(), plan.components.end(),
+                           [&](const PlanComponent& c) { return c.name == name; });
+    if (it == plan.components.end()) {
+      plan.components.push_back(PlanComponent{name, 0, 0, std::move(note)});
+      it = plan.components.end() - 1;
+    } else {
+      it->note += "; " + note;
+    }
+    (on_gpu ? it->gpu_bytes : it->host_bytes) += Round(bytes);
     int64_t& total = on_gpu ? (state ? plan.gpu_state_bytes : plan.gpu_activation_bytes)
                             : (state ? plan.host_state_bytes : plan.host_activation_bytes);
     total += Round(bytes);
@@ -131,7 +136,7 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   }
   add("runtime", static_cast<double>(kHostRuntimeBaselineBytes), false, "process baseline (LibTorch, allocator)",
       true);
-  if (gpu) add("runtime", static_cast<double>(kGpuRuntimeBaselineBytes), true, "CUDA context", true);
+  if (gpu) add("runtime", static_cast<double>(kGpuRuntimeBaselineBytes), true, "CUDA context per GPU", true);
 
   // Measurements correct the estimate: every component scales by measured/planned.
   if (correction.host_scale != 1.0 || correction.gpu_scale != 1.0) {

@@ -61,7 +61,8 @@ TEST(PlannerTest, GpuPlacementAndOffload) {
   EXPECT_EQ(GpuOf(on_gpu, "parameters"), 4 * psi);
   EXPECT_EQ(GpuOf(on_gpu, "optimizer"), 8 * psi / 2);
   EXPECT_EQ(HostOf(on_gpu, "parameters"), 0);
-  EXPECT_EQ(GpuOf(on_gpu, "runtime"), 0);  // the host runtime row
+  EXPECT_EQ(HostOf(on_gpu, "runtime"), kHostRuntimeBaselineBytes);  // one row, both sides
+  EXPECT_EQ(GpuOf(on_gpu, "runtime"), kGpuRuntimeBaselineBytes);
   EXPECT_GT(on_gpu.gpu_total_bytes, on_gpu.host_total_bytes);
 
   s.sharding.offload_params = true;

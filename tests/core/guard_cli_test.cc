@@ -1,0 +1,130 @@
+// `headroom plan` and `headroom replay` end to end, through the built binary (skipped with
+// the reason when the operator part has not been built in this tree).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kBinary = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom";
+const std::string kSource = HEADROOM_SOURCE_DIR;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result RunHeadroom(const std::string& args) {
+  Result r;
+  FILE* p = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool HaveBinary() {
+  struct stat st;
+  return ::stat(kBinary.c_str(), &st) == 0;
+}
+
+std::vector<nlohmann::json> JsonLines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ReplayCliTest, OneJsonLinePerStepWithTheDesignKeys) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  Result r = RunHeadroom("replay " + kSource + "/tests/core/testdata/traces/host_leak_linear.csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 9u);
+  for (const auto& j : lines) {
+    for (const char* key : {"step", "action", "resource", "forecast_peak_bytes", "steps_to_limit", "reason"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " in " << j.dump();
+    }
+  }
+  EXPECT_EQ(lines[0]["action"], "none");
+  EXPECT_EQ(lines[4]["action"], "restart");
+  EXPECT_EQ(lines[4]["resource"], "host");
+}
+
+TEST(ReplayCliTest, LimitsAcceptBytesAndQuantities) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  const std::string trace = kSource + "/tests/core/testdata/traces/host_leak_linear.csv";
+  Result bytes = RunHeadroom("replay " + trace + " --host-limit 8589934592");
+  Result quantity = RunHeadroom("replay " + trace + " --host-limit 8Gi --horizon 3 --host-threshold 0.9");
+  ASSERT_EQ(bytes.code, 0) << bytes.out;
+  ASSERT_EQ(quantity.code, 0) << quantity.out;
+  for (const auto& j : JsonLines(bytes.out)) EXPECT_EQ(j["action"], "none") << j.dump();
+  for (const auto& j : JsonLines(quantity.out)) EXPECT_EQ(j["action"], "none") << j.dump();
+  Result bad = RunHeadroom("replay " + trace + " --host-limit 8GB");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--host-limit"), std::string::npos) << bad.out;
+}
+
+TEST(ReplayCliTest, MalformedTraceNamesLineAndColumn) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  std::string path = WriteTemp("bad_trace.csv", "step,host_bytes,gpu_bytes\n0,100,0\n1,1e3,0\n");
+  Result r = RunHeadroom("replay " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_trace.csv:3: column host_bytes: not an integer: '1e3'"), std::string::npos) << r.out;
+  r = RunHeadroom("replay /nonexistent/trace.csv");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/nonexistent/trace.csv: cannot open"), std::string::npos) << r.out;
+}
+
+TEST(PlanCliTest, TableAndJson) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  const std::string job = kSource + "/configs/cluster-base-8gpu.yaml";
+  Result table = RunHeadroom("plan " + job + " --gpu-memory 80Gi");
+  ASSERT_EQ(table.code, 0) << table.out;
+  for (const char* row : {"parameters", "gradients", "optimizer", "activations", "generation cache", "reference model",
+                          "total per worker", "verdict:"}) {
+    EXPECT_NE(table.out.find(row), std::string::npos) << row << " in\n" << table.out;
+  }
+  Result two = RunHeadroom("plan " + job + " --json --workers 2 --gpu-memory 80Gi");
+  Result four = RunHeadroom("plan " + job + " --json --workers 4 --gpu-memory 80Gi");
+  ASSERT_EQ(two.code, 0) << two.out;
+  auto j2 = nlohmann::json::parse(two.out), j4 = nlohmann::json::parse(four.out);
+  EXPECT_EQ(j2["workers"], 2);
+  EXPECT_GT(j2["gpu_total_bytes"].get<int64_t>(), j4["gpu_total_bytes"].get<int64_t>()) << "stage 2 shards with workers";
+  EXPECT_EQ(j2["gpu_limit_bytes"], 80LL << 30);
+  int64_t sum = 0;
+  for (const auto& c : j2["components"]) sum += c["gpu_bytes"].get<int64_t>();
+  EXPECT_EQ(sum, j2["gpu_total_bytes"].get<int64_t>());
+}
+
+TEST(PlanCliTest, InvalidJobExitsTwoWithPaths) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  std::string path = WriteTemp("bad_job.yaml",
+                               "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n"
+                               "spec:\n  grpo: {groupSize: 1}\n");
+  Result r = RunHeadroom("plan " + path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("spec.grpo.groupSize"), std::string::npos) << r.out;
+}
+
+}  // namespace
