@@ -127,7 +127,7 @@ struct LoadAbort {
 
 int64_t CountNodes(const DocumentNode& node) {
   int64_t n = 1;
-  for (const auto& m : node.members) n += CountNodes(m.second);
+  for (const auto& m : node.members) n += CountNodes(m.value);
   for (const auto& i : node.items) n += CountNodes(i);
   return n;
 }
@@ -265,7 +265,7 @@ class TreeBuilder : public YAML::EventHandler {
       errors_->push_back({ChildPath(top.path, top.key), "duplicate key", node.line, node.column});
       return;
     }
-    top.node.members.emplace_back(std::move(top.key), std::move(node));
+    top.node.members.push_back({std::move(top.key), std::move(node)});
   }
 
   std::vector<SpecError>* errors_;
@@ -323,8 +323,8 @@ void ConvertJson(const nlohmann::json& value, DocumentNode& out, int depth, int6
     case nlohmann::json::value_t::object:
       out.kind = Kind::kMap;
       for (const auto& [key, member] : value.items()) {
-        out.members.emplace_back(key, DocumentNode{});
-        ConvertJson(member, out.members.back().second, depth + 1, nodes);
+        out.members.push_back({key, DocumentNode{}});
+        ConvertJson(member, out.members.back().value, depth + 1, nodes);
       }
       break;
     case nlohmann::json::value_t::array:
@@ -340,8 +340,8 @@ void ConvertJson(const nlohmann::json& value, DocumentNode& out, int depth, int6
 }  // namespace
 
 const DocumentNode* DocumentNode::Find(const std::string& key) const {
-  for (const auto& [name, node] : members) {
-    if (name == key) return &node;
+  for (const DocumentMember& m : members) {
+    if (m.key == key) return &m.value;
   }
   return nullptr;
 }

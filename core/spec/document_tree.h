@@ -28,6 +28,8 @@
 
 namespace headroom::spec {
 
+struct DocumentMember;
+
 struct DocumentNode {
   enum class Kind { kNull, kBool, kInt, kFloat, kString, kMap, kList };
 
@@ -37,7 +39,7 @@ struct DocumentNode {
   bool int_fits = true;       // kInt: false when the integer is beyond int64
   double float_value = 0;     // kFloat; kInt as a double
   std::string text;           // scalars as written (kString: the string itself)
-  std::vector<std::pair<std::string, DocumentNode>> members;  // kMap, in document order
+  std::vector<DocumentMember> members;  // kMap, in document order
   std::vector<DocumentNode> items;                            // kList
   int line = 0;               // 1-based; 0 when unknown (JSON objects)
   int column = 0;
@@ -45,6 +47,11 @@ struct DocumentNode {
   // The member named `key`, or nullptr (also when this is not a map).
   const DocumentNode* Find(const std::string& key) const;
   bool is_null() const { return kind == Kind::kNull; }
+};
+
+struct DocumentMember {
+  std::string key;
+  DocumentNode value;
 };
 
 // "null", "boolean", "integer", "number", "string", "map", "list".

@@ -191,21 +191,21 @@ class MapReader {
       d_.TypeError(Child(name), *n, "map of strings");
       return;
     }
-    for (const auto& [key, value] : n->members) {
-      const std::string path = Child(name) + "[" + key + "]";
-      d_.Locate(path, value);
+    for (const DocumentMember& m : n->members) {
+      const std::string path = Child(name) + "[" + m.key + "]";
+      d_.Locate(path, m.value);
       std::string text;
-      d_.String(value, path, text);
-      out[key] = text;
+      d_.String(m.value, path, text);
+      out[m.key] = text;
     }
   }
 
   void Finish() {
     if (!ok_) return;
-    for (const auto& [name, member] : node_.members) {
-      if (ignored_.count(name) != 0) continue;
-      if (std::find(known_.begin(), known_.end(), name) != known_.end()) continue;
-      d_.Error(Child(name), &member, "unknown field" + DidYouMean(name, known_));
+    for (const DocumentMember& m : node_.members) {
+      if (ignored_.count(m.key) != 0) continue;
+      if (std::find(known_.begin(), known_.end(), m.key) != known_.end()) continue;
+      d_.Error(Child(m.key), &m.value, "unknown field" + DidYouMean(m.key, known_));
     }
   }
 
