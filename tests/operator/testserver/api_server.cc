@@ -95,7 +95,7 @@ struct TestApiServer::Impl {
   std::mt19937_64 rng{1};
   bool force_gone = false;
   bool gone_as_http = false;
-  std::string token;
+  std::set<std::string> tokens;  // accepted bearer tokens; empty = no authentication
   std::thread janitor;
   bool stopping = false;
   std::condition_variable cv;
@@ -115,7 +115,7 @@ struct TestApiServer::Impl {
 TestApiServer::TestApiServer(TestApiServerOptions options)
     : options_(std::move(options)), store_(options_.history_window), impl_(std::make_unique<Impl>(this)) {
   store_.RegisterDefaults();
-  impl_->token = options_.required_token;
+  if (!options_.required_token.empty()) impl_->tokens = {options_.required_token};
 }
 
 TestApiServer::~TestApiServer() { Stop(); }
@@ -125,7 +125,7 @@ kube::KubeConfig TestApiServer::ClientConfig(const std::string& ns) const {
   config.server = url_;
   config.ca_pem = options_.ca_pem;
   config.ns = ns;
-  config.token = impl_->token;
+  config.token = impl_->tokens.empty() ? "" : *impl_->tokens.begin();
   config.source = "test API server " + url_;
   return config;
 }
@@ -142,9 +142,11 @@ void TestApiServer::ForceGoneOnNextWatch(bool as_http_status) {
   impl_->gone_as_http = as_http_status;
 }
 
-void TestApiServer::SetRequiredToken(const std::string& token) {
+void TestApiServer::SetRequiredToken(const std::string& token) { SetAcceptedTokens({token}); }
+
+void TestApiServer::SetAcceptedTokens(const std::set<std::string>& tokens) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->token = token;
+  impl_->tokens = tokens;
 }
 
 int TestApiServer::open_watches() const {
@@ -260,19 +262,21 @@ void TestApiServer::Impl::Route(http::http_request req) {
 
 void TestApiServer::Impl::Serve(http::http_request& req) {
   FaultOptions f;
-  std::string token;
+  std::set<std::string> accepted;
   bool gone = false, gone_http = false;
   {
     std::lock_guard<std::mutex> lock(mu);
     f = faults;
-    token = this->token;
+    accepted = tokens;
   }
   if (f.latency.count() > 0) std::this_thread::sleep_for(f.latency);
 
-  if (!token.empty()) {
+  if (!accepted.empty()) {
     const auto& headers = req.headers();
     std::string auth = headers.has("Authorization") ? headers.find("Authorization")->second : "";
-    if (auth != "Bearer " + token) throw StoreError(401, "Unauthorized", "Unauthorized");
+    if (auth.rfind("Bearer ", 0) != 0 || !accepted.count(auth.substr(7))) {
+      throw StoreError(401, "Unauthorized", "Unauthorized");
+    }
   }
 
   const std::string method = req.method();

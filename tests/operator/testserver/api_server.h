@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -71,6 +72,8 @@ class TestApiServer {
   void DropAllWatches();
   // Changes the token required from now on (token rotation tests).
   void SetRequiredToken(const std::string& token);
+  // Several credentials at once (e.g. one per leader-election candidate, to revoke one).
+  void SetAcceptedTokens(const std::set<std::string>& tokens);
 
   int64_t requests() const { return requests_; }
   // Requests with a write verb (POST, PUT, PATCH, DELETE) that reached the store.
