@@ -21,14 +21,17 @@ namespace headroom::guard {
 inline constexpr const char* kGuardHistoryEnv = "HEADROOM_GUARD_HISTORY";
 
 struct GuardHistory {
-  int restarts = 0;             // every relaunch from a checkpoint: guard restarts + crash restarts
+  int restarts = 0;             // restarts that count against maxRestarts: guard restarts + crash restarts
   int crash_restarts = 0;       // of which after a crash or kernel OOM kill
   int oom_kills = 0;            // kernel OOM kills seen (exit 137 with oom_kill counted)
   int reshards = 0;
   int micro_batch_shrinks = 0;
   int offload_enabled = 0;      // enableOffload decisions applied
   int offload_disabled = 0;     // disableOffload decisions applied
-  int last_restart_step = -1;   // step the last restart resumed from; -1 = none yet
+  // Step the last relaunch (any applied action, or a crash restart) resumed from; -1 = none
+  // yet. Progress is measured from here: a relaunch that buys fewer than horizon+1 steps
+  // before the guard fires again is not repeated (the policy escalates).
+  int last_restart_step = -1;
   std::string last_action;      // DecisionActionName of the last applied decision
   int last_action_step = -1;
 
@@ -36,7 +39,8 @@ struct GuardHistory {
   // there was no restart).
   int StepsSinceLastRestart(int current_step) const;
 
-  // Records an applied decision (restart/reshard/... counts, last_* fields).
+  // Records an applied decision: its counter, last_action*, and last_restart_step (every
+  // action relaunches the workers from the checkpoint at decision.step).
   void Record(const Decision& decision);
   // Records a crash restart from `checkpoint_step` (oom_kill: a kernel OOM kill).
   void RecordCrashRestart(int checkpoint_step, bool oom_kill);
