@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/memory/cgroup.h"
+#include "core/memory/host_memory.h"
 
 namespace headroom::memory {
 namespace {
@@ -85,6 +86,60 @@ TEST(MemoryCgroupTest, ChildIsMeasuredFromOutsideAndOomKilledAtTheLimit) {
     if (!destroyed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(destroyed) << group.dir();
+}
+
+// What a worker sees from inside its cgroup: HostMemoryProbe finds the group through
+// /proc/self/cgroup and mountinfo, reports its limit, and may reset the v1 peak it owns.
+TEST(MemoryCgroupTest, ProbeInsideTheCgroupFindsItsLimit) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create memory cgroups";
+  const std::string why = MemoryCgroup::UnsupportedReason();
+  if (!why.empty()) GTEST_SKIP() << "no writable memory cgroup: " << why;
+
+  MemoryCgroup group = MemoryCgroup::Create("headroom-test-probe-" + std::to_string(getpid()), 96 * kMiB);
+  struct Report {
+    char source[16];
+    int64_t limit, working_set, peak_before, peak_after;
+    bool reset;
+  };
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FILE* f = std::fopen((group.dir() + "/cgroup.procs").c_str(), "w");
+    if (f == nullptr || std::fprintf(f, "%d", getpid()) < 0 || std::fclose(f) != 0) _exit(3);
+    volatile char* block = static_cast<volatile char*>(std::malloc(32 * kMiB));
+    for (int64_t i = 0; i < 32 * kMiB; i += 4096) block[i] = 1;
+    std::free(const_cast<char*>(block));  // freed: usage falls, the kernel peak stays
+    HostMemoryProbe probe;
+    HostMemorySample s = probe.Read();
+    Report r{};
+    std::snprintf(r.source, sizeof r.source, "%s", s.source.c_str());
+    r.limit = s.limit_bytes;
+    r.working_set = s.working_set_bytes;
+    r.peak_before = s.peak_bytes;
+    r.reset = probe.ResetPeak(/*owns_cgroup=*/true);
+    r.peak_after = probe.Read().peak_bytes;
+    if (write(fds[1], &r, sizeof r) != sizeof r) _exit(4);
+    _exit(0);
+  }
+  Report r{};
+  ASSERT_EQ(read(fds[0], &r, sizeof r), static_cast<ssize_t>(sizeof r));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_STREQ(r.source, group.version() == CgroupVersion::kV1 ? "cgroup-v1" : "cgroup-v2");
+  EXPECT_EQ(r.limit, 96 * kMiB);
+  EXPECT_GT(r.working_set, 0);
+  EXPECT_GE(r.peak_before, 32 * kMiB);
+  if (group.version() == CgroupVersion::kV1) {
+    EXPECT_TRUE(r.reset);
+    EXPECT_LT(r.peak_after, r.peak_before) << "the reset peak restarts from current usage";
+  }
+  for (int i = 0; i < 100 && !group.Destroy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(group.dir().empty()) << "cgroup left behind";
 }
 
 TEST(MemoryCgroupTest, DestroyRefusesWhileAProcessIsInside) {
