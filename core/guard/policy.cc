@@ -175,8 +175,8 @@ Candidate TryShrinkMicroBatch(const Situation& s) {
   c.decision.action = DecisionAction::kShrinkMicroBatch;
   c.decision.target_micro_batch_size = target;
   c.why = "shrink microBatchSize from " + std::to_string(micro) + " to " + std::to_string(target) +
-          ": the step's peak adds " + HumanBytes(excess) + " (next batch " + std::to_string(s.rf.next_step_tokens) +
-          " tokens) to a level of " + HumanBytes(end);
+          ": the step's batch adds " + HumanBytes(excess) + " on top of a level of " + HumanBytes(end) +
+          ", and that part scales with the micro-batch";
   return c;
 }
 
