@@ -8,7 +8,8 @@
 //      measured, median over every step of every trace and resource (target <= 3%),
 //      against a baseline measured in the same run: naive linear extrapolation of the last
 //      two steps (what a predict_linear over a short range does).
-//   3. Cost per step of Observe + ForecastNext + Decide with a full window, in
+//   3. Cost per step of MemoryGuard::AfterStep (observe, forecast, correct the plan,
+//      decide) with a full window, in
 //      microseconds and as a share of a step (target < 1 ms and < 1%). The tiny job's
 //      step time is measured by the worker (issue 4); pass it with --step-ms (default
 //      200 ms, an assumption, printed as such). The cost of one host-probe read is
@@ -25,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "core/guard/policy.h"
+#include "core/guard/memory_guard.h"
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
 #include "core/memory/host_memory.h"
@@ -197,9 +198,7 @@ int main(int argc, char** argv) {
 
   // 3. Cost: a full window of a noisy leak, then Observe + ForecastNext + Decide per step.
   std::printf("== 3. guard cost per step (%d iterations, window %d)\n", iterations, guard::ForecasterOptions{}.window);
-  guard::Forecaster forecaster(guard::ForecasterOptionsFromSpec(job.memory_guard));
-  const guard::Plan plan = guard::PlanMemory(job, 1);
-  const guard::GuardHistory history;
+  guard::MemoryGuard memory_guard(job, 1);
   uint64_t seed = 1;
   auto noise = [&] {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -217,9 +216,7 @@ int main(int argc, char** argv) {
     m.gpu_peak_bytes = (14LL << 30) + noise();
     m.gpu_limit_bytes = 24LL << 30;
     m.tokens = 4000 + (i % 7) * 100;
-    forecaster.Observe(m);
-    guard::Forecast fc = forecaster.ForecastNext(4200);
-    guard::Decision d = guard::Decide(fc, job, history, &plan, 1);
+    guard::Decision d = memory_guard.AfterStep(m, 4200);
     sink += d.forecast_peak_bytes + static_cast<int>(d.action);
   }
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iterations;
@@ -235,7 +232,7 @@ int main(int argc, char** argv) {
   const double sampler_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / probe_reads;
 
-  std::printf("forecast + decide: %.1f us per step (target < 1000 us)\n", us);
+  std::printf("guard (observe, forecast, plan, decide): %.1f us per step (target < 1000 us)\n", us);
   std::printf("host probe read:   %.1f us (source %s), once per step\n", probe_us, probe.Read().source.c_str());
   std::printf("peak sampler tick: %.1f us (working set only): %.2f%% of one core at a 5 ms period\n", sampler_us,
               100 * sampler_us / 5000);

@@ -109,7 +109,11 @@ Trend FitTrend(const Series& s, double min_growth, int min_history) {
   Trend tr;
   const size_t n = s.t.size();
   tr.level = s.end.back();
-  if (static_cast<int>(n) < min_history) return tr;
+  if (static_cast<int>(n) < min_history) {
+    // Too few steps to judge a trend; keep the plain average rise for the policy to see.
+    if (n >= 2) tr.raw_slope = (s.end.back() - s.end.front()) / std::max(1.0, s.t.back() - s.t.front());
+    return tr;
+  }
 
   Line line = TheilSen(s.t, s.end);
   tr.raw_slope = line.slope;

@@ -63,7 +63,9 @@ struct ResourceForecast {
   int64_t current_peak_bytes = 0;    // last step's peak
   int64_t level_bytes = 0;           // trend value at the last step (robust "now")
   double growth_bytes_per_step = 0;  // trend slope used for projection (0 unless a trend)
-  double raw_growth_bytes_per_step = 0;  // Theil-Sen slope over the window, before judging it
+  // Theil-Sen slope over the window before judging it (with fewer than min_history steps:
+  // the average rise per step so far; 0 with one step).
+  double raw_growth_bytes_per_step = 0;
   double peak_excess_intercept = 0;  // a in peak - end = a + c * tokens
   double peak_bytes_per_token = 0;   // c
   int64_t next_step_tokens = 0;

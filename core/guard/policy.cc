@@ -18,6 +18,10 @@ enum class Cause {
   kSpike,  // the level fits; the in-step peak driven by the batch does not
 };
 
+// Average rise per step, as a fraction of the limit, above which a history too short to
+// classify is treated as a leak.
+constexpr double kEarlyRiseFraction = 0.01;
+
 const char* ResourceLabel(const std::string& resource) {
   return resource == "gpu" ? "GPU reserved memory" : "host working set";
 }
@@ -33,7 +37,9 @@ struct Situation {
   const Forecast& forecast;
   const spec::TrainingJobSpec& spec;
   const GuardHistory& history;
-  const Plan& plan;
+  const Plan& plan;       // as passed: possibly corrected by measurements
+  const Plan& baseline;   // uncorrected, for the current workers: how bytes scale with
+                          // workers or micro-batch is read off uncorrected plans only
   int workers;
   const PlanOptions& plan_options;
   std::string resource;  // "host" | "gpu"
@@ -92,7 +98,7 @@ Candidate TryReshard(const Situation& s) {
   if (s.workers >= spec.max_workers) {
     return Skip("reshard: already at maxWorkers (" + std::to_string(spec.max_workers) + ")");
   }
-  const int64_t planned_now = s.PlanSide(s.plan);
+  const int64_t planned_now = s.PlanSide(s.baseline);
   if (planned_now <= 0) return Skip("reshard: the plan puts nothing on the " + s.resource + " side");
   if (s.cause == Cause::kSpike && s.plan.Find("generation cache") != nullptr) {
     // Activations per micro-batch do not shrink with more workers; the rollout batch does.
@@ -161,7 +167,7 @@ Candidate TryShrinkMicroBatch(const Situation& s) {
   // The in-step excess (activations, logits) scales with the micro-batch; keep 10% spare.
   int target = static_cast<int>(std::floor(micro * 0.9 * room / excess));
   // The planner's view, scaled to the measurement, must agree.
-  const int64_t planned_now = s.PlanSide(s.plan);
+  const int64_t planned_now = s.PlanSide(s.baseline);
   if (planned_now > 0) {
     PlanCorrection corr;
     double scale = static_cast<double>(s.HorizonPeak()) / planned_now;
@@ -303,7 +309,11 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
 
   Cause cause;
   const int h = std::clamp(rf.steps_to_threshold, 1, static_cast<int>(rf.predicted_end_bytes.size()));
-  if (rf.memory_class == MemoryClass::kLeak) {
+  // Too early to classify, but rising fast at every step so far: treat it as a leak, since
+  // a restart is the cheapest action and the no-progress rule escalates if it is not one.
+  const bool early_rise = rf.memory_class == MemoryClass::kUnknown && rf.limit_bytes > 0 &&
+                          rf.raw_growth_bytes_per_step > kEarlyRiseFraction * rf.limit_bytes;
+  if (rf.memory_class == MemoryClass::kLeak || early_rise) {
     cause = Cause::kLeak;
   } else if (rf.predicted_end_bytes[h - 1] >= rf.threshold_bytes || rf.warming_up) {
     cause = Cause::kState;
@@ -325,8 +335,9 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
     own_plan = PlanMemory(spec, workers, plan_options);
     plan = &own_plan;
   }
-  Situation s{forecast, spec,  history, *plan, workers, plan_options, resource,
-              rf,       other, fraction, cause, horizon + 1};
+  const Plan baseline = PlanMemory(spec, workers, plan_options);
+  Situation s{forecast, spec,     history, *plan, baseline, workers, plan_options,
+              resource, rf,       other,   fraction, cause, horizon + 1};
 
   std::vector<std::string> skipped;
   for (spec::GuardAction a : g.actions) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/guard/guard_history.h"
+#include "core/guard/memory_guard.h"
 #include "core/guard/planner.h"
-#include "core/guard/policy.h"
 
 namespace headroom::guard {
 
@@ -31,21 +31,20 @@ std::vector<ReplayStep> Replay(const std::vector<StepMemory>& trace, const Repla
   plan_options.gpu_total_bytes = gpu_limit;
   const int workers = options.workers > 0 ? options.workers : std::max(1, spec.workers);
 
-  Forecaster forecaster(ForecasterOptionsFromSpec(spec.memory_guard));
-  const GuardHistory history;  // replay shows what the guard would do, never applies it
-  const Plan plan = PlanMemory(spec, workers, plan_options);
+  // Replay shows what the guard would do at every step, never applying it: the history
+  // stays empty and the trace goes on as recorded.
+  MemoryGuard guard(spec, workers, GuardHistory{}, plan_options);
   std::vector<ReplayStep> out;
   out.reserve(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     StepMemory m = trace[i];
     if (options.host_limit_bytes > 0) m.host_limit_bytes = options.host_limit_bytes;
     if (options.gpu_limit_bytes > 0) m.gpu_limit_bytes = options.gpu_limit_bytes;
-    forecaster.Observe(m);
     const int64_t next_tokens = i + 1 < trace.size() ? trace[i + 1].tokens : 0;
     ReplayStep r;
     r.step = m.step;
-    r.forecast = forecaster.ForecastNext(next_tokens);
-    r.decision = Decide(r.forecast, spec, history, &plan, workers, plan_options);
+    r.decision = guard.AfterStep(m, next_tokens);
+    r.forecast = guard.last_forecast();
     out.push_back(std::move(r));
   }
   return out;

@@ -1,0 +1,26 @@
+#include "core/guard/memory_guard.h"
+
+#include <algorithm>
+
+namespace headroom::guard {
+
+MemoryGuard::MemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history, PlanOptions plan_options)
+    : spec_(std::move(spec)),
+      workers_(std::max(1, workers)),
+      history_(std::move(history)),
+      plan_options_(plan_options),
+      forecaster_(ForecasterOptionsFromSpec(spec_.memory_guard)),
+      plan_(PlanMemory(spec_, workers_, plan_options_)) {}
+
+Decision MemoryGuard::AfterStep(const StepMemory& measured, int64_t next_step_tokens) {
+  forecaster_.Observe(measured);
+  forecast_ = forecaster_.ForecastNext(next_step_tokens);
+  // The plan learns measured/planned from each step's peaks (what the step really needed).
+  const Plan uncorrected = PlanMemory(spec_, workers_, plan_options_);
+  correction_.Observe(uncorrected, std::max(measured.host_peak_bytes, measured.host_bytes),
+                      std::max(measured.gpu_peak_bytes, measured.gpu_bytes));
+  plan_ = PlanMemory(spec_, workers_, plan_options_, correction_);
+  return Decide(forecast_, spec_, history_, &plan_, workers_, plan_options_);
+}
+
+}  // namespace headroom::guard
