@@ -17,8 +17,12 @@
 // (leak); forecast crosses the 90% threshold in 1 step: restart to reclaim leaked memory".
 //
 // `spec` is the job as it runs now (with earlier guard changes applied); `plan` (may be
-// null) is PlanMemory for `current_workers`, used to choose reshard targets and to tell
-// whether the other side has room.
+// null: planned here) is PlanMemory for `current_workers`, possibly corrected by
+// measurements (MemoryGuard passes its corrected plan), used to tell how many bytes an
+// offload toggle moves. Reshard and micro-batch targets scale the *measured* peak by how
+// uncorrected plans change with workers or micro-batch, so the absolute accuracy of the
+// plan does not matter, only its shape. A forecast too young to classify (fewer than
+// min_history steps) that rose by more than 1% of the limit per step counts as a leak.
 #pragma once
 
 #include "core/guard/decision.h"

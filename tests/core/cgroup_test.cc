@@ -23,6 +23,7 @@ constexpr int64_t kMiB = 1 << 20;
 // Child: join the cgroup (the parent passes the path), touch `first` MiB, signal the parent
 // over `ready`, wait for a byte on `go`, then touch `second` MiB more.
 [[noreturn]] void Child(const std::string& procs, int ready, int go, int first_mib, int second_mib) {
+  alarm(10);  // never outlive a parent whose assertion failed before it said "go"
   FILE* f = std::fopen(procs.c_str(), "w");
   if (f == nullptr || std::fprintf(f, "%d", getpid()) < 0 || std::fclose(f) != 0) _exit(3);
   auto touch = [](int mib) {
@@ -151,6 +152,7 @@ TEST(MemoryCgroupTest, DestroyRefusesWhileAProcessIsInside) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    alarm(10);  // gone even if the parent fails before killing it
     pause();
     _exit(0);
   }
