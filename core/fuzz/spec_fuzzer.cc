@@ -43,7 +43,9 @@ void CheckJob(const std::string& text) {
   using headroom::spec::ParseResult;
   ParseResult parsed = headroom::spec::ParseTrainingJob(text);
   for (const auto& e : parsed.errors) {
-    if (e.ToString().empty()) Fail("empty error", text);
+    const std::string line = e.ToString();
+    if (e.message.empty()) Fail("error without a message", line);
+    if (line.find('\n') != std::string::npos) Fail("error spans lines", line);
   }
   if (!parsed.ok()) return;
   const std::string yaml = headroom::spec::ToYaml(*parsed.job);

@@ -2,6 +2,8 @@
 // training_job_{parser,defaults,validator,serializer}.cc and run_definition_hash.cc.
 #include "core/spec/training_job.h"
 
+#include "core/spec/utf8.h"
+
 namespace headroom::spec {
 namespace {
 
@@ -16,10 +18,38 @@ constexpr struct {
     {GuardAction::kEnableOffload, "enableOffload"},
 };
 
+// Paths and messages quote user text; control characters and bytes that are not UTF-8
+// are escaped, so every error stays on one line of `headroom validate`'s output and is
+// valid UTF-8 (the operator puts it into a status condition).
+std::string OneLine(const std::string& text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (size_t pos = 0; pos < text.size();) {
+    const char c = text[pos];
+    const auto u = static_cast<unsigned char>(c);
+    const size_t n = Utf8SequenceLength(text, pos);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (n == 0 || u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out.append(text, pos, n);
+      pos += n;
+      continue;
+    }
+    ++pos;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string SpecError::ToString() const {
-  std::string out = (path.empty() ? std::string("<document>") : path) + ": " + message;
+  std::string out = (path.empty() ? std::string("<document>") : OneLine(path)) + ": " + OneLine(message);
   if (line > 0) {
     out += " (line " + std::to_string(line);
     if (column > 0) out += ", column " + std::to_string(column);

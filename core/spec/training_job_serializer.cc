@@ -155,9 +155,17 @@ void EmitYaml(YAML::Emitter& out, const ordered_json& j) {
 
 }  // namespace
 
-nlohmann::json ToJsonValue(const TrainingJob& job) { return nlohmann::json::parse(JobJson(job).dump()); }
+// A job built in code may hold bytes that are not UTF-8 (the parser refuses them): they
+// become U+FFFD rather than an exception in the middle of a reconcile.
+constexpr auto kReplaceInvalidUtf8 = nlohmann::json::error_handler_t::replace;
 
-std::string ToJson(const TrainingJob& job, int indent) { return JobJson(job).dump(indent) + "\n"; }
+nlohmann::json ToJsonValue(const TrainingJob& job) {
+  return nlohmann::json::parse(JobJson(job).dump(-1, ' ', false, kReplaceInvalidUtf8));
+}
+
+std::string ToJson(const TrainingJob& job, int indent) {
+  return JobJson(job).dump(indent, ' ', false, kReplaceInvalidUtf8) + "\n";
+}
 
 std::string ToYaml(const TrainingJob& job) {
   YAML::Emitter out;

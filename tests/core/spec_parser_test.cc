@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/training_job.h"
+#include "core/spec/utf8.h"
 #include "tests/core/spec_test_util.h"
 
 namespace headroom::spec {
@@ -89,6 +90,47 @@ TEST(SpecParser, WrongTypesNameTheExpectedType) {
     EXPECT_EQ(r.errors[0].path, c.path);
     EXPECT_EQ(r.errors[0].message, c.expect);
   }
+}
+
+TEST(SpecParser, EveryErrorPrintsOnOneLine) {
+  ParseResult r = ParseTrainingJob(GoodJobWith("kind: TrainingJob", "kind: TrainingJob\n\"bad\\nkey\\x01\": 1"));
+  ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
+  EXPECT_EQ(r.errors[0].path, "bad\nkey\x01");
+  EXPECT_EQ(r.errors[0].ToString(), "bad\\nkey\\x01: unknown field (line 3, column 17)");  // the value's column
+}
+
+// Found by the fuzzer: a byte that is not UTF-8 made ToJson throw. Such strings are now
+// refused where they are written, and errors quoting them stay printable UTF-8.
+TEST(SpecParser, RejectsStringsThatAreNotUtf8) {
+  ParseResult r = ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {preset: tiny, init: checkpoint, initCheckpoint: /ckpt\xff}"));
+  ASSERT_EQ(ErrorPaths(r), (Paths{"spec.model.initCheckpoint"})) << AllErrors(r);
+  EXPECT_EQ(r.errors[0].message, "not valid UTF-8");
+  r = ParseTrainingJob(GoodJobWith("  workers: 2", "  work\xc3\x28" "ers: 2"));
+  ASSERT_FALSE(r.ok());
+  for (const SpecError& e : r.errors) EXPECT_TRUE(IsValidUtf8(e.ToString())) << e.ToString();
+  EXPECT_TRUE(ParseTrainingJob(GoodJobWith("  name: addition-tiny", "  name: addition-tiny\n  annotations: {note: \"caf\xc3\xa9 \xe2\x9c\x93\"}")).ok());
+
+  nlohmann::json object = ToJsonValue(*ParseTrainingJob(kGoodJob).job);
+  object["spec"]["image"] = std::string("img\xff");
+  r = ParseTrainingJobJson(object);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].message.find("UTF-8"), std::string::npos);
+
+  TrainingJob built = *ParseTrainingJob(kGoodJob).job;
+  built.spec.image = "img\xff";
+  EXPECT_NO_THROW(ToJson(built));
+  EXPECT_NO_THROW(ToJsonValue(built));
+}
+
+TEST(Utf8, SequencesAndRejections) {
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80"));  // é ✓ 😀
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // beyond U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xe2\x9c"));          // truncated
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
 }
 
 TEST(SpecParser, IntegralNumbersCountAsIntegersAsInJson) {
