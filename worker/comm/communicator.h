@@ -31,6 +31,8 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual std::string backend() const = 0;  // "local", "gloo", "nccl"
+  // Where tensors passed to the collectives must live (CUDA for NCCL).
+  virtual torch::Device device() const { return torch::kCPU; }
 
   virtual void all_reduce(torch::Tensor& tensor, ReduceOp op = ReduceOp::kSum) = 0;
   // `input` has world_size() * output.numel() elements; rank r gets the reduced r-th chunk.
