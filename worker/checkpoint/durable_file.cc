@@ -1,0 +1,91 @@
+#include "worker/checkpoint/durable_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace headroom::worker {
+namespace {
+
+[[noreturn]] void Fail(const std::string& what, const std::filesystem::path& path) {
+  throw CheckpointError(what + " " + path.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+DurableFile::DurableFile(const std::filesystem::path& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) Fail("cannot create", path);
+}
+
+DurableFile::~DurableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void DurableFile::Write(const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    // Linux writes at most ~2 GiB per call; larger requests come back partial.
+    ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Fail("cannot write", path_);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+    bytes_written_ += static_cast<uint64_t>(n);
+  }
+}
+
+void DurableFile::Sync() {
+  if (::fsync(fd_) != 0) Fail("cannot fsync", path_);
+}
+
+void DurableFile::Close() {
+  if (fd_ >= 0 && ::close(fd_) != 0) {
+    fd_ = -1;
+    Fail("cannot close", path_);
+  }
+  fd_ = -1;
+}
+
+void SyncDirectory(const std::filesystem::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) Fail("cannot open directory", dir);
+  if (::fsync(fd) != 0) {
+    int saved = errno;
+    ::close(fd);
+    errno = saved;
+    Fail("cannot fsync directory", dir);
+  }
+  ::close(fd);
+}
+
+void ReplaceFileAtomically(const std::filesystem::path& path, const std::string& contents) {
+  std::filesystem::path temp = path;
+  temp += ".tmp-" + std::to_string(::getpid());
+  {
+    DurableFile file(temp);
+    file.Write(contents.data(), contents.size());
+    file.Sync();
+    file.Close();
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) Fail("cannot rename " + temp.string() + " to", path);
+  SyncDirectory(path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path());
+}
+
+std::string ReadWholeFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail("cannot read", path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) Fail("cannot read", path);
+  return out.str();
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,55 @@
+// Writing files so that they survive a crash or power loss at any instant.
+//
+// The rules a checkpoint relies on:
+//   - a file's bytes are durable once it is fsync'd; its name is durable once the
+//     directory holding it is fsync'd;
+//   - rename(2) within one filesystem replaces a name atomically: a reader sees the old
+//     file or the new one, never a mix.
+// Every function throws CheckpointError naming the path and the system error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace headroom::worker {
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A file opened for writing from scratch (created or truncated). Write() loops over
+// partial writes and EINTR; Sync() is fsync; Close() syncs nothing by itself.
+class DurableFile {
+ public:
+  explicit DurableFile(const std::filesystem::path& path);
+  ~DurableFile();
+  DurableFile(const DurableFile&) = delete;
+  DurableFile& operator=(const DurableFile&) = delete;
+
+  void Write(const void* data, size_t size);
+  void Sync();
+  void Close();
+  uint64_t bytes_written() const { return bytes_written_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  uint64_t bytes_written_ = 0;
+};
+
+// fsync of a directory: makes the names created, renamed or removed in it durable.
+void SyncDirectory(const std::filesystem::path& dir);
+
+// Writes `contents` to `path` so that readers see either the old file or the whole new
+// one: a temporary file beside it, fsync'd, renamed over `path`, the directory fsync'd.
+void ReplaceFileAtomically(const std::filesystem::path& path, const std::string& contents);
+
+// The whole file as a string; throws CheckpointError naming the path when unreadable.
+std::string ReadWholeFile(const std::filesystem::path& path);
+
+}  // namespace headroom::worker
