@@ -71,11 +71,12 @@ inline constexpr size_t kMaxDocumentBytes = 3 << 20;  // the API server's reques
 
 // Loads exactly one YAML (or JSON, a subset) document. Malformed YAML is reported with its
 // line and column at path ""; so are an empty input and more than one document. Duplicate
-// keys and non-scalar keys are reported at their path.
+// keys, non-scalar keys and strings that are not UTF-8 are reported at their path.
 DocumentLoad LoadYamlDocument(const std::string& text);
 
-// Converts a JSON value (as the API server returns objects). Never fails except on the
-// size bounds; JSON has no lines, so line and column stay 0.
+// Converts a JSON value (as the API server returns objects). Fails only on the size
+// bounds and on strings that are not UTF-8 (possible in a value built in code); JSON has
+// no lines, so line and column stay 0.
 DocumentLoad LoadJsonDocument(const nlohmann::json& value);
 
 // Joins a path: ChildPath("spec", "grpo") == "spec.grpo", ChildPath("", "spec") == "spec".
