@@ -84,7 +84,7 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
   json labels{{kLabelRank, std::to_string(rank)}, {kLabelGeneration, std::to_string(gen.generation)}};
   json meta = ChildMetadata(job, WorkerPodName(name, rank), namespace_, std::move(labels));
   meta["annotations"] = json{{"prometheus.io/scrape", "true"},
-                             {"prometheus.io/port", std::to_string(kMetricsPort)},
+                             {kMetricsPortAnnotation, std::to_string(kMetricsPort)},
                              {"prometheus.io/path", "/metrics"}};
 
   json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
@@ -101,6 +101,7 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                           EnvVar("HEADROOM_GENERATION", std::to_string(gen.generation)),
                           FieldRefEnv("POD_NAME", "metadata.name"),
                           FieldRefEnv("POD_NAMESPACE", "metadata.namespace")});
+  if (!gen.guard_history_json.empty()) env.push_back(EnvVar(kGuardHistoryEnv, gen.guard_history_json));
 
   const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
   json container{

@@ -33,6 +33,11 @@ inline constexpr int kMetricsPort = 9400;       // the worker's /metrics and /he
 inline constexpr const char* kSpecMountDir = "/etc/headroom";
 inline constexpr const char* kSpecFileName = "job.yaml";
 inline constexpr const char* kCheckpointMountDir = "/checkpoints";
+inline constexpr const char* kGuardHistoryEnv = "HEADROOM_GUARD_HISTORY";
+// The annotation naming the worker's metrics port: Prometheus' scrape convention, and
+// where the operator's own scraper looks (a pod may move the port, e.g. on a test node
+// where every pod shares one IP).
+inline constexpr const char* kMetricsPortAnnotation = "prometheus.io/port";
 
 std::string WorkerPodName(const std::string& job_name, int rank);
 std::string ServiceName(const std::string& job_name);
@@ -45,6 +50,10 @@ std::string MasterAddress(const std::string& job_name, const std::string& namesp
 struct WorkerGeneration {
   spec::TrainingJob job;      // effective spec for this generation
   int64_t generation = 1;     // headroom.dev/generation label; bumps on every relaunch
+  // What the guard has done so far (core/guard/guard_history.h JSON): the workers read it
+  // from HEADROOM_GUARD_HISTORY, so the policy caps restarts across generations, and the
+  // operator reads it back from a pod after its own restart. Empty: the env is left out.
+  std::string guard_history_json;
 };
 
 nlohmann::json BuildSpecConfigMap(const WorkerGeneration& gen, const std::string& namespace_);

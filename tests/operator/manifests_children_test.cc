@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <set>
+#include <string>
 
 #include "operator/manifests/children.h"
 #include "operator/manifests/json_yaml.h"
@@ -110,6 +112,21 @@ TEST(Children, ConfigMapHoldsTheJobYamlTheWorkerReads) {
   ASSERT_TRUE(parsed.ok()) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
   EXPECT_EQ(parsed.job->spec.grpo.micro_batch_size, 16);
   EXPECT_EQ(parsed.job->spec.workers, 2);
+}
+
+TEST(Children, PodCarriesTheGuardHistoryOnlyWhenThereIsOne) {
+  WorkerGeneration gen{MakeJob(), 3};
+  auto env_value = [](const json& pod, const std::string& name) -> std::optional<std::string> {
+    for (const json& e : pod["spec"]["containers"][0]["env"]) {
+      if (e["name"] == name) return e.value("value", "");
+    }
+    return std::nullopt;
+  };
+  EXPECT_FALSE(env_value(BuildWorkerPod(gen, 0, "default"), kGuardHistoryEnv).has_value());
+  gen.guard_history_json = R"({"restarts":1})";
+  json pod = BuildWorkerPod(gen, 0, "default");
+  EXPECT_EQ(env_value(pod, kGuardHistoryEnv), R"({"restarts":1})");
+  EXPECT_EQ(pod["metadata"]["annotations"][kMetricsPortAnnotation], std::to_string(kMetricsPort));
 }
 
 TEST(JsonYaml, RoundTripKeepsTypes) {
