@@ -100,8 +100,13 @@ struct RestClient::Impl {
 RestClient::RestClient(KubeConfig config, RestClientOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
   const std::string& server = config_.server;
-  if (server.rfind("https://", 0) != 0 && server.rfind("http://", 0) != 0) {
-    throw std::runtime_error(config_.source + ": server \"" + server + "\" must start with https://");
+  // TLS always: plain http is accepted only for a server on this machine's loopback
+  // (the in-process test API server, the operator's own endpoints), never over a network.
+  const bool loopback_http = server.rfind("http://127.0.0.1:", 0) == 0 || server.rfind("http://localhost:", 0) == 0 ||
+                             server.rfind("http://[::1]:", 0) == 0;
+  if (server.rfind("https://", 0) != 0 && !loopback_http) {
+    throw std::runtime_error(config_.source + ": server \"" + server +
+                             "\" must start with https:// (plain http only on loopback)");
   }
   // Load the certificates once now, so a bad PEM fails here with a clear message rather
   // than on every connection attempt.

@@ -76,6 +76,20 @@ TEST(KubeconfigTest, GarbageCertificatesFailWhenTheClientIsBuilt) {
   }
 }
 
+TEST(KubeconfigTest, PlainHttpOnlyOnLoopback) {
+  KubeConfig c;
+  c.source = "test";
+  c.server = "http://10.0.0.1:8080";
+  try {
+    RestClient client(c);
+    FAIL() << "an unencrypted connection to another host must be refused";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("must start with https://"), std::string::npos) << e.what();
+  }
+  c.server = "http://127.0.0.1:8080";
+  EXPECT_NO_THROW(RestClient{c});
+}
+
 class InClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -416,11 +416,6 @@ void TestApiServer::Impl::Watch(http::http_request& req, const ResourceInfo& r, 
   } catch (const std::invalid_argument& e) {
     throw StoreError(400, "BadRequest", e.what());
   }
-  FaultOptions f;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    f = faults;
-  }
   auto conn = std::make_shared<WatchConn>();
   const std::string timeout = get("timeoutSeconds");
   const auto now = std::chrono::steady_clock::now();
@@ -428,12 +423,17 @@ void TestApiServer::Impl::Watch(http::http_request& req, const ResourceInfo& r, 
   conn->bookmarks = get("allowWatchBookmarks") == "true";
   conn->next_bookmark = now + server->options_.bookmark_interval;
   std::weak_ptr<WatchConn> weak = conn;
-  auto sink = [this, weak, f](const std::string& type, const json& object) {
+  auto sink = [this, weak](const std::string& type, const json& object) {
     auto c = weak.lock();
     if (!c) return false;
     if (!c->Write(json{{"type", type}, {"object", object}}.dump())) return false;
     if (type == "BOOKMARK") return true;
     ++c->events;
+    FaultOptions f;  // the faults in force now, so SetFaults reaches watches already open
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      f = faults;
+    }
     bool drop = (f.drop_watch_after_events > 0 && c->events >= f.drop_watch_after_events) ||
                 (f.drop_watch_probability > 0 && Uniform() < f.drop_watch_probability);
     if (drop) {
