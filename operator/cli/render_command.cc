@@ -23,7 +23,9 @@ int RunRender(const std::string& path, const std::string& namespace_flag) {
   std::string ns = !namespace_flag.empty()            ? namespace_flag
                    : !job.metadata.namespace_.empty() ? job.metadata.namespace_
                                                       : "default";
-  manifests::WorkerGeneration gen{job, 1};
+  manifests::WorkerGeneration gen;
+  gen.job = job;
+  gen.generation = 1;
   gen.job.metadata.namespace_ = ns;
   std::vector<nlohmann::json> docs;
   docs.push_back(manifests::BuildSpecConfigMap(gen, ns));
