@@ -424,8 +424,18 @@ func TestChartDefaults(t *testing.T) {
 func TestChartLeaderElectionWithReplicas(t *testing.T) {
 	r := renderChart(t, map[string]interface{}{"replicaCount": 3})
 	c := containerOf(t, r.one(t, "Deployment"))
-	if !hasArg(c, "--leader-elect") {
-		t.Errorf("3 replicas without --leader-elect: %v", args(c))
+	if !hasArg(c, "--leader-elect") || !hasArg(c, "--lease-name="+releaseName+"-headroom") {
+		t.Errorf("3 replicas without --leader-elect and a per-release --lease-name: %v", args(c))
+	}
+	// get/update only on this release's Lease (create cannot be limited by name).
+	for _, role := range r.all("Role") {
+		for _, rule := range role["rules"].([]interface{}) {
+			rm := rule.(map[string]interface{})
+			verbs := fmt.Sprint(rm["verbs"])
+			if strings.Contains(verbs, "update") && !reflect.DeepEqual(rm["resourceNames"], []interface{}{releaseName + "-headroom"}) {
+				t.Errorf("lease rule %v is not limited to the release's Lease", rm)
+			}
+		}
 	}
 	perms := boundPermissions(t, r)
 	if !reflect.DeepEqual(perms[releaseNamespace], sortedPerms(leasePermissions)) {
@@ -457,6 +467,19 @@ func TestChartNamespaceScoped(t *testing.T) {
 	pm := r.one(t, "PodMonitor")
 	if !reflect.DeepEqual(dig(pm, "spec", "namespaceSelector", "matchNames"), []interface{}{"training"}) {
 		t.Errorf("PodMonitor namespaceSelector %v", dig(pm, "spec", "namespaceSelector"))
+	}
+
+	// With leader election the operator keeps its Lease in the namespace it watches
+	// (headroom-operator --namespace), so that is where it may use Leases.
+	r = renderChart(t, map[string]interface{}{"watch": map[string]interface{}{"namespace": "training"}, "replicaCount": 2})
+	perms = boundPermissions(t, r)
+	want := sortedPerms(operatorPermissions)
+	for k, v := range leasePermissions {
+		want[k] = append([]string{}, v...)
+		sort.Strings(want[k])
+	}
+	if len(perms) != 1 || !reflect.DeepEqual(perms["training"], want) {
+		t.Errorf("scoped, leader-elected permissions %v, want only namespace training with %v", perms, want)
 	}
 }
 
