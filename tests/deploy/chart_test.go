@@ -47,7 +47,7 @@ var operatorPermissions = map[string][]string{
 	"headroom.dev/trainingjobs/finalizers": {"update"},
 	"/pods":                                {"get", "list", "watch", "create", "delete"},
 	"/services":                            {"get", "list", "watch", "create", "delete"},
-	"/configmaps":                          {"get", "list", "watch", "create", "delete"},
+	"/configmaps":                          {"get", "list", "watch", "create", "update", "delete"},
 	"/events":                              {"create", "patch"},
 }
 
