@@ -462,3 +462,33 @@ func defaultEquals(got interface{}, cpp string) bool {
 	}
 	return false
 }
+
+// The status the operator writes (operator/runtime/job_status.cc ToJson, plus
+// observedGeneration) must fit the schema: the API server prunes undeclared fields
+// and refuses wrongly typed ones, so a mismatch would lose status or fail every write.
+func TestCRDStatusAcceptsWhatTheOperatorWrites(t *testing.T) {
+	schema := crdSchema(t)
+	status := map[string]interface{}{
+		"phase": "Restarting", "generation": int64(3), "step": int64(120), "workers": int64(2),
+		"restarts": int64(1), "reshards": int64(1), "oomKills": int64(0), "stepsLost": int64(0),
+		"memory": map[string]interface{}{"hostBytes": int64(900 << 20), "hostLimitBytes": int64(1 << 30),
+			"hostPercent": int64(87), "gpuBytes": int64(0), "gpuLimitBytes": int64(0),
+			"growthBytesPerStep": 50331648.5, "forecastStepsToLimit": 2.4},
+		"lastAction": map[string]interface{}{"type": "restart", "reason": "host forecast 1.02 GiB within 2 steps",
+			"step": int64(118), "time": "2026-01-02T03:04:05Z"},
+		"conditions": []interface{}{map[string]interface{}{"type": "MemoryPressure", "status": "True",
+			"reason": "ForecastOverThreshold", "message": "restarting", "lastTransitionTime": "2026-01-02T03:04:05Z"}},
+		"message":            "",
+		"observedGeneration": int64(4),
+		"selector":           "headroom.dev/job-name=x",
+	}
+	statusSchema := schemaAt(schema, []string{"status"})
+	for _, e := range Validate(statusSchema, status, "status") {
+		t.Errorf("operator status rejected: %s", e)
+	}
+	// And a field the schema does not declare is caught (it would be pruned).
+	status["restartz"] = int64(1)
+	if errs := Validate(statusSchema, status, "status"); len(errs) != 1 || errs[0].Path != "status.restartz" {
+		t.Errorf("an undeclared status field gives %v", errs)
+	}
+}
