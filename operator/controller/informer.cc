@@ -20,6 +20,11 @@ IndexFunc NamespacedLabelIndex(const std::string& label_key) {
   };
 }
 
+void Informer::StripManagedFields(json& object) {
+  auto meta = object.find("metadata");
+  if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
+}
+
 Informer::Informer(kube::ResourceClient client, Options options) : options_(std::move(options)) {
   kube::Watcher::Handlers h;
   h.on_replace = [this](std::vector<json> items) { Replace(std::move(items)); };
@@ -89,6 +94,7 @@ void Informer::Replace(std::vector<json> items) {
     std::lock_guard<std::mutex> lock(mu_);
     std::set<std::string> seen;
     for (json& item : items) {
+      if (options_.transform) options_.transform(item);
       const std::string key = kube::KeyOf(item);
       seen.insert(key);
       auto it = items_.find(key);
@@ -129,7 +135,9 @@ void Informer::Replace(std::vector<json> items) {
   cv_.notify_all();
 }
 
-void Informer::Apply(const kube::WatchEvent& event) {
+void Informer::Apply(const kube::WatchEvent& raw) {
+  kube::WatchEvent event = raw;
+  if (options_.transform) options_.transform(event.object);
   const std::string key = kube::KeyOf(event.object);
   std::optional<json> old;
   {

@@ -49,7 +49,12 @@ class Informer {
   struct Options {
     kube::Watcher::Options watch;
     std::chrono::milliseconds resync_period{0};  // 0 = never
+    // Applied to every object before it is cached and handed to handlers. The default
+    // drops metadata.managedFields, which the operator never reads and which can be as
+    // large as the rest of the object (memory target: 500 jobs in under 64 MiB).
+    std::function<void(nlohmann::json&)> transform = StripManagedFields;
   };
+  static void StripManagedFields(nlohmann::json& object);
 
   Informer(kube::ResourceClient client, Options options);
   ~Informer();

@@ -51,7 +51,9 @@ class InformerTest : public ::testing::Test {
 };
 
 TEST_F(InformerTest, CachesIndexesAndDispatches) {
-  Pods().Create("ns1", Pod("a-0", "a", "uid-a"));
+  json with_managed_fields = Pod("a-0", "a", "uid-a");
+  with_managed_fields["metadata"]["managedFields"] = {{{"manager", "kubectl"}, {"operation", "Update"}}};
+  Pods().Create("ns1", with_managed_fields);
   Pods().Create("ns1", Pod("b-0", "b", "uid-b"));
   Informer::Options options;
   options.watch.ns = "ns1";
@@ -76,6 +78,7 @@ TEST_F(InformerTest, CachesIndexesAndDispatches) {
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(5s));
   EXPECT_EQ(informer.size(), 2u);
+  EXPECT_FALSE((*informer.Get("ns1", "a-0"))["metadata"].contains("managedFields")) << "stripped before caching";
   Pods().Create("ns1", Pod("a-1", "a", "uid-a"));
   ASSERT_TRUE(Eventually([&] { return informer.ByIndex("owner", "uid-a").size() == 2; }));
   EXPECT_EQ(informer.ByIndex("job", "ns1/b").size(), 1u);
