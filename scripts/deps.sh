@@ -12,7 +12,8 @@ PACKAGES=(
   # benchmarks: the PyTorch-eager baseline the worker is measured against
   python3 python3-torch
   # tests: real Prometheus for dashboard/alert-rule tests, Go + sprig for Helm templates
-  prometheus golang-go golang-github-masterminds-sprig-dev
+  prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+  golang-gopkg-yaml.v3-dev
 )
 
 SUDO=""
