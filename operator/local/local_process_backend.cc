@@ -42,6 +42,20 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// The last non-empty line of a file (reads at most its last 4 KiB).
+std::string LastLine(const std::string& path) {
+  std::ifstream in(path, std::ios::ate);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return "";
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail = Trim(tail);
+  const size_t nl = tail.find_last_of('\n');
+  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+}
+
 int64_t ResidentBytes(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string key;
@@ -132,7 +146,7 @@ void LocalProcessBackend::ReapAll() {
     int status = 0;
     while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
     }
-    r.exit = RankExit{137, false, "Killed", ""};
+    r.exit = RankExit{137, false, "Killed", "", ""};
   }
 }
 
@@ -195,7 +209,8 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
       r.rank = rank;
       r.log_path = dir + "/rank-" + std::to_string(rank) + ".log";
       r.termination_path = dir + "/rank-" + std::to_string(rank) + ".termination";
-      const std::string out_path = dir + "/rank-" + std::to_string(rank) + ".out";
+      r.out_path = dir + "/rank-" + std::to_string(rank) + ".out";
+      const std::string& out_path = r.out_path;
       fs::remove(r.log_path);
       fs::remove(r.termination_path);
       if (use_cgroups_) {
@@ -320,6 +335,7 @@ runtime::Observation LocalProcessBackend::Observe() {
         }
         e.reason = r.soft_limit_killed ? "SoftLimitExceeded" : runtime::ExitReason(e.exit_code, e.oom_killed);
         e.termination_message = Trim(ReadFile(r.termination_path));
+        e.last_output = LastLine(r.out_path);
         r.exit = e;
       } else if (kill_now) {
         kill(r.pid, SIGKILL);

@@ -78,7 +78,7 @@ class LocalProcessBackend : public runtime::WorkerBackend {
   struct Rank {
     int rank = 0;
     pid_t pid = -1;
-    std::string log_path, termination_path;
+    std::string log_path, termination_path, out_path;
     std::optional<memory::MemoryCgroup> cgroup;
     int64_t oom_kills_at_start = 0;
     off_t log_offset = 0;

@@ -88,7 +88,13 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
       if (next.kind == runtime::NextStep::Kind::kFinished) break;
       switch (next.kind) {
         case runtime::NextStep::Kind::kLaunch:
-          backend.Launch(next.launch);
+          try {
+            backend.Launch(next.launch);
+          } catch (const std::exception& e) {
+            reconciler.MarkFailed("could not start generation " + std::to_string(next.launch.generation) + ": " +
+                                  e.what());
+            view.Update(reconciler.status(), {});
+          }
           continue;
         case runtime::NextStep::Kind::kDrain:
           backend.Drain(next.grace);

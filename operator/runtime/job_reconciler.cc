@@ -60,6 +60,20 @@ void JobReconciler::RequestStop(const std::string& reason) {
 
 void JobReconciler::RequestWorkers(int n) { workers_requested_ = n; }
 
+void JobReconciler::Restore(const JobStatus& status, const guard::GuardHistory& history,
+                            const spec::TrainingJob& running) {
+  status_ = status;
+  history_ = history;
+  job_ = running;
+  if (!options_.guard_enabled) job_.spec.memory_guard.enabled = false;
+  unrequested_relaunches_ = status.restarts + status.reshards;
+  generation_resumed_from_ = status.step;
+}
+
+void JobReconciler::MarkFailed(const std::string& reason) {
+  if (!IsTerminal(status_.phase)) Finish(JobPhase::kFailed, reason);
+}
+
 void JobReconciler::Record(int64_t step, const std::string& type, const std::string& reason) {
   ActionRecord a{step, type, reason, Now()};
   status_.actions.push_back(a);
@@ -125,6 +139,9 @@ void JobReconciler::Ingest(const Observation& observed) {
     if (!saw_step_this_generation_) {
       saw_step_this_generation_ = true;
       generation_resumed_from_ = r.step - 1;
+      // Steps the workers redo that the ledger has not counted yet: a crash whose
+      // checkpoint was not visible, or a worker that resumed from further back than the
+      // step its generation was expected to resume from (or not at all).
       if (unsettled_loss_from_step_) {
         status_.steps_lost += std::max<int64_t>(0, *unsettled_loss_from_step_ - (r.step - 1));
         unsettled_loss_from_step_.reset();
@@ -262,6 +279,9 @@ NextStep JobReconciler::Relaunch(int64_t step, const std::string& type, const st
   if (reshard) ++status_.reshards; else ++status_.restarts;
   Record(step, type, reason);
   status_.phase = reshard ? JobPhase::kResharding : JobPhase::kRestarting;
+  // A planned stop checkpointed the step it stopped at: the next generation should
+  // resume right after it. (OnCrash sets this to the checkpoint it already counted from.)
+  if (!unsettled_loss_from_step_) unsettled_loss_from_step_ = status_.step;
   return Launch(reason);
 }
 
@@ -326,6 +346,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   if (observed.checkpoint_step) {
     const int64_t l = std::max<int64_t>(0, reached - *observed.checkpoint_step);
     status_.steps_lost += l;
+    unsettled_loss_from_step_ = std::min(reached, *observed.checkpoint_step);
     lost = "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " +
            std::to_string(l) + " step(s) lost";
   } else {
@@ -341,7 +362,10 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
                          std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")"
                    : "rank " + std::to_string(crashed.rank) + " crashed during step " +
                          std::to_string(reached + 1) + " (" + e.reason + ", exit " + std::to_string(e.exit_code) + ")";
-  if (!e.oom_killed && !e.termination_message.empty()) what += ": " + e.termination_message.substr(0, 200);
+  if (!e.oom_killed) {
+    const std::string& said = e.termination_message.empty() ? e.last_output : e.termination_message;
+    if (!said.empty()) what += ": " + said.substr(0, 200);
+  }
   const std::string type = e.oom_killed ? "restartAfterOOMKill" : "restartAfterCrash";
 
   if (!options_.guard_enabled) {

@@ -70,6 +70,15 @@ class JobReconciler {
   // RequestWorkers: reshard to n workers at the next step boundary (kubectl scale).
   void RequestStop(const std::string& reason);
   void RequestWorkers(int n);
+  // The caller could not carry out a step (a launch failed: no such binary, no cgroup,
+  // the API server refused a pod): the job ends Failed with `reason`.
+  void MarkFailed(const std::string& reason);
+
+  // Picks up a job some earlier supervisor was running (the operator after a restart
+  // reads these back from status, pod labels and the workers' environment): the status
+  // with its generation and counters, the guard history, and the spec the running
+  // generation was launched with. The next Reconcile() observes that generation.
+  void Restore(const JobStatus& status, const guard::GuardHistory& history, const spec::TrainingJob& running);
 
   const JobStatus& status() const { return status_; }
   // The spec the current (or next) generation runs.

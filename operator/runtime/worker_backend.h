@@ -53,6 +53,7 @@ struct RankExit {
   bool oom_killed = false;       // the kernel's OOM killer (cgroup oom_kill counter moved)
   std::string reason;            // "Completed", "Drained", "GuardStop", "OOMKilled", "Error", "Signal 9", ...
   std::string termination_message;  // what the worker wrote ($HEADROOM_TERMINATION_LOG / /dev/termination-log)
+  std::string last_output = {};     // the last line it printed (stderr/stdout), for crash reasons
 };
 
 struct RankObservation {

@@ -169,3 +169,20 @@ TEST(LocalRun, CtrlCDrainsToAResumableCheckpointAndARerunResumes) {
 
 }  // namespace
 }  // namespace headroom::local
+
+namespace headroom::local {
+namespace {
+
+TEST(LocalRun, AWorkerThatCannotStartFailsTheRunWithTheReason) {
+  testing::TempDir dir;
+  LocalRunOptions o = Options(dir);
+  o.worker_binary = dir.path() + "/missing-worker";
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 3}), o);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.summary.phase, "Failed");
+  EXPECT_NE(r.summary.message.find("missing-worker"), std::string::npos) << r.summary.message;
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/summary.json"));
+}
+
+}  // namespace
+}  // namespace headroom::local

@@ -74,7 +74,7 @@ struct Script {
 };
 
 RankExit Exit(int code, std::string message = "", bool oom = false) {
-  return RankExit{code, oom, ExitReason(code, oom), std::move(message)};
+  return RankExit{code, oom, ExitReason(code, oom), std::move(message), ""};
 }
 
 std::string GuardJson(guard::DecisionAction action, int step) {
@@ -358,6 +358,56 @@ TEST(JobReconciler, StatusJsonNamesPhaseAndMemory) {
   EXPECT_EQ(j["step"], 6);
   EXPECT_EQ(j["memory"]["hostLimitBytes"], 1LL << 30);
   EXPECT_GT(j["memory"]["growthBytesPerStep"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace headroom::runtime
+
+namespace headroom::runtime {
+namespace {
+
+TEST(JobReconciler, RestoredStateCarriesOnWhereTheLastSupervisorLeftOff) {
+  JobReconciler first(MakeJob(), Options());
+  first.Reconcile(Observation{});
+  first.Reconcile(Script{}.Running({1, 2, 3}));
+  first.Reconcile(Script{}.Ended({Exit(76, GuardJson(guard::DecisionAction::kRestart, 3))}, 3));
+  ASSERT_EQ(first.status().generation, 2);
+
+  JobReconciler second(MakeJob(), Options());
+  second.Restore(first.status(), first.guard_history(), first.current_job());
+  EXPECT_EQ(second.Reconcile(Script{.generation = 2}.Running({4})).kind, Kind::kWait);
+  EXPECT_EQ(second.status().phase, JobPhase::kRunning);
+  EXPECT_EQ(second.status().restarts, 1);
+  NextStep next = second.Reconcile(Script{.generation = 2}.Ended({Exit(137, "", true)}, 3));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.generation, 3);
+  EXPECT_EQ(second.status().steps_lost, 1);
+  EXPECT_EQ(second.status().actions.size(), 2u);
+}
+
+TEST(JobReconciler, MarkFailedEndsTheJobWithTheReason) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  rec.MarkFailed("could not start generation 1: no worker binary");
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  EXPECT_EQ(rec.Reconcile(Observation{}).kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().actions.back().type, "fail");
+}
+
+}  // namespace
+}  // namespace headroom::runtime
+
+namespace headroom::runtime {
+namespace {
+
+TEST(JobReconciler, AGenerationThatResumesFromFurtherBackThanPlannedCountsTheRedoneSteps) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  rec.Reconcile(Script{}.Running({1, 2, 3, 4, 5}));
+  ASSERT_EQ(rec.Reconcile(Script{}.Ended({Exit(76, GuardJson(guard::DecisionAction::kRestart, 5))}, 5)).kind,
+            Kind::kLaunch);
+  rec.Reconcile(Script{.generation = 2}.Running({1}));  // the worker did not resume at all
+  EXPECT_EQ(rec.status().steps_lost, 5);
 }
 
 }  // namespace
