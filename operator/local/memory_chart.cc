@@ -139,19 +139,34 @@ std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
   hline(in.host_threshold * 100, "#d62728", "6 4", "host threshold " + Pct(in.host_threshold * 100));
   if (any_gpu) hline(in.gpu_threshold * 100, "#ff7f0e", "6 4", "GPU threshold " + Pct(in.gpu_threshold * 100));
 
-  // Actions: vertical lines, labels stacked so neighbours do not overlap.
+  // Actions: vertical lines, labels stacked so neighbours do not overlap; the same action
+  // repeated at the same step (a crash loop) is one label with a count.
+  struct Mark {
+    const runtime::ActionRecord* action;
+    int count;
+  };
+  std::vector<Mark> marks;
+  for (const runtime::ActionRecord& a : in.actions) {
+    if (!marks.empty() && marks.back().action->step == a.step && marks.back().action->type == a.type) {
+      ++marks.back().count;
+    } else {
+      marks.push_back({&a, 1});
+    }
+  }
   double last_x = -1e9;
   int lane = 0;
-  for (const runtime::ActionRecord& a : in.actions) {
+  for (const Mark& m : marks) {
+    const runtime::ActionRecord& a = *m.action;
     const double x = X(static_cast<double>(a.step));
-    lane = (x - last_x < 60) ? (lane + 1) % 3 : 0;
+    lane = (x - last_x < 110) ? std::min(lane + 1, 5) : 0;
     last_x = x;
     const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
+    const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
     svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + a.type + ": " + a.reason) << "</title>"
         << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + plot_h
         << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
         << "<text x=\"" << Num(x + 3) << "\" y=\"" << kTop + 14 + 14 * lane << "\" fill=\"" << color
-        << "\" font-weight=\"bold\">" << Escape(ActionLabel(a)) << "</text></g>\n";
+        << "\" font-weight=\"bold\">" << Escape(label) << "</text></g>\n";
   }
 
   // One polyline per (generation, rank) and resource.
