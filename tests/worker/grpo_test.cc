@@ -1,0 +1,201 @@
+// GRPO formulas against hand-computed tensors, and the updater's gradient accumulation
+// against the gradient of the whole mini-batch's loss.
+#include <spdlog/spdlog.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "worker/comm/communicator.h"
+#include "worker/grpo/advantages.h"
+#include "worker/grpo/log_probs.h"
+#include "worker/grpo/policy_loss.h"
+#include "worker/grpo/policy_update.h"
+#include "worker/model/flat_parameters.h"
+#include "worker/model/transformer.h"
+
+namespace headroom::worker {
+namespace {
+
+torch::Tensor T(std::vector<float> v) { return torch::tensor(v, torch::kFloat32); }
+torch::Tensor T2(std::vector<float> v, int64_t rows) { return T(v).view({rows, -1}); }
+
+TEST(Advantages, BesselCorrectedGroupNormalisation) {
+  // Group 1: rewards 1, 0, 0, 1: mean 0.5, std (n-1) = sqrt(1/3) = 0.57735.
+  // Group 2: all equal -> 0.
+  auto a = GroupAdvantages(T({1, 0, 0, 1, 0.5, 0.5, 0.5, 0.5}), 4);
+  const float s = 0.5f / (std::sqrt(1.0f / 3.0f) + 1e-6f);
+  EXPECT_TRUE(torch::allclose(a, T({s, -s, -s, s, 0, 0, 0, 0}), 1e-5, 1e-6)) << a;
+  // Group of 2: rewards 1, 0: std = sqrt(0.5) = 0.7071.
+  auto b = GroupAdvantages(T({1, 0}), 2);
+  EXPECT_NEAR(b[0].item<float>(), 0.5 / (std::sqrt(0.5) + 1e-6), 1e-5);
+  EXPECT_THROW(GroupAdvantages(T({1, 0, 1}), 2), std::invalid_argument);
+  EXPECT_THROW(GroupAdvantages(T({1, 0}), 1), std::invalid_argument);
+}
+
+TEST(PolicyLoss, ClippedSurrogateWithClipHigher) {
+  // ratios e^{0.5}=1.6487 (A>0: clipped at 1.28), e^{-0.5}=0.6065 (A>0: unclipped branch
+  // is larger: -0.6065 > -0.8), e^{0.1}=1.1052 (A<0: -1*-1.1052), e^{-0.5} with A<0
+  // (clamped ratio 0.8 gives 0.8 > 0.6065).
+  auto logp = T2({0.5f, -0.5f, 0.1f, -0.5f}, 2);
+  auto old = torch::zeros({2, 2});
+  auto adv = T2({1, 1, -1, -1}, 2);
+  auto t = ClippedSurrogate(logp, old, adv, 0.2, 0.28);
+  auto expected = T2({-1.28f, -std::exp(-0.5f), std::exp(0.1f), 0.8f}, 2);
+  EXPECT_TRUE(torch::allclose(t.loss, expected, 1e-5, 1e-6)) << t.loss;
+  EXPECT_TRUE(torch::equal(t.clipped, T2({1, 0, 0, 1}, 2))) << t.clipped;
+  // Per-sequence advantages broadcast over tokens.
+  auto per_seq = ClippedSurrogate(logp, old, T({1, -1}), 0.2, 0.28);
+  EXPECT_TRUE(torch::allclose(per_seq.loss, expected, 1e-5, 1e-6));
+}
+
+TEST(PolicyLoss, LogRatioClampedAt20) {
+  auto t = ClippedSurrogate(T2({100.0f}, 1), T2({0.0f}, 1), T({-1.0f}), 0.2, 0.28);
+  EXPECT_NEAR(t.ratio.item<float>(), std::exp(20.0f), std::exp(20.0f) * 1e-5);
+  EXPECT_TRUE(std::isfinite(t.loss.item<float>()));
+}
+
+TEST(PolicyLoss, K3KlAndItsClamp) {
+  // kl = ref - logp; k3 = e^kl - kl - 1.
+  auto k = KlK3(T2({0.0f, -1.0f, 0.0f, 0.0f}, 1), T2({0.0f, 0.0f, -1.0f, 30.0f}, 1));
+  const float e1 = std::exp(1.0f) - 1 - 1, em1 = std::exp(-1.0f) + 1 - 1;
+  EXPECT_TRUE(torch::allclose(k, T2({0.0f, e1, em1, 10.0f}, 1), 1e-5, 1e-6)) << k;
+}
+
+TEST(PolicyLoss, AggregationModesAsVerl) {
+  auto loss = T2({1, 2, 3, 4, 5, 6}, 2);
+  auto mask = T2({1, 1, 0, 1, 0, 0}, 2);
+  // token-mean: (1 + 2 + 4) / 3.
+  EXPECT_NEAR(AggregateLoss(loss, mask, LossAggregation::kTokenMean).item<float>(), 7.0 / 3, 1e-6);
+  // seq-mean-token-mean: ((1 + 2) / 2 + 4 / 1) / 2.
+  EXPECT_NEAR(AggregateLoss(loss, mask, LossAggregation::kSeqMeanTokenMean).item<float>(), (1.5 + 4) / 2, 1e-6);
+  // seq-mean-token-sum-norm: (1 + 2 + 4) / 3 (mask width).
+  EXPECT_NEAR(AggregateLoss(loss, mask, LossAggregation::kSeqMeanTokenSumNorm).item<float>(), 7.0 / 3, 1e-6);
+  auto wide = torch::cat({mask, torch::zeros({2, 1})}, 1);
+  auto wide_loss = torch::cat({loss, torch::ones({2, 1})}, 1);
+  EXPECT_NEAR(AggregateLoss(wide_loss, wide, LossAggregation::kSeqMeanTokenSumNorm).item<float>(), 7.0 / 4, 1e-6);
+  EXPECT_THROW(ParseLossAggregation("token-sum"), std::invalid_argument);
+  EXPECT_EQ(ParseLossAggregation("seq-mean-token-sum-norm"), LossAggregation::kSeqMeanTokenSumNorm);
+}
+
+TEST(PolicyLoss, MicroBatchPartsSumToTheWholeBatch) {
+  auto loss = torch::rand({6, 4});
+  auto mask = (torch::rand({6, 4}) > 0.3).to(torch::kFloat32);
+  mask[0].fill_(1);
+  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
+                    LossAggregation::kSeqMeanTokenSumNorm}) {
+    const MiniBatchTotals totals = CountTotals(mask);
+    auto parts = AggregateLossPart(loss.narrow(0, 0, 2), mask.narrow(0, 0, 2), mode, totals) +
+                 AggregateLossPart(loss.narrow(0, 2, 4), mask.narrow(0, 2, 4), mode, totals);
+    // seq-mean counts only sequences with tokens, as AggregateLoss does when none is empty.
+    EXPECT_NEAR(parts.item<float>(), AggregateLoss(loss, mask, mode).item<float>(), 1e-5) << static_cast<int>(mode);
+  }
+}
+
+TransformerConfig TinyConfig() {
+  TransformerConfig c;
+  c.layers = 1;
+  c.hidden = 16;
+  c.heads = 2;
+  c.ffn_hidden = 32;
+  c.max_seq_len = 8;
+  c.seed = 9;
+  return c;
+}
+
+// The updater's accumulated gradient (micro-batches of 2) equals autograd on the whole
+// mini-batch's AggregateLoss, for every aggregation mode, with KL on.
+TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
+  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
+                    LossAggregation::kSeqMeanTokenSumNorm}) {
+    torch::manual_seed(0);
+    PolicyBatch batch;
+    batch.prompt_length = 3;
+    batch.sequences = torch::randint(3, 16, {6, 7}, torch::kInt64);
+    batch.response_mask = torch::ones({6, 4});
+    batch.response_mask[1][3] = 0;
+    batch.response_mask[4].narrow(0, 2, 2).fill_(0);
+    batch.advantages = torch::randn({6});
+    batch.old_logp = -torch::rand({6, 4}) * 3;
+    batch.ref_logp = -torch::rand({6, 4}) * 3;
+
+    // Reference: plain autograd over all six rows at once.
+    Transformer reference(TinyConfig());
+    auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
+    auto loss_mat = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28).loss +
+                    0.1 * KlK3(logp, batch.ref_logp);
+    AggregateLoss(loss_mat, batch.response_mask, mode).backward();
+    std::vector<torch::Tensor> expected;
+    for (auto& [n, p] : reference->OrderedParameters()) expected.push_back(p.grad().clone());
+
+    // The updater, with a huge clip norm and lr 0 so the gradient is left to inspect.
+    Transformer model(TinyConfig());
+    FlatParameters flat(model->OrderedParameters());
+    torch::optim::SGD sgd(flat.parameters(), torch::optim::SGDOptions(0.0));
+    auto comm = MakeLocalCommunicator();
+    PolicyUpdateConfig config;
+    config.kl_coef = 0.1;
+    config.aggregation = mode;
+    config.micro_batch_size = 2;
+    config.max_grad_norm = 1e9;
+    PolicyUpdater updater(model, flat, sgd, *comm, config);
+    const auto stats = updater.Update(batch);
+    EXPECT_NEAR(stats.loss, AggregateLoss(loss_mat, batch.response_mask, mode).item<double>(), 1e-5);
+    auto params = model->OrderedParameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6))
+          << params[i].first << " mode " << static_cast<int>(mode);
+    }
+  }
+}
+
+TEST(PolicyUpdater, ClipsTheGlobalGradientNormToOne) {
+  torch::manual_seed(1);
+  PolicyBatch batch;
+  batch.prompt_length = 3;
+  batch.sequences = torch::randint(3, 16, {4, 7}, torch::kInt64);
+  batch.response_mask = torch::ones({4, 4});
+  batch.advantages = torch::tensor({100.0f, -100.0f, 50.0f, -50.0f});
+  batch.old_logp = torch::zeros({4, 4}) - 2.0;
+  Transformer model(TinyConfig());
+  FlatParameters flat(model->OrderedParameters());
+  torch::optim::SGD sgd(flat.parameters(), torch::optim::SGDOptions(0.0));
+  auto comm = MakeLocalCommunicator();
+  PolicyUpdateConfig config;
+  config.micro_batch_size = 4;
+  PolicyUpdater updater(model, flat, sgd, *comm, config);
+  const auto stats = updater.Update(batch);
+  EXPECT_GT(stats.grad_norm, 1.0);
+  EXPECT_NEAR(flat.flat_grad().norm().item<double>(), 1.0, 1e-4);
+}
+
+TEST(PolicyUpdater, MiniBatchesEachTakeAnOptimizerStep) {
+  torch::manual_seed(2);
+  PolicyBatch batch;
+  batch.prompt_length = 3;
+  batch.sequences = torch::randint(3, 16, {4, 7}, torch::kInt64);
+  batch.response_mask = torch::ones({4, 4});
+  batch.advantages = torch::tensor({1.0f, -1.0f, 1.0f, -1.0f});
+  Transformer model(TinyConfig());
+  batch.old_logp = ResponseLogProbsNoGrad(model, batch.sequences, 3, 1.0, 2);
+  FlatParameters flat(model->OrderedParameters());
+  torch::optim::AdamW adamw(flat.parameters(), torch::optim::AdamWOptions(1e-2));
+  auto comm = MakeLocalCommunicator();
+  PolicyUpdateConfig config;
+  config.updates_per_step = 2;
+  config.micro_batch_size = 1;
+  PolicyUpdater updater(model, flat, adamw, *comm, config);
+  auto before = flat.flat().clone();
+  const auto stats = updater.Update(batch);
+  EXPECT_FALSE(torch::equal(before, flat.flat()));
+  // The second mini-batch runs on already-updated weights: its ratios move off 1, while
+  // the first mini-batch's were exactly 1 (old log-probs from the same weights).
+  EXPECT_GE(stats.clip_fraction, 0.0);
+  auto& state = adamw.state();
+  ASSERT_FALSE(state.empty());
+  auto& s = static_cast<torch::optim::AdamWParamState&>(*state.begin()->second);
+  EXPECT_EQ(s.step(), 2);
+}
+
+}  // namespace
+}  // namespace headroom::worker

@@ -1,0 +1,30 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/grpo/log_probs.h"
+
+namespace headroom::worker {
+
+torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+                               double temperature, const torch::Tensor& logit_bias) {
+  const int64_t total = sequences.size(1);
+  const int64_t r = total - prompt_length;
+  auto logits = model->forward(sequences.narrow(1, 0, total - 1)).narrow(1, prompt_length - 1, r).to(torch::kFloat32);
+  if (logit_bias.defined()) logits = logits + logit_bias;
+  if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
+  auto targets = sequences.narrow(1, prompt_length, r).unsqueeze(-1);
+  return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
+}
+
+torch::Tensor ResponseLogProbsNoGrad(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+                                     double temperature, int64_t micro_batch,
+                                     const torch::Tensor& logit_bias) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (int64_t start = 0; start < sequences.size(0); start += micro_batch) {
+    const int64_t n = std::min(micro_batch, sequences.size(0) - start);
+    parts.push_back(ResponseLogProbs(model, sequences.narrow(0, start, n), prompt_length, temperature, logit_bias));
+  }
+  return torch::cat(parts, 0);
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,26 @@
+// Log-probabilities of the response tokens under a model.
+//
+// sequences [B, P + R] (prompt then response); the logits at position j predict token
+// j + 1, so the response's log-probs come from positions P - 1 .. P + R - 2. Logits are
+// divided by the sampling temperature first (as verl does), so the ratio compares the
+// distribution the samples were actually drawn from. temperature <= 0 counts as 1.
+// `logit_bias` [vocab] (optional) is added to the logits first: 0 for tokens a response
+// may use, -inf for the rest — the same restriction the rollout sampled under.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "worker/model/transformer.h"
+
+namespace headroom::worker {
+
+// With autograd (training). Returns [B, R].
+torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+                               double temperature, const torch::Tensor& logit_bias = {});
+
+// Without autograd, in chunks of micro_batch rows (old and reference log-probs).
+torch::Tensor ResponseLogProbsNoGrad(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+                                     double temperature, int64_t micro_batch,
+                                     const torch::Tensor& logit_bias = {});
+
+}  // namespace headroom::worker

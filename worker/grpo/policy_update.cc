@@ -1,0 +1,91 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/grpo/policy_update.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "worker/grpo/log_probs.h"
+
+namespace headroom::worker {
+
+PolicyUpdater::PolicyUpdater(Transformer model, FlatParameters& flat, torch::optim::Optimizer& optimizer,
+                             Communicator& comm, PolicyUpdateConfig config)
+    : model_(std::move(model)), flat_(flat), optimizer_(optimizer), comm_(comm), config_(config) {
+  if (config_.micro_batch_size < 1) throw std::invalid_argument("spec.grpo.microBatchSize: must be >= 1");
+  if (config_.updates_per_step < 1) throw std::invalid_argument("spec.grpo.updatesPerStep: must be >= 1");
+}
+
+PolicyUpdateStats PolicyUpdater::Update(const PolicyBatch& batch) {
+  const int64_t rows = batch.sequences.size(0);
+  const int64_t updates = config_.updates_per_step;
+  if (rows < updates) {
+    throw std::invalid_argument("policy update: " + std::to_string(rows) + " sequences cannot form " +
+                                std::to_string(updates) + " mini-batches");
+  }
+  if (config_.kl_coef > 0 && !batch.ref_logp.defined()) {
+    throw std::invalid_argument("policy update: klCoef > 0 needs reference log-probs");
+  }
+  PolicyUpdateStats total;
+  model_->train();
+  for (int64_t u = 0; u < updates; ++u) {
+    // Contiguous, near-equal mini-batches: every row is used once per step.
+    const int64_t begin = rows * u / updates;
+    const int64_t end = rows * (u + 1) / updates;
+    flat_.ZeroGrad();
+    PolicyUpdateStats mini;
+    AccumulateMiniBatch(batch, begin, end - begin, mini);
+    mini.grad_norm = ReduceAndClip();
+    optimizer_.step();
+    total.loss += mini.loss / static_cast<double>(updates);
+    total.kl += mini.kl / static_cast<double>(updates);
+    total.clip_fraction += mini.clip_fraction / static_cast<double>(updates);
+    total.grad_norm += mini.grad_norm / static_cast<double>(updates);
+  }
+  return total;
+}
+
+void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums) {
+  auto mask = batch.response_mask.narrow(0, begin, n);
+  // Global denominators: every rank's share of this mini-batch, summed.
+  MiniBatchTotals local = CountTotals(mask);
+  auto totals_tensor = torch::tensor({local.tokens, local.sequences}, torch::kFloat64);
+  comm_.all_reduce(totals_tensor);
+  const MiniBatchTotals totals{totals_tensor[0].item<double>(), totals_tensor[1].item<double>()};
+
+  double loss_sum = 0, kl_sum = 0, clipped_sum = 0;
+  for (int64_t start = begin; start < begin + n; start += config_.micro_batch_size) {
+    const int64_t m = std::min(config_.micro_batch_size, begin + n - start);
+    auto seq = batch.sequences.narrow(0, start, m);
+    auto mmask = batch.response_mask.narrow(0, start, m);
+    auto logp = ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias);
+    auto terms = ClippedSurrogate(logp, batch.old_logp.narrow(0, start, m), batch.advantages.narrow(0, start, m),
+                                  config_.clip_low, config_.clip_high);
+    auto loss_mat = terms.loss;
+    if (config_.kl_coef > 0) {
+      auto kl = KlK3(logp, batch.ref_logp.narrow(0, start, m));
+      loss_mat = loss_mat + config_.kl_coef * kl;
+      kl_sum += (kl.detach() * mmask).sum().item<double>();
+    }
+    auto part = AggregateLossPart(loss_mat, mmask, config_.aggregation, totals);
+    part.backward();
+    loss_sum += part.item<double>();
+    clipped_sum += (terms.clipped * mmask).sum().item<double>();
+  }
+  // Metrics are this rank's view; the loss is the rank's share of the global loss.
+  sums.loss = loss_sum;
+  sums.kl = local.tokens > 0 ? kl_sum / local.tokens : 0.0;
+  sums.clip_fraction = local.tokens > 0 ? clipped_sum / local.tokens : 0.0;
+}
+
+double PolicyUpdater::ReduceAndClip() {
+  auto grad = flat_.flat_grad();
+  comm_.all_reduce(grad);  // the sharding seam: ZeRO replaces this with reduce_scatter
+  const double norm = grad.norm().item<double>();
+  // torch.nn.utils.clip_grad_norm_: scale by max/(norm + 1e-6) when that is < 1.
+  const double coef = config_.max_grad_norm / (norm + 1e-6);
+  if (std::isfinite(norm) && coef < 1.0) grad.mul_(coef);
+  return norm;
+}
+
+}  // namespace headroom::worker

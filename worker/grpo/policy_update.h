@@ -1,0 +1,75 @@
+// The optimisation half of a GRPO step: updatesPerStep mini-batches over one rollout
+// batch, each accumulated over micro-batches, reduced through the communicator, clipped
+// to a global gradient norm of 1.0, and applied with AdamW.
+//
+// Contract:
+//   - old_logp (and ref_logp when kl_coef > 0) were computed once, without grad, before
+//     the first update; they are inputs here, never recomputed.
+//   - The gradient applied for a mini-batch equals the gradient of AggregateLoss() over
+//     the whole mini-batch (all ranks' rows), whatever microBatchSize is: micro-batch
+//     losses are scaled by global denominators (see policy_loss.h), and gradients are
+//     summed across ranks with one all_reduce over the flat gradient buffer.
+#pragma once
+
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "worker/comm/communicator.h"
+#include "worker/grpo/policy_loss.h"
+#include "worker/model/flat_parameters.h"
+#include "worker/model/transformer.h"
+
+namespace headroom::worker {
+
+struct PolicyUpdateConfig {
+  double clip_low = 0.2;
+  double clip_high = 0.28;
+  double kl_coef = 0.0;
+  LossAggregation aggregation = LossAggregation::kTokenMean;
+  int64_t micro_batch_size = 64;
+  int64_t updates_per_step = 1;
+  double temperature = 1.0;
+  double max_grad_norm = 1.0;
+  torch::Tensor logit_bias;  // [vocab] response-token restriction (log_probs.h); optional
+};
+
+// One rank's rows of a rollout batch, ready for the update.
+struct PolicyBatch {
+  torch::Tensor sequences;      // [N, P + R]
+  torch::Tensor response_mask;  // [N, R]
+  torch::Tensor advantages;     // [N]
+  torch::Tensor old_logp;       // [N, R]
+  torch::Tensor ref_logp;       // [N, R]; undefined when kl_coef == 0
+  int64_t prompt_length = 0;
+};
+
+struct PolicyUpdateStats {
+  double loss = 0;           // mean over mini-batches of the aggregated loss
+  double kl = 0;             // token-mean k3 KL to the reference (0 without one)
+  double clip_fraction = 0;  // token-mean share of clipped ratios
+  double grad_norm = 0;      // mean pre-clip global gradient norm
+};
+
+class PolicyUpdater {
+ public:
+  PolicyUpdater(Transformer model, FlatParameters& flat, torch::optim::Optimizer& optimizer,
+                Communicator& comm, PolicyUpdateConfig config);
+
+  PolicyUpdateStats Update(const PolicyBatch& batch);
+
+  const PolicyUpdateConfig& config() const { return config_; }
+
+ private:
+  // Sums micro-batch gradients of rows [begin, begin + n) into the flat gradient.
+  void AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
+  double ReduceAndClip();
+
+  Transformer model_;
+  FlatParameters& flat_;
+  torch::optim::Optimizer& optimizer_;
+  Communicator& comm_;
+  PolicyUpdateConfig config_;
+};
+
+}  // namespace headroom::worker

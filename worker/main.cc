@@ -1,0 +1,36 @@
+// headroom-worker: one rank of a GRPO training job (design.md, Commands and Worker).
+//   headroom-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
+// with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment (torchrun's names).
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "worker/train/exit_codes.h"
+#include "worker/train/run_worker.h"
+
+int main(int argc, char** argv) {
+  using namespace headroom::worker;
+  WorkerOptions options;
+  CLI::App app{"headroom-worker: one rank of a headroom GRPO TrainingJob"};
+  app.add_option("--job", options.job_path, "TrainingJob YAML file")->required();
+  app.add_option("--checkpoint-dir", options.checkpoint_dir, "checkpoint directory (resume from its `latest`)");
+  app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics and /healthz port; 0 = any free port")
+      ->check(CLI::Range(-1, 65535));
+  app.add_option("--log", options.log_path, "step log file (JSON lines); default stdout");
+  app.footer("Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n"
+             "Exit codes: 0 finished, 2 invalid spec, 75 drained (SIGTERM/SIGINT), 76 stopped by the memory guard, "
+             "1 other failure.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitFailure;
+  }
+  if (auto error = ReadRendezvousEnvironment(options)) {
+    std::cerr << *error << "\n";
+    return kExitFailure;
+  }
+  return RunWorker(options);
+}

@@ -1,0 +1,52 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/model/kv_cache.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace headroom::worker {
+
+KvCache::KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
+                 torch::Dtype dtype)
+    : max_batch_(max_batch), max_seq_(max_seq) {
+  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len) {
+    throw std::invalid_argument("kv cache: max_batch " + std::to_string(max_batch) + " and max_seq " +
+                                std::to_string(max_seq) + " must be >= 1 and max_seq <= model max_seq_len " +
+                                std::to_string(config.max_seq_len));
+  }
+  storage_ = torch::zeros({config.layers, 2, max_batch, config.heads, max_seq, config.head_dim()},
+                          torch::TensorOptions().dtype(dtype).device(device));
+}
+
+void KvCache::Reset(int64_t batch) {
+  if (batch < 1 || batch > max_batch_) {
+    throw std::out_of_range("kv cache: batch " + std::to_string(batch) + " outside [1, " +
+                            std::to_string(max_batch_) + "]");
+  }
+  batch_ = batch;
+  length_ = 0;
+}
+
+void KvCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t t = k.size(2);
+  if (length_ + t > max_seq_) {
+    throw std::out_of_range("kv cache: " + std::to_string(length_ + t) + " positions exceed max_seq " +
+                            std::to_string(max_seq_));
+  }
+  auto slot = storage_[layer].narrow(1, 0, batch_).narrow(3, length_, t);  // [2, B, H, t, D]
+  slot[0].copy_(k);
+  slot[1].copy_(v);
+}
+
+void KvCache::Advance(int64_t t) { length_ += t; }
+
+torch::Tensor KvCache::Keys(int64_t layer, int64_t upto) const {
+  return storage_[layer][0].narrow(0, 0, batch_).narrow(2, 0, upto);
+}
+
+torch::Tensor KvCache::Values(int64_t layer, int64_t upto) const {
+  return storage_[layer][1].narrow(0, 0, batch_).narrow(2, 0, upto);
+}
+
+}  // namespace headroom::worker

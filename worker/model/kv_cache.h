@@ -1,0 +1,51 @@
+// The generation KV cache: one allocation, sized once for the largest batch and sequence,
+// reused by every rollout of the run.
+//
+// Why once: freeing and rebuilding the cache each step is what fragmented memory until
+// CPU OOM on the third generation in simpleRL-reason; keeping it allocated fixed that.
+// Reset() only rewinds the fill level, it never reallocates (tests check the pointer).
+//
+// Layout: storage [layers, 2 (k|v), max_batch, heads, max_seq, head_dim]; the live region
+// is [:, :, :batch, :, :length, :].
+#pragma once
+
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "worker/model/model_config.h"
+
+namespace headroom::worker {
+
+class KvCache {
+ public:
+  KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
+          torch::Dtype dtype = torch::kFloat32);
+
+  // Starts a new generation for `batch` sequences (<= max_batch). Throws std::out_of_range.
+  void Reset(int64_t batch);
+  // Writes k, v [batch, heads, t, head_dim] of `layer` at positions [length, length + t).
+  // Advance() moves length once every layer has appended.
+  void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
+  void Advance(int64_t t);
+  // Keys / values of `layer` for positions [0, length + pending): what attention reads
+  // right after Append() in the same forward.
+  torch::Tensor Keys(int64_t layer, int64_t upto) const;
+  torch::Tensor Values(int64_t layer, int64_t upto) const;
+
+  int64_t batch() const { return batch_; }
+  int64_t length() const { return length_; }
+  int64_t max_batch() const { return max_batch_; }
+  int64_t max_seq() const { return max_seq_; }
+  int64_t bytes() const { return storage_.numel() * storage_.element_size(); }
+  const void* data_ptr() const { return storage_.data_ptr(); }
+
+ private:
+  torch::Tensor storage_;
+  int64_t max_batch_;
+  int64_t max_seq_;
+  int64_t batch_ = 0;
+  int64_t length_ = 0;
+};
+
+}  // namespace headroom::worker

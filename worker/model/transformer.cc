@@ -1,0 +1,152 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/model/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+#if defined(HEADROOM_WITH_CUDA)
+#include <ATen/autocast_mode.h>
+#endif
+
+namespace headroom::worker {
+namespace {
+
+// bf16 autocast for the duration of a forward on a CUDA device (CUDA builds only; the
+// CPU build keeps fp32, where bf16 matmuls would be slower, not faster).
+class Bf16Autocast {
+ public:
+  explicit Bf16Autocast([[maybe_unused]] const torch::Device& device) {
+#if defined(HEADROOM_WITH_CUDA)
+    if (device.is_cuda()) {
+      active_ = true;
+      previous_ = at::autocast::is_enabled();
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(true);
+    }
+#endif
+  }
+  ~Bf16Autocast() {
+#if defined(HEADROOM_WITH_CUDA)
+    if (active_) {
+      at::autocast::set_enabled(previous_);
+      if (!previous_) at::autocast::clear_cache();
+    }
+#endif
+  }
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  [[maybe_unused]] bool active_ = false;
+  [[maybe_unused]] bool previous_ = false;
+};
+
+// [B, T, 3H] -> q, k, v as [B, heads, T, head_dim].
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SplitHeads(const torch::Tensor& qkv, int64_t heads) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), h3 = qkv.size(2);
+  auto parts = qkv.view({b, t, 3, heads, h3 / (3 * heads)}).permute({2, 0, 3, 1, 4});
+  return {parts[0], parts[1], parts[2]};
+}
+
+}  // namespace
+
+TransformerBlockImpl::TransformerBlockImpl(const TransformerConfig& c) {
+  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
+  qkv = register_module("qkv", torch::nn::Linear(c.hidden, 3 * c.hidden));
+  out = register_module("out", torch::nn::Linear(c.hidden, c.hidden));
+  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden})));
+  fc1 = register_module("fc1", torch::nn::Linear(c.hidden, c.ffn_hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(c.ffn_hidden, c.hidden));
+}
+
+TransformerImpl::TransformerImpl(const TransformerConfig& config) : config_(config) {
+  config_.Validate();
+  tok_emb_ = register_module("tok_emb", torch::nn::Embedding(config_.vocab_size, config_.hidden));
+  pos_emb_ = register_module("pos_emb", torch::nn::Embedding(config_.max_seq_len, config_.hidden));
+  blocks_ = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config_.layers; ++i) {
+    block_list_.emplace_back(config_);
+    blocks_->push_back(block_list_.back());
+  }
+  ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config_.hidden})));
+  head_ = register_module("head", torch::nn::Linear(config_.hidden, config_.vocab_size));
+  causal_mask_ = register_buffer(
+      "causal_mask", torch::full({config_.max_seq_len, config_.max_seq_len},
+                                 -std::numeric_limits<float>::infinity())
+                         .triu(1));
+  InitWeights();
+}
+
+void TransformerImpl::InitWeights() {
+  // GPT-2 initialisation: N(0, 0.02) for matrices, residual projections scaled by
+  // 1/sqrt(2*layers) so the residual stream's variance does not grow with depth.
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(config_.seed);
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.layers));
+  for (auto& [name, p] : OrderedParameters()) {
+    const bool is_ln = name.find("ln") != std::string::npos;
+    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
+    if (is_bias) {
+      p.zero_();
+    } else if (is_ln) {
+      p.fill_(1.0);
+    } else if (name.find(".out.") != std::string::npos || name.find(".fc2.") != std::string::npos) {
+      p.normal_(0.0, residual_std);
+    } else {
+      p.normal_(0.0, 0.02);
+    }
+  }
+}
+
+NamedTensors TransformerImpl::OrderedParameters() const {
+  NamedTensors out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache) {
+  const int64_t t = x.size(1);
+  const int64_t start = cache ? cache->length() : 0;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
+  // A single new position attends to everything cached: no mask needed.
+  torch::Tensor mask;
+  if (t > 1) mask = causal_mask_.narrow(0, start, t).narrow(1, 0, start + t);
+  for (size_t l = 0; l < block_list_.size(); ++l) {
+    auto& b = *block_list_[l];
+    auto [q, k, v] = SplitHeads(b.qkv(b.ln1(x)), config_.heads);
+    if (cache) {
+      cache->Append(static_cast<int64_t>(l), k, v);
+      k = cache->Keys(static_cast<int64_t>(l), start + t);
+      v = cache->Values(static_cast<int64_t>(l), start + t);
+    }
+    auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
+    if (mask.defined()) att = att + mask;
+    auto y = torch::matmul(torch::softmax(att, -1), v);          // [B, heads, t, D]
+    y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
+    x = x + b.out(y);
+    x = x + b.fc2(torch::gelu(b.fc1(b.ln2(x))));
+  }
+  if (cache) cache->Advance(t);
+  return x;
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+  Bf16Autocast autocast(tokens.device());
+  const int64_t t = tokens.size(1);
+  TORCH_CHECK(t <= config_.max_seq_len, "sequence of ", t, " tokens exceeds max_seq_len ", config_.max_seq_len);
+  auto positions = torch::arange(t, tokens.options());
+  auto x = tok_emb_(tokens) + pos_emb_(positions);
+  return head_(ln_f_(Blocks(x, nullptr)));
+}
+
+torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
+  Bf16Autocast autocast(tokens.device());
+  const int64_t t = tokens.size(1);
+  TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
+  auto positions = torch::arange(cache.length(), cache.length() + t, tokens.options());
+  auto x = Blocks(tok_emb_(tokens) + pos_emb_(positions), &cache);
+  return head_(ln_f_(x.select(1, t - 1)));
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,60 @@
+// The policy network: a decoder-only, pre-norm transformer (architecture in model_config.h).
+//
+// Contract:
+//   - Construction is deterministic for config.seed: same seed, same weights, bit for bit
+//     (the global torch RNG is seeded and every tensor initialised in a fixed order).
+//   - forward(tokens [B, T]) -> logits [B, T, vocab], causal: position t sees 0..t only.
+//   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
+//     returns the logits of the last new position [B, vocab]; equal (to float rounding)
+//     to forward() on the whole prefix.
+//   - OrderedParameters() lists (name, tensor) in one fixed order — the order a flat
+//     buffer, a shard map and a checkpoint use.
+//   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/model/kv_cache.h"
+#include "worker/model/model_config.h"
+
+namespace headroom::worker {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+struct TransformerBlockImpl : torch::nn::Module {
+  explicit TransformerBlockImpl(const TransformerConfig& c);
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  torch::nn::Linear qkv{nullptr}, out{nullptr}, fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(TransformerBlock);
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const TransformerConfig& config);
+
+  torch::Tensor forward(const torch::Tensor& tokens);
+  torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache);
+
+  NamedTensors OrderedParameters() const;
+  const TransformerConfig& config() const { return config_; }
+
+ private:
+  // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
+  torch::Tensor Blocks(torch::Tensor x, KvCache* cache);
+  void InitWeights();
+
+  TransformerConfig config_;
+  torch::nn::Embedding tok_emb_{nullptr}, pos_emb_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  torch::nn::LayerNorm ln_f_{nullptr};
+  torch::nn::Linear head_{nullptr};
+  torch::Tensor causal_mask_;  // [max_seq, max_seq], 0 on and below the diagonal, -inf above
+  std::vector<TransformerBlock> block_list_;
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace headroom::worker

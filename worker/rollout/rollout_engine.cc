@@ -1,0 +1,89 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/rollout/rollout_engine.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "worker/tasks/counter_rng.h"
+#include "worker/tasks/tokenizer.h"
+
+namespace headroom::worker {
+
+RolloutEngine::RolloutEngine(const TransformerConfig& config, int64_t max_batch, int64_t max_prompt,
+                             int64_t max_response, torch::Device device)
+    : cache_(config, max_batch, max_prompt + max_response, device),
+      max_prompt_(max_prompt),
+      max_response_(max_response),
+      device_(device) {
+  if (max_response < 1) throw std::invalid_argument("rollout: maxResponseLength must be >= 1");
+}
+
+torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const {
+  const int64_t b = static_cast<int64_t>(sample_keys.size());
+  auto noise = torch::empty({b, max_response_, vocab}, torch::kFloat32);
+  float* out = noise.data_ptr<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    CounterRng rng(sample_keys[i]);
+    for (int64_t j = 0; j < max_response_ * vocab; ++j) *out++ = static_cast<float>(-std::log(-std::log(rng.Uniform())));
+  }
+  return noise.to(device_);
+}
+
+Rollout RolloutEngine::Generate(Transformer& model, const torch::Tensor& prompts,
+                                const std::vector<uint64_t>& sample_keys, double temperature) {
+  const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
+  if (static_cast<int64_t>(sample_keys.size()) != b) {
+    throw std::invalid_argument("rollout: " + std::to_string(sample_keys.size()) + " sample keys for " +
+                                std::to_string(b) + " prompts");
+  }
+  if (p > max_prompt_) {
+    throw std::invalid_argument("rollout: prompt of " + std::to_string(p) + " tokens exceeds maxPromptLength " +
+                                std::to_string(max_prompt_));
+  }
+  const int64_t vocab = model->config().vocab_size;
+  torch::Tensor sequences, mask;
+  {
+    // Inference mode: no autograd bookkeeping at all while sampling; outputs are cloned
+    // below so training can use them.
+    c10::InferenceMode inference;
+    auto noise = temperature > 0 ? GumbelNoise(sample_keys, vocab) : torch::Tensor();
+    auto seq = torch::full({b, p + r}, CharTokenizer::kPad, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    seq.narrow(1, 0, p).copy_(prompts);
+    auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
+    auto msk = torch::zeros({b, r}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+    cache_.Reset(b);
+    torch::Tensor input = prompts.to(device_);
+    for (int64_t t = 0; t < r; ++t) {
+      auto logits = model->ForwardCached(input, cache_).to(torch::kFloat32);  // [B, vocab]
+      if (logit_bias_.defined()) logits = logits + logit_bias_;
+      torch::Tensor next;
+      if (temperature > 0) {
+        next = (logits / temperature + noise.select(1, t)).argmax(-1);  // Gumbel-max = a softmax sample
+      } else {
+        next = logits.argmax(-1);
+      }
+      next = torch::where(alive, next, torch::full_like(next, CharTokenizer::kPad));
+      seq.select(1, p + t).copy_(next);
+      msk.select(1, t).copy_(alive);
+      alive = alive.logical_and(next != CharTokenizer::kEos);
+      // One host sync per token buys an early exit once every row has stopped.
+      if (!alive.any().item<bool>()) break;
+      input = next.unsqueeze(1);
+    }
+    sequences = seq;
+    mask = msk;
+  }
+  // Clones made outside inference mode are ordinary tensors that autograd may use.
+  sequences = sequences.clone();
+  mask = mask.clone();
+  Rollout out;
+  out.sequences = sequences;
+  out.response_mask = mask;
+  out.prompt_length = p;
+  out.response_width = r;
+  out.generated_tokens = static_cast<int64_t>(mask.sum().item<double>());
+  return out;
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,61 @@
+// Batched autoregressive sampling with a KV cache allocated once for the whole run.
+//
+// Contract:
+//   - The engine owns one KvCache sized (max_batch, max prompt + max response); every
+//     Generate() reuses it (no allocation per step; the generation-cache rebuild that
+//     fragmented memory in simpleRL-reason cannot happen here).
+//   - Row i's randomness comes only from sample_keys[i] (Gumbel-max sampling with noise
+//     drawn from a counter RNG keyed by it), so a sample is the same whichever rank or
+//     batch position rolls it out.
+//   - A row stops at EOS (kept, masked in) or after max_response tokens; positions after
+//     it hold PAD and are masked out. temperature 0 means greedy.
+//   - With a logit bias set, sampling is restricted the same way ResponseLogProbs is.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/model/kv_cache.h"
+#include "worker/model/transformer.h"
+
+namespace headroom::worker {
+
+struct Rollout {
+  torch::Tensor sequences;      // [B, P + R] int64: prompt, response, PAD after the stop
+  torch::Tensor response_mask;  // [B, R] float: 1 for generated tokens up to and incl. EOS
+  int64_t prompt_length = 0;    // P
+  int64_t response_width = 0;   // R = max_response
+  int64_t generated_tokens = 0; // sum of response_mask
+
+  torch::Tensor responses() const { return sequences.narrow(1, prompt_length, response_width); }
+};
+
+class RolloutEngine {
+ public:
+  RolloutEngine(const TransformerConfig& config, int64_t max_batch, int64_t max_prompt, int64_t max_response,
+                torch::Device device);
+
+  // prompts [B, P] int64 (same length for every row), one key per row.
+  Rollout Generate(Transformer& model, const torch::Tensor& prompts, const std::vector<uint64_t>& sample_keys,
+                   double temperature);
+
+  // [vocab]: 0 for tokens a response may use, -inf for the rest; undefined = no restriction.
+  void set_logit_bias(torch::Tensor bias) { logit_bias_ = std::move(bias); }
+
+  const KvCache& cache() const { return cache_; }
+  int64_t max_response() const { return max_response_; }
+
+ private:
+  // [B, R, vocab] Gumbel noise, row i from sample_keys[i] alone.
+  torch::Tensor GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const;
+
+  KvCache cache_;
+  int64_t max_prompt_;
+  int64_t max_response_;
+  torch::Device device_;
+  torch::Tensor logit_bias_;
+};
+
+}  // namespace headroom::worker

@@ -1,0 +1,40 @@
+// Verifiable tasks: prompts generated from (seed, global prompt index), answers checked
+// exactly. Nothing is downloaded; the same index gives the same problem on every rank.
+//
+// Formats (every prompt of a task has the same length, so a batch needs no prompt padding):
+//   addition  "A+B="  A, B uniform in [0, 10^digits), written with exactly `digits` digits
+//                     (leading zeros kept); answer: A+B with exactly digits+1 digits.
+//                     e.g. digits=3: "007+120=" -> "0127"
+//   reverse   "D>"    D: `digits` uniform digits; answer: D reversed.   "120>" -> "021"
+//   sort      "D>"    D: `digits` uniform digits; answer: D sorted ascending. "302>" -> "023"
+// Token form: BOS + prompt characters; the expected response is answer characters + EOS.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headroom::worker {
+
+struct Problem {
+  std::string prompt;                  // e.g. "120>"
+  std::string answer;                  // e.g. "021"
+  std::vector<int64_t> prompt_tokens;  // BOS + prompt
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string name() const = 0;
+  // Deterministic in (task seed, global_index): the problem for that prompt slot.
+  virtual Problem Make(uint64_t global_index) const = 0;
+  // Token count of every prompt (BOS included) and of a correct response (EOS included).
+  virtual int64_t prompt_tokens() const = 0;
+  virtual int64_t answer_tokens() const = 0;
+};
+
+// name: addition | reverse | sort; digits >= 1. Throws std::invalid_argument otherwise.
+std::unique_ptr<Task> MakeTask(const std::string& name, int digits, uint64_t seed);
+
+}  // namespace headroom::worker

@@ -1,0 +1,32 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/telemetry/debug_leaks.h"
+
+#include <cstring>
+
+namespace headroom::worker {
+
+DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device)
+    : host_per_step_(host_bytes_per_step), gpu_per_step_(gpu_bytes_per_step), device_(device) {
+  if (gpu_per_step_ > 0 && !device_.is_cuda()) {
+    spdlog::warn("spec.debug.gpuLeakBytesPerStep {} ignored: this worker runs on {}, not a CUDA device",
+                 gpu_per_step_, device_.str());
+    gpu_per_step_ = 0;
+  }
+}
+
+void DebugLeaks::Step() {
+  if (host_per_step_ > 0) {
+    std::unique_ptr<char[]> block(new char[static_cast<size_t>(host_per_step_)]);
+    // Touch every byte: untouched pages would cost address space only, not RSS.
+    std::memset(block.get(), 0xA5, static_cast<size_t>(host_per_step_));
+    host_blocks_.push_back(std::move(block));
+    host_leaked_ += host_per_step_;
+  }
+  if (gpu_per_step_ > 0) {
+    gpu_blocks_.push_back(torch::ones({gpu_per_step_}, torch::TensorOptions().dtype(torch::kUInt8).device(device_)));
+    gpu_leaked_ += gpu_per_step_;
+  }
+}
+
+}  // namespace headroom::worker

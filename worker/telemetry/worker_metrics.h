@@ -1,0 +1,48 @@
+// The worker's Prometheus endpoint: /metrics with design.md's names (core/metrics/names.h)
+// labelled {job, rank}, and /healthz, both served by prometheus-cpp's embedded server.
+//
+// /healthz answers 200 with `headroom_worker_up 1` while the process serves requests:
+// prometheus-cpp's Exposer serves registered collectables on any URI, so health is a
+// one-gauge collectable there rather than a second HTTP server on another port.
+//
+// Port 0 binds any free port; port() tells which (and the worker logs it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "worker/telemetry/step_log.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+class Gauge;
+class Counter;
+class Histogram;
+}  // namespace prometheus
+
+namespace headroom::worker {
+
+class WorkerMetrics {
+ public:
+  // Throws std::runtime_error when the port cannot be bound.
+  WorkerMetrics(const std::string& job, int rank, int port, const std::string& bind_host = "0.0.0.0");
+  ~WorkerMetrics();
+
+  int port() const { return port_; }
+  // Publishes one finished step; gpu series only when a GPU is present.
+  void Publish(const StepRecord& record, double gpu_growth_bytes_per_step, int gpu_forecast_steps);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Registry> health_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  prometheus::Gauge *step_, *host_, *host_peak_, *host_limit_, *gpu_alloc_, *gpu_reserved_, *gpu_peak_,
+      *gpu_total_, *growth_host_, *growth_gpu_, *forecast_host_, *forecast_gpu_, *reward_, *loss_, *kl_;
+  prometheus::Counter* tokens_;
+  prometheus::Histogram* step_seconds_;
+};
+
+}  // namespace headroom::worker

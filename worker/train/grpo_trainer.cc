@@ -1,0 +1,168 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/train/grpo_trainer.h"
+
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+
+#include "worker/grpo/advantages.h"
+#include "worker/grpo/log_probs.h"
+#include "worker/model/weights_io.h"
+#include "worker/tasks/counter_rng.h"
+#include "worker/tasks/reward.h"
+#include "worker/tasks/tokenizer.h"
+
+namespace headroom::worker {
+namespace {
+
+constexpr uint64_t kSampleStream = 0x5A3F1E;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+uint64_t SampleKey(uint64_t seed, int64_t global_sample_index) {
+  return MixKey(seed, kSampleStream, static_cast<uint64_t>(global_sample_index));
+}
+
+GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device)
+    : spec_(spec), comm_(comm), device_(device) {
+  const auto& g = spec_.grpo;
+  const int world = comm_.world_size();
+  if (g.prompts_per_step % world != 0) {
+    throw std::invalid_argument("spec.grpo.promptsPerStep: " + std::to_string(g.prompts_per_step) +
+                                " is not divisible by the world size " + std::to_string(world));
+  }
+  local_prompts_ = g.prompts_per_step / world;
+  first_local_prompt_ = local_prompts_ * comm_.rank();
+
+  task_ = MakeTask(spec_.task.name, spec_.task.digits, spec_.task.seed);
+  if (task_->prompt_tokens() > g.max_prompt_length) {
+    throw std::invalid_argument("spec.grpo.maxPromptLength: " + std::to_string(g.max_prompt_length) +
+                                " is shorter than the " + spec_.task.name + " prompt of " +
+                                std::to_string(task_->prompt_tokens()) + " tokens (BOS included)");
+  }
+  if (task_->answer_tokens() > g.max_response_length) {
+    spdlog::warn("spec.grpo.maxResponseLength {} is shorter than a correct {} answer ({} tokens with EOS): "
+                 "no sample can earn the full reward",
+                 g.max_response_length, spec_.task.name, task_->answer_tokens());
+  }
+
+  const TransformerConfig config = ConfigFromSpec(spec_);
+  model_ = Transformer(config);
+  if (spec_.model.init == "checkpoint") LoadWeights(model_, spec_.model.init_checkpoint);
+  model_->to(device_);
+  if (g.kl_coef > 0) {
+    // A frozen copy of the initial policy; with klCoef == 0 it is never built.
+    reference_ = Transformer(config);
+    torch::NoGradGuard no_grad;
+    auto src = model_->OrderedParameters();
+    auto dst = reference_->OrderedParameters();
+    for (size_t i = 0; i < src.size(); ++i) dst[i].second.copy_(src[i].second.cpu());
+    reference_->to(device_);
+    reference_->eval();
+    for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+  }
+  flat_ = std::make_unique<FlatParameters>(model_->OrderedParameters());
+  optimizer_ = std::make_unique<torch::optim::AdamW>(
+      flat_->parameters(), torch::optim::AdamWOptions(g.learning_rate).weight_decay(0.01));
+  rollout_ = std::make_unique<RolloutEngine>(config, local_prompts_ * g.group_size, g.max_prompt_length,
+                                             g.max_response_length, device_);
+  // Responses are digits and EOS: the policy's action space (see CharTokenizer).
+  response_bias_ = torch::full({config.vocab_size}, -std::numeric_limits<float>::infinity());
+  for (int64_t id : CharTokenizer::ResponseTokens()) response_bias_[id] = 0.0f;
+  response_bias_ = response_bias_.to(device_);
+  rollout_->set_logit_bias(response_bias_);
+  PolicyUpdateConfig uc;
+  uc.clip_low = g.clip_low;
+  uc.clip_high = g.clip_high;
+  uc.kl_coef = g.kl_coef;
+  uc.aggregation = ParseLossAggregation(g.loss_aggregation);
+  uc.micro_batch_size = g.micro_batch_size;
+  uc.updates_per_step = g.updates_per_step;
+  uc.temperature = g.temperature;
+  uc.logit_bias = response_bias_;
+  updater_ = std::make_unique<PolicyUpdater>(model_, *flat_, *optimizer_, comm_, uc);
+}
+
+int64_t GrpoTrainer::TokensPerStep() const {
+  return local_prompts_ * spec_.grpo.group_size * (task_->prompt_tokens() + spec_.grpo.max_response_length);
+}
+
+StepResult GrpoTrainer::RunStep(int64_t step) {
+  const auto& g = spec_.grpo;
+  const int64_t group = g.group_size;
+  StepResult result;
+  result.step = step;
+
+  // 1. Prompts: this rank's slice of the step's global prompt range, each repeated G times.
+  const int64_t n = local_prompts_ * group;
+  std::vector<Problem> problems;
+  std::vector<uint64_t> keys;
+  auto prompts = torch::empty({n, task_->prompt_tokens()}, torch::kInt64);
+  for (int64_t i = 0; i < local_prompts_; ++i) {
+    const int64_t global_prompt = step * g.prompts_per_step + first_local_prompt_ + i;
+    problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
+    auto row = torch::tensor(problems.back().prompt_tokens, torch::kInt64);
+    for (int64_t s = 0; s < group; ++s) {
+      prompts[i * group + s].copy_(row);
+      keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
+    }
+  }
+
+  // 2. Rollout.
+  auto t0 = std::chrono::steady_clock::now();
+  model_->eval();
+  Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature);
+  result.rollout_seconds = SecondsSince(t0);
+
+  // 3. Rewards, verified against each problem's answer.
+  auto responses = rollout.responses().cpu().contiguous();
+  const int64_t* resp = responses.data_ptr<int64_t>();
+  std::vector<float> scores(static_cast<size_t>(n));
+  double exact = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    scores[j] = static_cast<float>(
+        ScoreResponse(problems[j / group].answer, resp + j * rollout.response_width, rollout.response_width));
+    exact += scores[j] == 1.0f;
+  }
+  auto rewards = torch::tensor(scores, torch::kFloat32);
+
+  // 4. Advantages, per group (a group never spans ranks: ranks own whole prompts).
+  PolicyBatch batch;
+  batch.sequences = rollout.sequences;
+  batch.response_mask = rollout.response_mask;
+  batch.prompt_length = rollout.prompt_length;
+  batch.advantages = GroupAdvantages(rewards, group).to(device_);
+
+  // 5. Old (and reference) log-probs: once, without grad, before any update.
+  t0 = std::chrono::steady_clock::now();
+  batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
+                                          g.micro_batch_size, response_bias_);
+  if (has_reference_model()) {
+    batch.ref_logp = ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
+                                            g.micro_batch_size, response_bias_);
+  }
+  result.logprob_seconds = SecondsSince(t0);
+
+  // 6. Updates.
+  t0 = std::chrono::steady_clock::now();
+  PolicyUpdateStats stats = updater_->Update(batch);
+  result.update_seconds = SecondsSince(t0);
+
+  result.reward_mean = rewards.mean().item<double>();
+  result.exact_fraction = exact / static_cast<double>(n);
+  result.loss = stats.loss;
+  result.kl = stats.kl;
+  result.clip_fraction = stats.clip_fraction;
+  result.grad_norm = stats.grad_norm;
+  result.sequences = n;
+  result.tokens = TokensPerStep();
+  result.generated_tokens = rollout.generated_tokens;
+  return result;
+}
+
+}  // namespace headroom::worker

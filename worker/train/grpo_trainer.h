@@ -1,0 +1,85 @@
+// One GRPO step, written as the recipe it is:
+//   prompts -> rollout -> rewards -> advantages -> old (and reference) log-probs -> updates
+//
+// Contract:
+//   - Step s uses prompts with global indices [s * promptsPerStep, (s + 1) * promptsPerStep);
+//     this rank takes its contiguous slice of them. Sample g of prompt i has global sample
+//     index i * groupSize + g and its own sampling key, so which rank ran it never matters.
+//   - No reference model exists when klCoef == 0 (not even allocated).
+//   - The model, its flat parameter buffer, the optimizer and the generation cache are
+//     built once in the constructor and live for the whole run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <torch/torch.h>
+
+#include "core/spec/training_job.h"
+#include "worker/comm/communicator.h"
+#include "worker/grpo/policy_update.h"
+#include "worker/model/flat_parameters.h"
+#include "worker/model/transformer.h"
+#include "worker/rollout/rollout_engine.h"
+#include "worker/tasks/task.h"
+
+namespace headroom::worker {
+
+struct StepResult {
+  int64_t step = 0;
+  double reward_mean = 0;        // this rank's samples
+  double exact_fraction = 0;     // share of samples with reward 1
+  double loss = 0;
+  double kl = 0;
+  double clip_fraction = 0;
+  double grad_norm = 0;
+  int64_t sequences = 0;         // this rank's sequences
+  int64_t tokens = 0;            // padded tokens processed: sequences * (prompt + maxResponse)
+  int64_t generated_tokens = 0;  // response tokens actually sampled (EOS included)
+  double rollout_seconds = 0;
+  double logprob_seconds = 0;
+  double update_seconds = 0;
+};
+
+class GrpoTrainer {
+ public:
+  // Throws std::invalid_argument for a spec it cannot run (naming the field).
+  GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device);
+
+  StepResult RunStep(int64_t step);
+
+  // Padded tokens this rank processes in a step: known before the step runs.
+  int64_t TokensPerStep() const;
+  int64_t local_prompts() const { return local_prompts_; }
+  int64_t first_local_prompt() const { return first_local_prompt_; }
+
+  Transformer& model() { return model_; }
+  const FlatParameters& flat_parameters() const { return *flat_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  bool has_reference_model() const { return !reference_.is_empty(); }
+  const RolloutEngine& rollout_engine() const { return *rollout_; }
+  const Task& task() const { return *task_; }
+  Communicator& communicator() { return comm_; }
+  const spec::TrainingJobSpec& spec() const { return spec_; }
+
+ private:
+  spec::TrainingJobSpec spec_;
+  Communicator& comm_;
+  torch::Device device_;
+  std::unique_ptr<Task> task_;
+  Transformer model_{nullptr};
+  Transformer reference_{nullptr};
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<RolloutEngine> rollout_;
+  std::unique_ptr<PolicyUpdater> updater_;
+  torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
+  int64_t local_prompts_ = 0;
+  int64_t first_local_prompt_ = 0;
+};
+
+// The sampling key of one sample: a function of the task seed and its global index only.
+uint64_t SampleKey(uint64_t seed, int64_t global_sample_index);
+
+}  // namespace headroom::worker

@@ -1,0 +1,213 @@
+#include <spdlog/spdlog.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include "worker/train/run_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "core/guard/decision.h"
+#include "core/spec/training_job.h"
+#include "worker/comm/communicator.h"
+#include "worker/telemetry/debug_leaks.h"
+#include "worker/telemetry/gpu_memory_source.h"
+#include "worker/telemetry/memory_monitor.h"
+#include "worker/telemetry/step_log.h"
+#include "worker/telemetry/worker_metrics.h"
+#include "worker/train/exit_codes.h"
+#include "worker/train/grpo_trainer.h"
+#include "worker/train/step_guard.h"
+#include "worker/train/stop_request.h"
+
+namespace headroom::worker {
+namespace {
+
+std::optional<std::string> ReadIntEnv(const char* name, int min, int& out) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const long parsed = std::strtol(v, &end, 10);
+  if (*end != '\0' || parsed < min || parsed > 1 << 30) {
+    return std::string(name) + ": must be an integer >= " + std::to_string(min) + ", got \"" + v + "\"";
+  }
+  out = static_cast<int>(parsed);
+  return std::nullopt;
+}
+
+// Human logs on stderr: stdout may be the step log.
+void LogToStderr() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  auto logger = spdlog::stderr_color_mt("headroom-worker");
+  spdlog::set_default_logger(logger);
+}
+
+torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
+  if (spec.resources.gpus > 0) {
+    if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, rank % std::max<int>(1, torch::cuda::device_count()));
+    spdlog::warn("spec.resources.gpus is {} but this LibTorch sees no CUDA device: running on CPU",
+                 spec.resources.gpus);
+  }
+  return torch::Device(torch::kCPU);
+}
+
+StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double seconds, int64_t next_tokens,
+                      int world_size, int rank, int64_t micro_batch) {
+  StepRecord rec;
+  rec.step = r.step + 1;  // finished steps: the number a checkpoint of this state carries
+  rec.reward_mean = r.reward_mean;
+  rec.exact_fraction = r.exact_fraction;
+  rec.loss = r.loss;
+  rec.kl = r.kl;
+  rec.clip_fraction = r.clip_fraction;
+  rec.grad_norm = r.grad_norm;
+  rec.host_bytes = m.host_bytes;
+  rec.host_peak_bytes = m.host_peak_bytes;
+  rec.host_limit_bytes = m.host_limit_bytes;
+  rec.gpu_allocated_bytes = m.gpu.allocated_bytes;
+  rec.gpu_reserved_bytes = m.gpu.reserved_bytes;
+  rec.gpu_peak_bytes = m.gpu.peak_bytes;
+  rec.gpu_total_bytes = m.gpu.total_bytes;
+  rec.gpu_alloc_retries = m.gpu.alloc_retries;
+  rec.tokens = r.tokens;
+  rec.next_step_tokens = next_tokens;
+  rec.generated_tokens = r.generated_tokens;
+  rec.step_seconds = seconds;
+  rec.tokens_per_second = seconds > 0 ? static_cast<double>(r.tokens) / seconds : 0;
+  rec.rollout_seconds = r.rollout_seconds;
+  rec.update_seconds = r.update_seconds;
+  rec.world_size = world_size;
+  rec.rank = rank;
+  rec.micro_batch_size = micro_batch;
+  return rec;
+}
+
+int Run(const WorkerOptions& options) {
+  // 1. The job.
+  const auto parsed = spec::ParseTrainingJobFile(options.job_path);
+  if (!parsed.ok()) {
+    for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
+    return kExitInvalidSpec;
+  }
+  const spec::TrainingJob& job = *parsed.job;
+  const spec::TrainingJobSpec& spec = job.spec;
+  if (options.world_size > 1) {
+    spdlog::error("WORLD_SIZE={}: this headroom-worker is single-process (sharding not built); run with "
+                  "WORLD_SIZE=1",
+                  options.world_size);
+    return kExitFailure;
+  }
+  if (options.rank != 0) {
+    spdlog::error("RANK={} with WORLD_SIZE=1: the only rank is 0", options.rank);
+    return kExitFailure;
+  }
+
+  // 2. Process resources: threads from the CPU request (this is a 2-core machine).
+  torch::set_num_threads(std::max<int64_t>(1, spec.resources.cpu_millis / 1000));
+  const torch::Device device = PickDevice(spec, options.rank);
+  auto comm = MakeLocalCommunicator();
+  InstallStopSignalHandlers();
+
+  // 3. Telemetry.
+  std::unique_ptr<WorkerMetrics> metrics;
+  if (options.metrics_port >= 0) {
+    metrics = std::make_unique<WorkerMetrics>(job.metadata.name, options.rank, options.metrics_port,
+                                              options.metrics_bind);
+    spdlog::info("metrics on port {} (/metrics, /healthz)", metrics->port());
+  }
+  StepLogWriter step_log(options.log_path);
+  MemoryMonitor monitor(spec.resources.memory_bytes, MakeGpuMemorySource(device));
+  DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device);
+  std::optional<StepGuard> guard;
+  if (spec.memory_guard.enabled) guard.emplace(spec, comm->world_size());
+
+  // 4. The trainer: model, optimizer, generation cache, built once.
+  std::unique_ptr<GrpoTrainer> trainer;
+  try {
+    trainer = std::make_unique<GrpoTrainer>(spec, *comm, device);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << e.what() << "\n";
+    return kExitInvalidSpec;
+  }
+  spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
+               job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
+               trainer->flat_parameters().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
+
+  // 5. Steps. Every boundary: honour a stop request, then after the step ask the guard.
+  const int64_t tokens_per_step = trainer->TokensPerStep();
+  for (int64_t step = 0; step < spec.grpo.steps; ++step) {
+    if (StopRequested()) {
+      spdlog::info("signal {}: drained at step boundary {}", StopSignal(), step);
+      return kExitDrained;
+    }
+    monitor.BeginStep();
+    const auto start = std::chrono::steady_clock::now();
+    leaks.Step();
+    const StepResult result = trainer->RunStep(step);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const StepMemoryReading mem = monitor.EndStep();
+    const bool last = step + 1 == spec.grpo.steps;
+    StepRecord record = MakeRecord(result, mem, seconds, last ? 0 : tokens_per_step, comm->world_size(),
+                                   options.rank, spec.grpo.micro_batch_size);
+    guard::Decision decision;
+    double gpu_growth = 0;
+    int gpu_forecast = -1;
+    if (guard) {
+      guard::StepMemory sm;
+      sm.step = static_cast<int>(record.step);
+      sm.host_bytes = mem.host_bytes;
+      sm.host_peak_bytes = mem.host_peak_bytes;
+      sm.host_limit_bytes = mem.host_limit_bytes;
+      sm.gpu_bytes = mem.gpu.reserved_bytes;
+      sm.gpu_peak_bytes = mem.gpu.peak_bytes;
+      sm.gpu_limit_bytes = mem.gpu.total_bytes;
+      sm.tokens = result.tokens;
+      decision = guard->Check(sm, tokens_per_step);
+      const auto& f = guard->last_forecast();
+      record.guard_action = guard::DecisionActionName(decision.action);
+      record.host_forecast_steps = f.host.steps_to_limit;
+      record.host_growth_bytes_per_step = f.host.growth_bytes_per_step;
+      gpu_growth = f.gpu.growth_bytes_per_step;
+      gpu_forecast = f.gpu.steps_to_limit;
+    }
+    step_log.Write(record);
+    if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
+    if (decision.acts() && !last) {
+      const std::string json = decision.ToJson();
+      const std::string where = WriteTerminationMessage(json);
+      spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(decision.action), decision.reason,
+                   where.empty() ? "" : "; decision written to " + where);
+      return kExitGuardStop;
+    }
+  }
+  spdlog::info("finished {} steps", spec.grpo.steps);
+  return kExitFinished;
+}
+
+}  // namespace
+
+std::optional<std::string> ReadRendezvousEnvironment(WorkerOptions& options) {
+  if (auto e = ReadIntEnv("RANK", 0, options.rank)) return e;
+  if (auto e = ReadIntEnv("WORLD_SIZE", 1, options.world_size)) return e;
+  if (auto e = ReadIntEnv("MASTER_PORT", 0, options.master_port)) return e;
+  if (const char* v = std::getenv("MASTER_ADDR")) options.master_addr = v;
+  if (options.rank >= options.world_size) {
+    return "RANK: " + std::to_string(options.rank) + " must be below WORLD_SIZE " + std::to_string(options.world_size);
+  }
+  return std::nullopt;
+}
+
+int RunWorker(const WorkerOptions& options) {
+  LogToStderr();
+  try {
+    return Run(options);
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace headroom::worker
