@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -106,7 +108,12 @@ class Cluster {
     StopOperator();
     if (kubelet_) kubelet_->Stop();
     server_.Stop();
-    std::filesystem::remove_all(dir_);
+    // HEADROOM_K8S_KEEP=1 keeps the pods' logs and checkpoints for a post-mortem.
+    if (std::getenv("HEADROOM_K8S_KEEP")) {
+      std::cerr << "kept " << dir_ << "\n";
+    } else {
+      std::filesystem::remove_all(dir_);
+    }
   }
 
   TrainingJobControllerOptions OperatorOptions() {
