@@ -5,14 +5,16 @@
 //     kernel, and the summary counts the kills and the steps lost;
 //   - the same drill with the guard finishes every step with at least one guard restart,
 //     no OOM kill and no step lost;
-//   - a reshard case and a micro-batch case (tests/e2e/testdata/), their limits computed
-//     from the planner so the guard must act.
+//   - a reshard case and a micro-batch case (tests/e2e/testdata/), their limits set from a
+//     short calibration run's measured peak (and the planner's ratio between the two
+//     configurations) so that the guard must act and its change is enough.
 // Each test skips, saying why, where it cannot run: no headroom-worker built, not root /
 // no memory cgroup, or (reshard) no ZeRO sharding in the worker yet.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +110,31 @@ std::string WriteJob(const Workspace& ws, const spec::TrainingJob& job) {
   return path;
 }
 
+// The worst per-step host peak of a short calibration run of `job` (2 steps, a generous
+// limit, no guard): what this machine's worker really needs, which the planner only
+// estimates.
+int64_t MeasuredHostPeak(const Workspace& ws, spec::TrainingJob job) {
+  job.metadata.name += "-calibrate";
+  job.spec.grpo.steps = 2;
+  job.spec.resources.memory = "4Gi";
+  job.spec.resources.memory_bytes = 4LL << 30;
+  RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "--no-guard");
+  std::istringstream csv(ReadAll(r.workdir + "/memory.csv"));
+  std::string line;
+  std::getline(csv, line);  // header: step,host_bytes,gpu_bytes,host_peak_bytes,...
+  int64_t peak = 0;
+  while (std::getline(csv, line)) {
+    std::istringstream row(line);
+    std::string cell;
+    std::vector<int64_t> v;
+    while (std::getline(row, cell, ',')) v.push_back(std::stoll(cell));
+    if (v.size() >= 4) peak = std::max({peak, v[1], v[3]});
+  }
+  EXPECT_GT(peak, 0) << "calibration run measured nothing:\n" << r.output;
+  fs::remove_all(r.workdir);
+  return peak;
+}
+
 // A limit L with needs_action / threshold > L > needs_action (it runs, above the threshold)
 // and fits < threshold * L (the change the guard should make fixes it): the midpoint.
 int64_t LimitBetween(int64_t needs_action, int64_t fits, double threshold) {
@@ -155,12 +182,18 @@ TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {
   Workspace ws;
   spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/reshard-optimizer.yaml");
   const double threshold = job.spec.memory_guard.host_threshold;
-  const int64_t one = guard::PlanMemory(job.spec, 1).host_total_bytes;
-  const int64_t two = guard::PlanMemory(job.spec, 2).host_total_bytes;
+  // Measured at 1 worker; the 2-worker need scaled by the planner's ratio.
+  const int64_t one = MeasuredHostPeak(ws, job);
+  const int64_t two = static_cast<int64_t>(static_cast<double>(one) * guard::PlanMemory(job.spec, 2).host_total_bytes /
+                                           guard::PlanMemory(job.spec, 1).host_total_bytes);
   job.spec.resources.memory_bytes = LimitBetween(one, two, threshold);
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
   ASSERT_FALSE(r.summary.is_null()) << r.output;
+  if (r.output.find("sharding not built") != std::string::npos) {
+    GTEST_SKIP() << "the worker refused WORLD_SIZE=2 (\"sharding not built\"): ZeRO sharding (issue 5) is not in "
+                    "headroom-worker yet";
+  }
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_GE(r.summary["reshards"].get<int>(), 1) << r.output;
   EXPECT_EQ(r.summary["oom_kills"], 0) << r.output;
@@ -173,8 +206,10 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithASmallerMicroBatchIsShrunk) {
   spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/microbatch-activations.yaml");
   spec::TrainingJobSpec smaller = job.spec;
   smaller.grpo.micro_batch_size = job.spec.grpo.micro_batch_size / 4;
-  const int64_t big = guard::PlanMemory(job.spec, 1).host_total_bytes;
-  const int64_t small = guard::PlanMemory(smaller, 1).host_total_bytes;
+  // Measured at the spec's micro-batch; the smaller one's need scaled by the planner's ratio.
+  const int64_t big = MeasuredHostPeak(ws, job);
+  const int64_t small = static_cast<int64_t>(static_cast<double>(big) * guard::PlanMemory(smaller, 1).host_total_bytes /
+                                             guard::PlanMemory(job.spec, 1).host_total_bytes);
   job.spec.resources.memory_bytes = LimitBetween(big, small, job.spec.memory_guard.host_threshold);
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
