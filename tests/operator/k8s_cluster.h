@@ -131,7 +131,8 @@ class Cluster {
   }
 
   void StartOperator() {
-    operator_ = std::make_unique<TrainingJobController>(*client_, OperatorOptions(), nullptr);
+    metrics_ = std::make_shared<controller::OperatorMetrics>();
+    operator_ = std::make_unique<TrainingJobController>(*client_, OperatorOptions(), metrics_);
     operator_->StartInformers();
     ASSERT_TRUE(operator_->WaitForSync(10s));
     operator_->StartReconciling();
@@ -214,6 +215,7 @@ class Cluster {
 
   testserver::TestApiServer& server() { return server_; }
   TrainingJobController& op() { return *operator_; }
+  controller::OperatorMetrics& metrics() { return *metrics_; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -250,6 +252,7 @@ class Cluster {
   testserver::TestApiServer server_;
   std::unique_ptr<kube::RestClient> client_;
   std::unique_ptr<testserver::TestKubelet> kubelet_;
+  std::shared_ptr<controller::OperatorMetrics> metrics_;
   std::unique_ptr<TrainingJobController> operator_;
   std::mutex mu_;
   std::map<std::string, int> rendezvous_;

@@ -65,6 +65,12 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   EXPECT_TRUE(Has(reasons, "GuardRestart")) << c.EventMessages("story");
   EXPECT_EQ(reasons.back(), "Succeeded") << c.EventMessages("story");
   EXPECT_NE(c.EventMessages("story").find("host forecast crosses 85%"), std::string::npos) << c.EventMessages("story");
+
+  const std::string metrics = c.metrics().Render();
+  EXPECT_NE(metrics.find(R"(headroom_operator_guard_actions_total{action="restart",reason="memoryGuard"} 1)"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Succeeded"} 1)"), std::string::npos) << metrics;
 }
 
 TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
