@@ -2,6 +2,8 @@
 
 #include "worker/grpo/log_probs.h"
 
+#include "worker/tasks/tokenizer.h"
+
 namespace headroom::worker {
 
 torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
@@ -11,7 +13,12 @@ torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequence
   auto logits = model->forward(sequences.narrow(1, 0, total - 1)).narrow(1, prompt_length - 1, r).to(torch::kFloat32);
   if (logit_bias.defined()) logits = logits + logit_bias;
   if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
-  auto targets = sequences.narrow(1, prompt_length, r).unsqueeze(-1);
+  // Positions after a response's stop hold PAD, which the logit bias may exclude (-inf):
+  // read EOS's log-prob there instead so masked positions stay finite (every loss masks
+  // them out, and -inf * 0 would be NaN).
+  auto targets = sequences.narrow(1, prompt_length, r);
+  targets = torch::where(targets == CharTokenizer::kPad, torch::full_like(targets, CharTokenizer::kEos), targets)
+                .unsqueeze(-1);
   return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
 }
 
