@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <thread>
 
 #include "core/guard/guard_history.h"
@@ -188,10 +189,13 @@ void TrainingJobController::Event(const json& object, const std::string& name_su
   const std::string ns = kube::Namespace(object);
   const std::string now = kube::FormatTime(std::chrono::system_clock::now());
   // A name that is a function of what happened: a retry, or a second operator replaying
-  // it after a restart, answers AlreadyExists instead of a duplicate Event.
+  // it after a restart, answers AlreadyExists instead of a duplicate Event. Lowercase:
+  // names are RFC 1123 subdomains, and action types are camelCase.
+  std::string suffix = name_suffix;
+  for (char& ch : suffix) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   json event{{"apiVersion", "v1"},
              {"kind", "Event"},
-             {"metadata", {{"name", kube::Name(object) + "." + Uid8(object) + "." + name_suffix}, {"namespace", ns}}},
+             {"metadata", {{"name", kube::Name(object) + "." + Uid8(object) + "." + suffix}, {"namespace", ns}}},
              {"involvedObject",
               {{"apiVersion", spec::kApiVersion},
                {"kind", spec::kKind},

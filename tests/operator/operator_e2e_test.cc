@@ -132,5 +132,40 @@ TEST(OperatorEndToEnd, FastLeakDrillWithTheFakeWorker) {
   EXPECT_TRUE(std::filesystem::exists(c.dir() + "/jobs/fast-drill/checkpoints/latest"));
 }
 
+// Without the guard the kernel's OOM killer acts at the cgroup limit: the pod ends
+// OOMKilled, the operator restarts it from the last checkpoint, and the status and an
+// OOMKilled Event say how many steps were lost.
+TEST(OperatorEndToEnd, OomKilledPodRestartsFromTheCheckpointAndCountsStepsLost) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster::Options o;
+  o.worker_env = {{"FAKE_STEP_SECONDS", "0.03"}};
+  Cluster c(o);
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for the test kubelet's memory cgroups";
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "oom";
+  shape.steps = 10;
+  shape.memory = "128Mi";
+  shape.leak = "24Mi";
+  shape.max_workers = 1;
+  shape.checkpoint_every = 3;
+  json job = JobObject(shape);
+  job["spec"]["memoryGuard"]["enabled"] = false;
+  c.Create(job);
+  ASSERT_TRUE(c.WaitForJob(
+      "oom", [](const json& j) { return j.value("status", json::object()).value("oomKills", 0) >= 1; }, 60s,
+      "an OOM kill"));
+  ASSERT_TRUE(c.WaitUntil([&] {
+    const auto r = c.EventReasons("oom");
+    return std::find(r.begin(), r.end(), "OOMKilled") != r.end();
+  }, 10s)) << c.EventMessages("oom");
+  const std::string events = c.EventMessages("oom");
+  EXPECT_NE(events.find("OOM-killed by the kernel"), std::string::npos) << events;
+  EXPECT_NE(events.find("steps lost"), std::string::npos) << events;
+  const json status = c.Status("oom");
+  EXPECT_GE(status.value("generation", 0), 2) << "relaunched after the kill: " << status.dump();
+  EXPECT_EQ(status["lastAction"].value("type", "").rfind("restartAfterOOMKill", 0), 0u) << status.dump();
+}
+
 }  // namespace
 }  // namespace headroom::k8s::testing
