@@ -1,0 +1,129 @@
+// Telemetry: the step log's keys, the Prometheus endpoint (names, labels, /healthz) over
+// real HTTP, and the debug host leak showing up in resident memory.
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/memory/host_memory.h"
+#include "core/metrics/names.h"
+#include "worker/telemetry/debug_leaks.h"
+#include "worker/telemetry/step_log.h"
+#include "worker/telemetry/worker_metrics.h"
+
+namespace headroom::worker {
+namespace {
+
+// A minimal HTTP/1.0 GET against 127.0.0.1: returns the whole response.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  (void)::write(fd, request.data(), request.size());
+  std::string response;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) response.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return response;
+}
+
+TEST(StepLog, OneJsonObjectPerLineWithEveryDesignKey) {
+  const auto path = std::filesystem::temp_directory_path() / ("headroom-steplog-" + std::to_string(::getpid()));
+  {
+    StepLogWriter writer(path.string());
+    StepRecord r;
+    r.step = 1;
+    r.reward_mean = 0.25;
+    r.tokens = 1280;
+    writer.Write(r);
+    r.step = 2;
+    writer.Write(r);
+  }
+  std::ifstream in(path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    auto j = nlohmann::json::parse(line);
+    for (const char* key : {"step", "reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
+                            "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
+                            "tokens", "step_seconds", "tokens_per_second", "next_step_tokens", "world_size",
+                            "micro_batch_size"}) {
+      EXPECT_TRUE(j.contains(key)) << key;
+    }
+    EXPECT_EQ(j["step"].get<int>(), lines);
+  }
+  EXPECT_EQ(lines, 2);
+  std::filesystem::remove(path);
+  EXPECT_THROW(StepLogWriter("/nonexistent-dir/x.jsonl"), std::runtime_error);
+}
+
+TEST(WorkerMetrics, ServesDesignNamesWithJobAndRankAndHealthz) {
+  WorkerMetrics metrics("reverse-tiny", 0, 0, "127.0.0.1");
+  ASSERT_GT(metrics.port(), 0);
+  StepRecord r;
+  r.step = 7;
+  r.host_bytes = 123456789;
+  r.reward_mean = 0.5;
+  r.tokens = 100;
+  r.step_seconds = 0.3;
+  metrics.Publish(r, 0, -1);
+  const std::string body = HttpGet(metrics.port(), "/metrics");
+  ASSERT_NE(body.find("200 OK"), std::string::npos) << body;
+  EXPECT_NE(body.find(std::string(metrics::kWorkerStep) + "{job=\"reverse-tiny\",rank=\"0\"} 7"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find(std::string(metrics::kWorkerHostMemoryBytes) + "{job=\"reverse-tiny\",rank=\"0\"} 123456789"),
+            std::string::npos);
+  EXPECT_NE(body.find(std::string(metrics::kWorkerMemoryGrowthBytesPerStep) + "{job=\"reverse-tiny\",rank=\"0\",resource=\"host\"}"),
+            std::string::npos);
+  EXPECT_NE(body.find(std::string(metrics::kWorkerStepDurationSeconds) + "_bucket"), std::string::npos);
+  EXPECT_NE(body.find(std::string(metrics::kWorkerTokensTotal)), std::string::npos);
+  const std::string health = HttpGet(metrics.port(), "/healthz");
+  EXPECT_NE(health.find("200 OK"), std::string::npos) << health;
+  EXPECT_NE(health.find("headroom_worker_up"), std::string::npos);
+  EXPECT_EQ(HttpGet(metrics.port(), "/nothing-here").find("200 OK"), std::string::npos);
+}
+
+TEST(WorkerMetrics, ABusyPortIsAClearError) {
+  WorkerMetrics first("j", 0, 0, "127.0.0.1");
+  try {
+    WorkerMetrics second("j", 0, first.port(), "127.0.0.1");
+    FAIL() << "bound a busy port";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--metrics-port"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DebugLeaks, HostLeakIsResidentAndHeld) {
+  const int64_t before = memory::ReadProcMemory().working_set_bytes;
+  DebugLeaks leaks(32 << 20, 0, torch::kCPU);
+  leaks.Step();
+  leaks.Step();
+  const int64_t after = memory::ReadProcMemory().working_set_bytes;
+  EXPECT_EQ(leaks.host_leaked_bytes(), 64 << 20);
+  EXPECT_GT(after - before, 60 << 20) << "RSS grew by " << (after - before);
+}
+
+TEST(DebugLeaks, GpuLeakIgnoredOnCpu) {
+  DebugLeaks leaks(0, 1 << 20, torch::kCPU);
+  leaks.Step();
+  EXPECT_EQ(leaks.gpu_leaked_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace headroom::worker
