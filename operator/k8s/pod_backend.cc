@@ -263,6 +263,11 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
   std::map<std::string, int64_t> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // The previous generation's pods become "other" pods: they have ended and hold names
+    // (rank 1 after a reshard from 2 to 1 would otherwise stay forever).
+    for (const auto& [rank, rp] : ranks_) {
+      if (rp.seen && !rp.deleted) other_pods_[rp.name] = generation_;
+    }
     generation_ = request.generation;
     workers_ = job.spec.workers;
     ranks_.clear();
