@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 
+#include "operator/k8s/http_scrape.h"
+#include "operator/k8s/worker_metrics_text.h"
 #include "operator/kube/resource_client.h"
 #include "operator/manifests/children.h"
 #include "tests/operator/testserver/api_server.h"
@@ -58,6 +60,17 @@ size_t Count(testserver::TestApiServer& server, const std::string& plural, const
   return server.store()
       .List(*r, "default", testserver::LabelSelector(), testserver::FieldSelector(), 0, "")["items"]
       .size();
+}
+
+// Reconciles the operator has done so far, from its own /metrics.
+double Reconciles(int port) {
+  std::optional<std::string> page = k8s::HttpGet("127.0.0.1", port, "/metrics", std::chrono::seconds(2));
+  double total = 0;
+  if (!page) return -1;
+  for (const k8s::MetricSample& s : k8s::ParsePrometheusText(*page)) {
+    if (s.name == "headroom_operator_reconcile_total") total += s.value;
+  }
+  return total;
 }
 
 }  // namespace
@@ -101,6 +114,8 @@ int main(int argc, char** argv) {
                             << server.url() << "\"}\nusers:\n- name: bench\n  user: {}\ncontexts:\n- name: test\n"
                             << "  context: {cluster: test, user: bench, namespace: default}\ncurrent-context: test\n";
 
+  const int metrics_port = testserver::FreeLoopbackPort();
+  const std::string metrics_port_arg = std::to_string(metrics_port);
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -108,7 +123,7 @@ int main(int argc, char** argv) {
     std::freopen(log.c_str(), "w", stdout);
     std::freopen(log.c_str(), "a", stderr);
     ::execl(operator_bin.c_str(), operator_bin.c_str(), "--kubeconfig", kubeconfig.c_str(), "--namespace", "default",
-            "--metrics-port", "0", "--resync-seconds", "0.5", static_cast<char*>(nullptr));
+            "--metrics-port", metrics_port_arg.c_str(), "--resync-seconds", "0.5", static_cast<char*>(nullptr));
     std::_Exit(127);
   }
   size_t pods = 0;
@@ -127,8 +142,10 @@ int main(int argc, char** argv) {
     if (Seconds(Clock::now() - start) > 180) break;
   }
   const int64_t requests_before = server.requests();
+  const double reconciles_before = Reconciles(metrics_port);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // ~5 resyncs of every job
   const int64_t resync_writes = server.write_requests() - writes_before;
+  const double resync_reconciles = Reconciles(metrics_port) - reconciles_before;
   const int64_t resync_requests = server.requests() - requests_before;
   const long rss_kib = RssKiB(pid);
   ::kill(pid, SIGTERM);
@@ -145,6 +162,8 @@ int main(int argc, char** argv) {
   std::printf("  API writes over ~5 resyncs of every job with nothing changed: %lld (target 0); "
               "requests (reads, incl. watches) meanwhile: %lld\n",
               static_cast<long long>(resync_writes), static_cast<long long>(resync_requests));
+  std::printf("  reconciles in that window: %.0f (%.1f per job: the resyncs did happen)\n", resync_reconciles,
+              resync_reconciles / jobs);
   std::printf("  operator RSS with %d jobs: %.1f MiB   (target < 64 MiB: %.2fx headroom)\n", jobs, rss_kib / 1024.0,
               64.0 * 1024 / rss_kib);
   std::printf("  operator exit on SIGTERM: %d\n", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
