@@ -27,6 +27,7 @@ struct TrainingJobController::JobEntry {
   size_t actions_reported = 0;   // of reconciler->status().actions
   std::string phase_reported;    // the phase the last phase Event was for
   std::optional<json> written;   // the status this operator last wrote
+  StatusTimes times;             // startTime / completionTime
 };
 
 namespace {
@@ -355,6 +356,7 @@ void TrainingJobController::RestoreEntry(JobEntry& entry, const json& object, co
     if (kube::ControllerUid(p) == entry.uid) entry.backend->OnPodEvent(p, false);
   }
   entry.observed_generation = status_json.value("observedGeneration", int64_t{0});
+  entry.times = StatusTimesFromJson(status_json);
   entry.actions_reported = 0;
   entry.phase_reported = runtime::JobPhaseName(status.phase);
   entry.suspend = status.phase == runtime::JobPhase::kSuspended;
@@ -511,8 +513,13 @@ controller::Result TrainingJobController::Reconcile(const std::string& key) {
   Drive(*entry);
   ReportActions(*entry, *object);
   const runtime::JobStatus& s = entry->reconciler->status();
+  const std::string now = kube::FormatTime(std::chrono::system_clock::now());
+  if (entry->times.start_time.empty() && s.generation > 0) entry->times.start_time = now;
+  const bool done = s.phase == runtime::JobPhase::kSucceeded || s.phase == runtime::JobPhase::kFailed;
+  if (!done) entry->times.completion_time.clear();
+  if (done && entry->times.completion_time.empty()) entry->times.completion_time = now;
   try {
-    WriteStatus(*entry, *object, StatusJson(s, entry->observed_generation));
+    WriteStatus(*entry, *object, StatusJson(s, entry->observed_generation, entry->times));
   } catch (const kube::ApiError& e) {
     spdlog::warn("{}: status not written ({}); retrying", key, e.what());
     return {.requeue = true};

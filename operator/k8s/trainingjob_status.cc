@@ -31,10 +31,16 @@ std::optional<runtime::JobPhase> JobPhaseFromName(const std::string& name) {
   return std::nullopt;
 }
 
-json StatusJson(const runtime::JobStatus& status, int64_t observed_generation) {
+json StatusJson(const runtime::JobStatus& status, int64_t observed_generation, const StatusTimes& times) {
   json j = runtime::ToJson(status);
   j["observedGeneration"] = observed_generation;
+  if (!times.start_time.empty()) j["startTime"] = times.start_time;
+  if (!times.completion_time.empty()) j["completionTime"] = times.completion_time;
   return j;
+}
+
+StatusTimes StatusTimesFromJson(const json& status) {
+  return StatusTimes{Get<std::string>(status, "startTime", ""), Get<std::string>(status, "completionTime", "")};
 }
 
 runtime::JobStatus JobStatusFromJson(const json& j) {

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +21,16 @@
 
 namespace headroom::k8s {
 
-nlohmann::json StatusJson(const runtime::JobStatus& status, int64_t observed_generation);
+// startTime (the first launch) and completionTime (Succeeded or Failed), RFC 3339; an
+// empty string leaves the field out.
+struct StatusTimes {
+  std::string start_time;
+  std::string completion_time;
+};
+
+nlohmann::json StatusJson(const runtime::JobStatus& status, int64_t observed_generation, const StatusTimes& times = {});
+// The times a status written by StatusJson carries.
+StatusTimes StatusTimesFromJson(const nlohmann::json& status);
 
 runtime::JobStatus JobStatusFromJson(const nlohmann::json& status);
 

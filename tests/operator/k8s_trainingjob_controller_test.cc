@@ -39,6 +39,8 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   EXPECT_EQ(status.value("stepsLost", -1), 0);
   EXPECT_EQ(status["lastAction"].value("type", ""), "restart");
   EXPECT_EQ(status.value("observedGeneration", 0), created["metadata"].value("generation", 0));
+  ASSERT_TRUE(status.contains("startTime") && status.contains("completionTime")) << status.dump();
+  EXPECT_LE(kube::ParseTime(status["startTime"]), kube::ParseTime(status["completionTime"]));
 
   // Every child is owned by the job (controller: true), so deleting it removes them.
   auto owned = [&](const json& o) {

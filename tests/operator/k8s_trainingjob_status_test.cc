@@ -43,6 +43,17 @@ TEST(TrainingJobStatus, RoundTripsWhatRestoreNeeds) {
   EXPECT_EQ(back.last_action->type, "reshard");
 }
 
+TEST(TrainingJobStatus, StartAndCompletionTimesOnlyWhenKnown) {
+  json j = StatusJson(Sample(), 1);
+  EXPECT_FALSE(j.contains("startTime"));
+  EXPECT_FALSE(j.contains("completionTime"));
+  j = StatusJson(Sample(), 1, {"2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z"});
+  EXPECT_EQ(j["startTime"], "2026-11-22T01:00:00Z");
+  const StatusTimes back = StatusTimesFromJson(j);
+  EXPECT_EQ(back.start_time, "2026-11-22T01:00:00Z");
+  EXPECT_EQ(back.completion_time, "2026-11-22T02:00:00Z");
+}
+
 TEST(TrainingJobStatus, SameStatusSameBytes) {
   EXPECT_EQ(StatusJson(Sample(), 5).dump(), StatusJson(Sample(), 5).dump());
 }
