@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -369,14 +370,21 @@ runtime::Observation PodBackend::Observe() {
     }
     o.checkpoint_step = checkpoint_step_;
   }
-  // Outside the lock: each scrape is bounded by scrape_timeout.
+  // Outside the lock, all ranks at once: a reconcile waits at most one scrape_timeout,
+  // however many ranks the job has or how many of them hang.
+  std::vector<std::future<std::optional<std::string>>> pages;
   for (const Target& t : scrape) {
-    std::string why;
-    std::optional<std::string> body = HttpGet(t.ip, t.port, "/metrics", options_.scrape_timeout, &why);
-    if (!body) {
-      spdlog::debug("scrape rank {}: {}", t.rank, why);
-      continue;
-    }
+    pages.push_back(std::async(std::launch::async, [t, timeout = options_.scrape_timeout] {
+      std::string why;
+      std::optional<std::string> body = HttpGet(t.ip, t.port, "/metrics", timeout, &why);
+      if (!body) spdlog::debug("scrape rank {}: {}", t.rank, why);
+      return body;
+    }));
+  }
+  for (size_t i = 0; i < scrape.size(); ++i) {
+    const Target& t = scrape[i];
+    std::optional<std::string> body = pages[i].get();
+    if (!body) continue;
     std::optional<runtime::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
     if (!r) continue;
     std::lock_guard<std::mutex> lock(mu_);

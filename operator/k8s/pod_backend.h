@@ -13,7 +13,8 @@
 //             terminated {exitCode, reason "OOMKilled", message = termination message};
 //             step records by scraping each running pod's /metrics at its pod IP and the
 //             port in its prometheus.io/port annotation (each step reported once, per
-//             rank); a rank whose pod vanished without a recorded end reads as killed
+//             rank; all ranks scraped at once, so one Observe waits at most one
+//             scrape_timeout); a rank whose pod vanished without a recorded end reads as killed
 //             (137, "PodDeleted").
 //   Drain   = delete the generation's pods with gracePeriodSeconds = grace (the kubelet
 //             sends SIGTERM, the workers checkpoint and exit 75).
