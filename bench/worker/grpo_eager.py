@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The baseline for bench/worker: one GRPO step in straightforward PyTorch eager.
+
+Same model (worker/model: pre-norm decoder, learned positions, fused qkv, GELU MLP, untied
+head, all with bias), same batch (reverse 3 digits, 16 prompts x 8 samples, prompt 5
+tokens, up to 6 response tokens), a KV cache allocated once, temperature sampling, EOS
+stop and masks, responses restricted to digits + EOS (as the worker's policy is), verl-style GRPO loss (token-mean), AdamW, grad-norm clip 1.0.
+Prints one JSON object with the same keys grpo_step_bench prints.
+"""
+import argparse
+import json
+import math
+import random
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAD, BOS, EOS, VOCAB = 0, 1, 2, 32
+# The response alphabet: EOS and the ten digits; everything else gets -inf.
+ALLOWED = torch.full((VOCAB,), float("-inf"))
+ALLOWED[2:13] = 0
+PRESETS = {"tiny": (2, 64, 4, 256), "small": (6, 512, 8, 2048)}
+
+
+class Block(nn.Module):
+    def __init__(self, h, f):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.qkv, self.out = nn.Linear(h, 3 * h), nn.Linear(h, h)
+        self.fc1, self.fc2 = nn.Linear(h, f), nn.Linear(f, h)
+
+
+class Model(nn.Module):
+    def __init__(self, layers, h, heads, f, max_seq):
+        super().__init__()
+        self.h, self.heads = h, heads
+        self.tok, self.pos = nn.Embedding(VOCAB, h), nn.Embedding(max_seq, h)
+        self.blocks = nn.ModuleList(Block(h, f) for _ in range(layers))
+        self.ln_f, self.head = nn.LayerNorm(h), nn.Linear(h, VOCAB)
+        self.register_buffer("mask", torch.full((max_seq, max_seq), float("-inf")).triu(1))
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif "ln" in name:
+                nn.init.ones_(p)
+            else:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, tokens, cache=None, start=0):
+        b, t = tokens.shape
+        x = self.tok(tokens) + self.pos(torch.arange(start, start + t))
+        for i, blk in enumerate(self.blocks):
+            q, k, v = blk.qkv(blk.ln1(x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            if cache is not None:
+                cache[i, 0, :b, :, start:start + t] = k
+                cache[i, 1, :b, :, start:start + t] = v
+                k, v = cache[i, 0, :b, :, :start + t], cache[i, 1, :b, :, :start + t]
+            att = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if t > 1:
+                att = att + self.mask[start:start + t, :start + t]
+            y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, self.h)
+            x = x + blk.out(y)
+            x = x + blk.fc2(F.gelu(blk.fc1(blk.ln2(x))))
+        return self.head(self.ln_f(x))
+
+
+def make_batch(step, prompts, group, digits):
+    rng = random.Random(step)
+    rows, answers = [], []
+    for _ in range(prompts):
+        d = [rng.randrange(10) for _ in range(digits)]
+        rows += [[BOS] + [3 + x for x in d] + [15]] * group
+        answers += [[3 + x for x in reversed(d)]] * group
+    return torch.tensor(rows), answers
+
+
+def reward(resp, answer):
+    text = []
+    for tok in resp:
+        if tok == EOS:
+            break
+        text.append(tok)
+    if EOS in resp and text == answer:
+        return 1.0
+    if not text:
+        return 0.0
+    matches = sum(a == b for a, b in zip(text, answer))
+    return 0.5 * matches / max(len(text), len(answer))
+
+
+def step(model, opt, cache, step_index, args):
+    prompts, answers = make_batch(step_index, 16, 8, 3)
+    n, p, r = prompts.shape[0], prompts.shape[1], args.max_response
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        seq = torch.full((n, p + r), PAD)
+        seq[:, :p] = prompts
+        mask = torch.zeros(n, r)
+        alive = torch.ones(n, dtype=torch.bool)
+        logits = model(prompts, cache, 0)[:, -1] + ALLOWED
+        for t in range(r):
+            nxt = torch.multinomial(F.softmax(logits / args.temperature, -1), 1).squeeze(1)
+            nxt = torch.where(alive, nxt, torch.full_like(nxt, PAD))
+            seq[:, p + t] = nxt
+            mask[:, t] = alive.float()
+            alive = alive & (nxt != EOS)
+            if not alive.any() or t == r - 1:
+                break
+            logits = model(nxt.unsqueeze(1), cache, p + t)[:, -1] + ALLOWED
+    t_rollout = time.perf_counter() - t0
+
+    rewards = torch.tensor([reward(seq[i, p:].tolist(), answers[i]) for i in range(n)])
+    g = rewards.view(-1, 8)
+    adv = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-6)).view(-1, 1)
+
+    def logprobs():
+        logits = model(seq[:, :-1])[:, p - 1:] + ALLOWED
+        return torch.log_softmax(logits / args.temperature, -1).gather(-1, seq[:, p:].unsqueeze(-1)).squeeze(-1)
+
+    t1 = time.perf_counter()
+    with torch.no_grad():
+        old = logprobs()
+    t_logprob = time.perf_counter() - t1
+
+    t2 = time.perf_counter()
+    opt.zero_grad()
+    logp = logprobs()
+    ratio = torch.exp(torch.clamp(logp - old, -20, 20))
+    loss_mat = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 0.8, 1.28))
+    loss = (loss_mat * mask).sum() / mask.sum()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    t_update = time.perf_counter() - t2
+    return t_rollout, t_logprob, t_update, n * (p + r), float(mask.sum())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-response", type=int, default=6)
+    ap.add_argument("--temperature", type=float, default=1.0)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    layers, h, heads, f = PRESETS[args.preset]
+    model = Model(layers, h, heads, f, 5 + args.max_response)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    cache = torch.zeros(layers, 2, 128, heads, 5 + args.max_response, h // heads)  # allocated once
+    for s in range(args.warmup):
+        step(model, opt, cache, s, args)
+    total = rollout = logprob = update = 0.0
+    tokens = generated = 0
+    for s in range(args.steps):
+        t = time.perf_counter()
+        ro, lp, up, tok, gen = step(model, opt, cache, args.warmup + s, args)
+        total += time.perf_counter() - t
+        rollout, logprob, update, tokens, generated = rollout + ro, logprob + lp, update + up, tokens + tok, generated + gen
+    print(json.dumps({
+        "impl": "python-eager", "preset": args.preset, "threads": args.threads, "steps": args.steps,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "step_seconds": total / args.steps, "rollout_seconds": rollout / args.steps,
+        "logprob_seconds": logprob / args.steps, "update_seconds": update / args.steps,
+        "tokens_per_second": tokens / total, "generated_tokens_per_step": generated / args.steps,
+        "torch": torch.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+// One GRPO step (rollout + update) of the C++ worker, timed; and the update phase's
+// achieved FLOP/s against a plain matmul's at the same sizes (the machine's practical
+// limit). Prints one JSON object per preset; bench/worker/run.sh compares it with
+// grpo_eager.py, the same step in PyTorch eager.
+//
+//   grpo_step_bench [--preset tiny|small] [--steps N] [--warmup N] [--threads N]
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "worker/comm/communicator.h"
+#include "worker/train/grpo_trainer.h"
+
+using namespace headroom::worker;
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Matmul FLOPs of one forward over `rows` sequences of `seq` tokens: projections, MLP,
+// head, and attention's two batched matmuls over the full (masked) square.
+double ForwardFlops(const TransformerConfig& c, int64_t rows, int64_t seq) {
+  const double tokens = static_cast<double>(rows * seq);
+  const double per_token = 2.0 * c.layers * (c.hidden * 3.0 * c.hidden + c.hidden * c.hidden +
+                                             2.0 * c.hidden * c.ffn_hidden) +
+                           2.0 * c.hidden * c.vocab_size;
+  const double attention = 2.0 * 2.0 * c.layers * static_cast<double>(rows) * seq * seq * c.hidden;
+  return tokens * per_token + attention;
+}
+
+// FLOP/s of the model's largest matmul shape ([tokens, hidden] x [hidden, ffn]).
+double MatmulFlops(int64_t m, int64_t k, int64_t n) {
+  auto a = torch::randn({m, k}), b = torch::randn({k, n});
+  for (int i = 0; i < 3; ++i) (void)torch::mm(a, b);
+  int reps = 0;
+  auto start = std::chrono::steady_clock::now();
+  while (Seconds(start) < 1.0 || reps < 5) {
+    (void)torch::mm(a, b);
+    ++reps;
+  }
+  return 2.0 * m * k * n * reps / Seconds(start);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "tiny";
+  int steps = 10, warmup = 2, threads = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--preset")) preset = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--warmup")) warmup = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+  }
+  torch::set_num_threads(threads);
+  // The step both implementations run: reverse 3 digits, 16 prompts x 8 samples, prompt
+  // 5 tokens, up to 6 response tokens, one micro-batch, one update, no reference model.
+  headroom::spec::TrainingJobSpec spec;
+  spec.model.preset = preset;
+  spec.task = {"reverse", 3, 1};
+  spec.grpo.prompts_per_step = 16;
+  spec.grpo.group_size = 8;
+  spec.grpo.max_prompt_length = 5;
+  spec.grpo.max_response_length = 6;
+  spec.grpo.micro_batch_size = 128;
+  spec.grpo.learning_rate = 3e-3;
+  spec.grpo.kl_coef = 0.0;
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  const TransformerConfig config = trainer.model()->config();
+  for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
+  double total = 0, rollout = 0, logprob = 0, update = 0;
+  int64_t tokens = 0, generated = 0;
+  for (int s = 0; s < steps; ++s) {
+    auto start = std::chrono::steady_clock::now();
+    StepResult r = trainer.RunStep(warmup + s);
+    total += Seconds(start);
+    rollout += r.rollout_seconds;
+    logprob += r.logprob_seconds;
+    update += r.update_seconds;
+    tokens += r.tokens;
+    generated += r.generated_tokens;
+  }
+  const int64_t rows = spec.grpo.prompts_per_step * spec.grpo.group_size;
+  const int64_t seq = 5 + 6 - 1;  // the training forward sees P + R - 1 positions
+  // Update phase = forward + backward (~3x the forward's FLOPs) per step.
+  const double update_flops = 3.0 * ForwardFlops(config, rows, seq) * steps;
+  const double achieved = update_flops / update;
+  const double matmul = MatmulFlops(rows * seq, config.hidden, config.ffn_hidden);
+  std::printf(
+      "{\"impl\":\"cpp\",\"preset\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
+      "\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,\"update_seconds\":%.5f,"
+      "\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
+      "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f}\n",
+      preset.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps, total / steps, rollout / steps,
+      logprob / steps, update / steps, static_cast<double>(tokens) / total,
+      static_cast<double>(generated) / steps, achieved, matmul, achieved / matmul);
+  return 0;
+}
