@@ -41,14 +41,13 @@ var clusterScoped = map[string]bool{"CustomResourceDefinition": true, "ClusterRo
 // operatorPermissions is exactly what headroom-operator calls (the list in
 // templates/rbac.yaml): group/resource -> verbs.
 var operatorPermissions = map[string][]string{
-	"headroom.dev/trainingjobs":            {"get", "list", "watch", "update", "patch"},
-	"headroom.dev/trainingjobs/status":     {"get", "update", "patch"},
-	"headroom.dev/trainingjobs/scale":      {"get", "update", "patch"},
+	"headroom.dev/trainingjobs":            {"get", "list", "watch"},
+	"headroom.dev/trainingjobs/status":     {"patch"},
 	"headroom.dev/trainingjobs/finalizers": {"update"},
 	"/pods":                                {"get", "list", "watch", "create", "delete"},
-	"/services":                            {"get", "list", "watch", "create", "delete"},
-	"/configmaps":                          {"get", "list", "watch", "create", "update", "delete"},
-	"/events":                              {"create", "patch"},
+	"/services":                            {"create"},
+	"/configmaps":                          {"get", "create", "update"},
+	"/events":                              {"create"},
 }
 
 var leasePermissions = map[string][]string{"coordination.k8s.io/leases": {"get", "create", "update"}}
