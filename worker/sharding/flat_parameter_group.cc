@@ -1,0 +1,200 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/sharding/flat_parameter_group.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace headroom::worker {
+
+namespace {
+
+int64_t Bytes(const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; }
+
+}  // namespace
+
+FlatParameterGroup::FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params,
+                                       Communicator& comm, ShardingOptions options)
+    : comm_(comm), options_(options), layout_(params, comm.world_size()) {
+  if (options_.stage < 0 || options_.stage > 3) {
+    throw std::invalid_argument("spec.sharding.stage: must be 0, 1, 2 or 3, got " + std::to_string(options_.stage));
+  }
+  if (options_.bucket_numel < 1) throw std::invalid_argument("sharding: bucket_numel must be >= 1");
+  owned_ = layout_.Shard(comm_.rank());
+  const auto& first = params.front().second;
+  device_ = first.device();
+  dtype_ = first.scalar_type();
+  for (const auto& [name, p] : params) {
+    if (!p.is_floating_point() || p.scalar_type() != dtype_ || p.device() != device_) {
+      throw std::invalid_argument("sharding: parameter " + name + " is " + std::string(c10::toString(p.scalar_type())) +
+                                  " on " + p.device().str() + ", expected floating " +
+                                  std::string(c10::toString(dtype_)) + " on " + device_.str() + " like " +
+                                  params.front().first);
+    }
+    params_.push_back(p);
+  }
+  torch::NoGradGuard no_grad;
+  const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
+  flat_ = torch::zeros({layout_.padded_numel()}, opts);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& slot = layout_.slots()[i];
+    flat_.narrow(0, slot.offset, slot.numel).copy_(params_[i].reshape({-1}));
+  }
+  // Every rank starts from rank 0's values, whatever seed each used.
+  comm_.broadcast(flat_, 0);
+  PointParametersAt(flat_);
+  if (options_.stage >= 2) {
+    grad_shard_ = torch::zeros({owned_.numel()}, opts);
+  } else {
+    flat_grad_ = torch::zeros({layout_.padded_numel()}, opts);
+    AttachGradients();
+  }
+  if (options_.stage == 3) {
+    auto home = options_.offload_params ? torch::Device(torch::kCPU) : device_;
+    param_shard_ = flat_.narrow(0, owned_.begin, owned_.numel()).clone().to(home);
+    Release();
+  }
+}
+
+void FlatParameterGroup::PointParametersAt(const torch::Tensor& flat) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& slot = layout_.slots()[i];
+    torch::Tensor p = params_[i];
+    // set_data keeps the Parameter object (module, autograd and callers hold it) and
+    // swaps its storage for the view.
+    p.set_data(flat.narrow(0, slot.offset, slot.numel).view(slot.shape));
+  }
+}
+
+void FlatParameterGroup::AttachGradients() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& slot = layout_.slots()[i];
+    params_[i].mutable_grad() = flat_grad_.narrow(0, slot.offset, slot.numel).view(slot.shape);
+  }
+}
+
+void FlatParameterGroup::DetachGradients() {
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+}
+
+void FlatParameterGroup::Gather() {
+  if (options_.stage != 3 || flat_.defined()) return;
+  torch::NoGradGuard no_grad;
+  flat_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
+  AllGatherInto(param_shard_, flat_);
+  PointParametersAt(flat_);
+  if (flat_grad_.defined()) AttachGradients();  // ZeroGrad() came first
+}
+
+void FlatParameterGroup::Release() {
+  if (options_.stage != 3 || !flat_.defined()) return;
+  torch::NoGradGuard no_grad;
+  DetachGradients();
+  auto empty = torch::empty({0}, torch::TensorOptions().dtype(dtype_).device(device_));
+  for (auto& p : params_) p.set_data(empty);
+  flat_ = torch::Tensor();
+  flat_grad_ = torch::Tensor();
+}
+
+void FlatParameterGroup::ZeroGrad() {
+  if (options_.stage >= 2) {
+    if (!flat_grad_.defined()) {
+      flat_grad_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
+    } else {
+      flat_grad_.zero_();
+    }
+    // Stage 3 before Gather(): parameters are empty, so the views attach at Gather time
+    // only if the shapes match; attach whenever the parameters are materialised.
+    if (options_.stage < 3 || flat_.defined()) AttachGradients();
+    return;
+  }
+  flat_grad_.zero_();
+}
+
+void FlatParameterGroup::ReduceGradients() {
+  torch::NoGradGuard no_grad;
+  if (!flat_grad_.defined()) throw std::logic_error("sharding: ReduceGradients without ZeroGrad/backward");
+  const int64_t bucket = options_.bucket_numel;
+  if (options_.stage <= 1) {
+    for (int64_t off = 0; off < layout_.padded_numel(); off += bucket) {
+      auto part = flat_grad_.narrow(0, off, std::min(bucket, layout_.padded_numel() - off));
+      comm_.all_reduce(part);
+    }
+    return;
+  }
+  // Reduce-scatter bucket k: every rank's chunk [k*B, (k+1)*B) of its range, stacked.
+  const int world = layout_.world();
+  const int64_t shard = layout_.shard_numel();
+  auto by_rank = flat_grad_.view({world, shard});
+  for (int64_t off = 0; off < shard; off += bucket) {
+    const int64_t len = std::min(bucket, shard - off);
+    auto input = by_rank.narrow(1, off, len).contiguous();
+    auto out = grad_shard_.narrow(0, off, len);
+    comm_.reduce_scatter(input.view({-1}), out);
+  }
+  DetachGradients();
+  flat_grad_ = torch::Tensor();  // the full gradient is not kept between steps
+}
+
+torch::Tensor FlatParameterGroup::FullView(const torch::Tensor& flat, FlatRange range) const {
+  if (range.begin < 0 || range.end > layout_.padded_numel() || range.end < range.begin) {
+    throw std::out_of_range("sharding: range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
+                            ") outside the flat buffer of " + std::to_string(layout_.padded_numel()));
+  }
+  return flat.narrow(0, range.begin, range.numel());
+}
+
+torch::Tensor FlatParameterGroup::Gradient(FlatRange range) {
+  if (options_.stage >= 2) {
+    if (range.begin != owned_.begin || range.end != owned_.end) {
+      throw std::logic_error("sharding: stage " + std::to_string(options_.stage) + " keeps only the owned gradient");
+    }
+    return grad_shard_;
+  }
+  return FullView(flat_grad_, range);
+}
+
+torch::Tensor FlatParameterGroup::Parameters(FlatRange range) {
+  if (options_.stage == 3) {
+    if (range.begin != owned_.begin || range.end != owned_.end) {
+      throw std::logic_error("sharding: stage 3 keeps only the owned parameters");
+    }
+    return param_shard_;
+  }
+  return FullView(flat_, range);
+}
+
+void FlatParameterGroup::AllGatherInto(const torch::Tensor& shard, torch::Tensor& flat) {
+  const int world = layout_.world();
+  const int64_t n = layout_.shard_numel();
+  auto by_rank = flat.view({world, n});
+  for (int64_t off = 0; off < n; off += options_.bucket_numel) {
+    const int64_t len = std::min(options_.bucket_numel, n - off);
+    auto input = shard.narrow(0, off, len).to(device_).contiguous();
+    auto staged = torch::empty({world * len}, flat.options());
+    comm_.all_gather(input, staged);
+    by_rank.narrow(1, off, len).copy_(staged.view({world, len}));
+  }
+}
+
+void FlatParameterGroup::PublishOwnedParameters() {
+  torch::NoGradGuard no_grad;
+  if (options_.stage == 0) return;
+  if (options_.stage == 3) {
+    Release();
+    return;
+  }
+  // The owned range is both input and part of the output: gather through a copy.
+  auto mine = flat_.narrow(0, owned_.begin, owned_.numel()).clone();
+  AllGatherInto(mine, flat_);
+}
+
+ShardedBytes FlatParameterGroup::ResidentBytes() const {
+  ShardedBytes b;
+  b.parameters = Bytes(flat_) + Bytes(param_shard_);
+  b.gradients = Bytes(flat_grad_) + Bytes(grad_shard_);
+  return b;
+}
+
+}  // namespace headroom::worker

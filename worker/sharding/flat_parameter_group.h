@@ -1,0 +1,116 @@
+// A model's parameters and gradients as flat buffers, sharded over the ranks ZeRO-style.
+//
+// Layout: see flat_layout.h (padded to a multiple of the world size; rank r owns one
+// equal contiguous range). The model's parameter tensors stay the same objects (the
+// module and autograd keep using them); set_data() re-points each at a view of the flat
+// buffer, and each .grad at a view of the flat gradient buffer, so backward accumulates
+// straight into the flat gradient and no copy in or out is ever needed.
+//
+// What each rank holds between steps (what ResidentBytes() counts):
+//   stage 0: full parameters, full gradients           (optimizer: full, see ShardedAdamW)
+//   stage 1: full parameters, full gradients           (optimizer: owned range)
+//   stage 2: full parameters, owned gradient range     (optimizer: owned range)
+//   stage 3: owned parameter range, owned gradient range (optimizer: owned range)
+// Stage 2/3 allocate the full gradient buffer in ZeroGrad() for backward and free it in
+// ReduceGradients() once it is reduce_scattered into the owned range.
+// Stage 3 allocates the full parameter buffer in Gather() and frees it in Release().
+// Simplification (honest): stage 3 gathers the whole model at once, not one layer at a
+// time, so the peak during forward/backward is a full parameter copy; the saving is
+// between uses (rollout ends -> Release, update ends -> Release).
+//
+// Contract:
+//   - Collective: the constructor, Gather (stage 3), ReduceGradients and
+//     PublishOwnedParameters are called by every rank in the same order.
+//   - The constructor broadcasts rank 0's values, so every rank starts identical.
+//   - Parameters must all be floating point of one dtype and on one device (the
+//     communicator's device: CPU for Gloo, CUDA for NCCL).
+//   - Stage 3: parameters are empty tensors unless gathered; using the model without
+//     Gather() first is a caller bug (shapes will not match).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/comm/communicator.h"
+#include "worker/sharding/flat_layout.h"
+#include "worker/sharding/sharding_options.h"
+
+namespace headroom::worker {
+
+// Bytes of the buffers a rank holds, by component (tensor storage, not process RSS).
+struct ShardedBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t total() const { return parameters + gradients + optimizer; }
+};
+
+class FlatParameterGroup {
+ public:
+  FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params, Communicator& comm,
+                     ShardingOptions options);
+  FlatParameterGroup(const FlatParameterGroup&) = delete;
+  FlatParameterGroup& operator=(const FlatParameterGroup&) = delete;
+
+  const FlatLayout& layout() const { return layout_; }
+  const ShardingOptions& options() const { return options_; }
+  int stage() const { return options_.stage; }
+  Communicator& comm() { return comm_; }
+  FlatRange owned() const { return owned_; }
+  torch::Device device() const { return device_; }
+  torch::ScalarType dtype() const { return dtype_; }
+  // The parameter tensors, in layout order (the model's own objects).
+  const std::vector<torch::Tensor>& parameters() const { return params_; }
+
+  // Stage 3: allocate the full buffer, all_gather every shard into it, re-point the
+  // parameters at it. Other stages (or already gathered): nothing.
+  void Gather();
+  // Stage 3: drop the full buffer and empty the parameters (an unreduced gradient goes
+  // with it: call ReduceGradients() first). Other stages: nothing.
+  void Release();
+  bool gathered() const { return flat_.defined(); }
+
+  // Zero the gradients before a backward (stage 2/3: allocate the full buffer first).
+  void ZeroGrad();
+  // Sum the gradients over the ranks: stage 0/1 all_reduce the full buffer in buckets;
+  // stage 2/3 reduce_scatter it into the owned range in buckets, then free it.
+  void ReduceGradients();
+
+  // The reduced gradient of `range` after ReduceGradients(): any range of the full
+  // buffer at stage 0/1, only owned() at stage 2/3.
+  torch::Tensor Gradient(FlatRange range);
+  // The parameters of `range`, writable: any range when the full buffer is present,
+  // only owned() at stage 3 (the shard, on host when offloaded).
+  torch::Tensor Parameters(FlatRange range);
+  // After the optimizer updated owned(): stage 1/2 all_gather every rank's range into
+  // the full buffer; stage 3 releases a gathered (now stale) buffer; stage 0 nothing.
+  void PublishOwnedParameters();
+
+  ShardedBytes ResidentBytes() const;  // .optimizer is left 0 (the optimizer adds it)
+
+ private:
+  torch::Tensor FullView(const torch::Tensor& flat, FlatRange range) const;
+  void AttachGradients();
+  void DetachGradients();
+  void PointParametersAt(const torch::Tensor& flat);
+  // all_gather `shard` (owned().numel() elements, any device) into `flat` in buckets.
+  void AllGatherInto(const torch::Tensor& shard, torch::Tensor& flat);
+
+  Communicator& comm_;
+  ShardingOptions options_;
+  FlatLayout layout_;
+  FlatRange owned_;
+  torch::Device device_{torch::kCPU};
+  torch::ScalarType dtype_ = torch::kFloat32;
+  std::vector<torch::Tensor> params_;
+  torch::Tensor flat_;         // full padded parameters (stage 3: only while gathered)
+  torch::Tensor param_shard_;  // stage 3: the owned range, the parameters' home
+  torch::Tensor flat_grad_;    // full padded gradients (stage 2/3: only during backward)
+  torch::Tensor grad_shard_;   // stage 2/3: the reduced owned range
+};
+
+}  // namespace headroom::worker

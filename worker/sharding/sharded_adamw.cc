@@ -1,0 +1,76 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/sharding/sharded_adamw.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace headroom::worker {
+
+ShardedAdamW::ShardedAdamW(FlatParameterGroup& group, AdamWConfig config) : group_(group), config_(config) {
+  if (!(config_.lr >= 0) || !(config_.eps >= 0) || !(config_.weight_decay >= 0) || !(config_.beta1 >= 0 && config_.beta1 < 1) ||
+      !(config_.beta2 >= 0 && config_.beta2 < 1)) {
+    throw std::invalid_argument("sharded AdamW: lr, eps, weight_decay must be >= 0 and betas in [0, 1)");
+  }
+  range_ = group_.stage() == 0 ? FlatRange{0, group_.layout().padded_numel()} : group_.owned();
+  state_device_ = group_.options().offload_optimizer ? torch::Device(torch::kCPU) : group_.device();
+  const auto opts = torch::TensorOptions().dtype(group_.dtype()).device(state_device_);
+  exp_avg_ = torch::zeros({range_.numel()}, opts);
+  exp_avg_sq_ = torch::zeros({range_.numel()}, opts);
+}
+
+double ShardedAdamW::GlobalGradNorm() {
+  // Each rank sums the squares of its owned range once (at stage 0/1 every rank has the
+  // whole reduced gradient, but owned ranges still partition it), then one all_reduce.
+  auto grad = group_.Gradient(group_.owned());
+  auto sq = grad.to(torch::kFloat64).pow(2).sum().reshape({1}).to(group_.device());
+  group_.comm().all_reduce(sq);
+  return std::sqrt(sq.item<double>());
+}
+
+double ShardedAdamW::Step(double max_grad_norm) {
+  torch::NoGradGuard no_grad;
+  const double norm = GlobalGradNorm();
+  auto grad = group_.Gradient(range_);
+  // torch::nn::utils::clip_grad_norm_: scale by max/(norm + 1e-6) when that is < 1.
+  if (max_grad_norm > 0) {
+    const double coef = max_grad_norm / (norm + 1e-6);
+    if (coef < 1.0) grad.mul_(coef);
+  }
+  auto g = grad.to(state_device_);
+  auto params = group_.Parameters(range_);
+  auto p = params.to(state_device_);  // the same tensor unless offloaded
+
+  ++step_;
+  const double lr = config_.lr;
+  if (config_.weight_decay != 0) p.mul_(1 - lr * config_.weight_decay);
+  exp_avg_.mul_(config_.beta1).add_(g, 1 - config_.beta1);
+  exp_avg_sq_.mul_(config_.beta2).addcmul_(g, g, 1 - config_.beta2);
+  const double bias_correction1 = 1 - std::pow(config_.beta1, static_cast<double>(step_));
+  const double bias_correction2 = 1 - std::pow(config_.beta2, static_cast<double>(step_));
+  auto denom = (exp_avg_sq_.sqrt() / std::sqrt(bias_correction2)).add_(config_.eps);
+  p.addcdiv_(exp_avg_, denom, -lr / bias_correction1);
+  if (!p.is_same(params)) params.copy_(p);
+
+  group_.PublishOwnedParameters();
+  return norm;
+}
+
+int64_t ShardedAdamW::resident_bytes() const {
+  return (exp_avg_.numel() + exp_avg_sq_.numel()) * static_cast<int64_t>(exp_avg_.element_size());
+}
+
+void ShardedAdamW::SetState(int64_t step, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq) {
+  if (step < 0) throw std::invalid_argument("sharded AdamW: negative step " + std::to_string(step));
+  if (exp_avg.numel() != range_.numel() || exp_avg_sq.numel() != range_.numel()) {
+    throw std::invalid_argument("sharded AdamW: state of " + std::to_string(exp_avg.numel()) + "/" +
+                                std::to_string(exp_avg_sq.numel()) + " elements for a range of " +
+                                std::to_string(range_.numel()));
+  }
+  torch::NoGradGuard no_grad;
+  step_ = step;
+  exp_avg_.copy_(exp_avg.reshape({-1}));
+  exp_avg_sq_.copy_(exp_avg_sq.reshape({-1}));
+}
+
+}  // namespace headroom::worker

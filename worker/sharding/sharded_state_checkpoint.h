@@ -1,0 +1,39 @@
+// A sharded model + optimizer as checkpoint tensors, reshardable between world sizes and
+// stages (design.md, "Checkpoints").
+//
+// Names and shapes (independent of world size, stage and padding):
+//   model.<parameter name>  the parameter's own shape
+//   optim.exp_avg           [numel]  AdamW first moments, flat in layout order, unpadded
+//   optim.exp_avg_sq        [numel]  second moments
+//   optim.step              [1] int64, saved by rank 0
+// Each rank saves the part of every tensor that falls inside its owned range (at stage 0
+// too, where it holds everything: the owned ranges tile the buffer, so replicated state
+// is written once, in parallel). Loading reads what the new layout needs: the full
+// parameters at stages 0-2, the owned range at stage 3; the optimizer's range().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/sharding/flat_parameter_group.h"
+#include "worker/sharding/sharded_adamw.h"
+
+namespace headroom::worker {
+
+inline constexpr const char* kModelTensorPrefix = "model.";
+inline constexpr const char* kExpAvgTensor = "optim.exp_avg";
+inline constexpr const char* kExpAvgSqTensor = "optim.exp_avg_sq";
+inline constexpr const char* kOptimizerStepTensor = "optim.step";
+
+// This rank's slices, to pass to CheckpointWriter::Save (views, not copies: save before
+// the next update). Reads the owned range, so stage 3 needs no Gather().
+std::vector<TensorSlice> ShardedStateSlices(FlatParameterGroup& group, const ShardedAdamW& optimizer);
+
+// Loads parameters and optimizer state saved by any world size/stage. Throws
+// CheckpointError when a tensor is missing or its shape differs from the model's
+// (naming it). Stage 3: leaves the parameters released.
+void LoadShardedState(const CheckpointReader& reader, FlatParameterGroup& group, ShardedAdamW& optimizer);
+
+}  // namespace headroom::worker
