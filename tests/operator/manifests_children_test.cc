@@ -44,7 +44,7 @@ TEST(Children, NamesFollowDesign) {
 }
 
 TEST(Children, PodCarriesLabelsOwnerAndRendezvousEnv) {
-  WorkerGeneration gen{MakeJob(), 4};
+  WorkerGeneration gen{MakeJob(), 4, ""};
   json pod = BuildWorkerPod(gen, 1, "training");
   const json& meta = pod["metadata"];
   EXPECT_EQ(meta["name"], "addition-tiny-worker-1");
@@ -68,7 +68,7 @@ TEST(Children, PodCarriesLabelsOwnerAndRendezvousEnv) {
 }
 
 TEST(Children, PodIsLockedDownAndMountsWhatTheWorkerNeeds) {
-  json pod = BuildWorkerPod({MakeJob(), 1}, 0, "default");
+  json pod = BuildWorkerPod({MakeJob(), 1, ""}, 0, "default");
   const json& c = pod["spec"]["containers"][0];
   EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
   EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
@@ -104,7 +104,7 @@ TEST(Children, ServiceIsHeadlessAndPublishesNotReady) {
 }
 
 TEST(Children, ConfigMapHoldsTheJobYamlTheWorkerReads) {
-  WorkerGeneration gen{MakeJob(), 2};
+  WorkerGeneration gen{MakeJob(), 2, ""};
   gen.job.spec.grpo.micro_batch_size = 16;  // a guard-adjusted generation
   json cm = BuildSpecConfigMap(gen, "default");
   std::string text = cm["data"][kSpecFileName];
@@ -115,7 +115,7 @@ TEST(Children, ConfigMapHoldsTheJobYamlTheWorkerReads) {
 }
 
 TEST(Children, PodCarriesTheGuardHistoryOnlyWhenThereIsOne) {
-  WorkerGeneration gen{MakeJob(), 3};
+  WorkerGeneration gen{MakeJob(), 3, ""};
   auto env_value = [](const json& pod, const std::string& name) -> std::optional<std::string> {
     for (const json& e : pod["spec"]["containers"][0]["env"]) {
       if (e["name"] == name) return e.value("value", "");
