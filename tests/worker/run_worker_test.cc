@@ -1,5 +1,5 @@
-// headroom-worker's life in-process: exit codes for an invalid spec (2), an unsupported
-// world size (1), a finished run (0, one log line per step), a real SIGTERM drained at a
+// headroom-worker's life in-process: exit codes for an invalid spec (2), a rank outside
+// the world (1), a finished run (0, one log line per step), a real SIGTERM drained at a
 // step boundary (75), and the memory guard stopping a leaking run (76, decision JSON in
 // the termination message).
 #include <spdlog/spdlog.h>
@@ -73,9 +73,10 @@ TEST_F(RunWorkerTest, InvalidSpecExits2) {
   EXPECT_NE(err.find("spec.grpo.groupSize"), std::string::npos) << err;
 }
 
-TEST_F(RunWorkerTest, WorldSizeAboveOneIsRefusedClearly) {
+TEST_F(RunWorkerTest, RankOutsideTheWorldIsRefusedClearly) {
   auto o = Options(WriteJob(""));
   o.world_size = 2;
+  o.rank = 2;
   EXPECT_EQ(RunWorker(o), kExitFailure);
 }
 

@@ -11,6 +11,7 @@
 #include "core/guard/decision.h"
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/communicator_factory.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/gpu_memory_source.h"
 #include "worker/telemetry/memory_monitor.h"
@@ -19,6 +20,7 @@
 #include "worker/train/exit_codes.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/step_guard.h"
+#include "worker/train/stop_agreement.h"
 #include "worker/train/stop_request.h"
 
 namespace headroom::worker {
@@ -94,21 +96,30 @@ int Run(const WorkerOptions& options) {
   }
   const spec::TrainingJob& job = *parsed.job;
   const spec::TrainingJobSpec& spec = job.spec;
-  if (options.world_size > 1) {
-    spdlog::error("WORLD_SIZE={}: this headroom-worker is single-process (sharding not built); run with "
-                  "WORLD_SIZE=1",
-                  options.world_size);
-    return kExitFailure;
-  }
-  if (options.rank != 0) {
-    spdlog::error("RANK={} with WORLD_SIZE=1: the only rank is 0", options.rank);
+  if (options.rank < 0 || options.rank >= options.world_size) {
+    spdlog::error("RANK={} outside WORLD_SIZE={}", options.rank, options.world_size);
     return kExitFailure;
   }
 
   // 2. Process resources: threads from the CPU request (this is a 2-core machine).
   torch::set_num_threads(std::max<int64_t>(1, spec.resources.cpu_millis / 1000));
   const torch::Device device = PickDevice(spec, options.rank);
-  auto comm = MakeLocalCommunicator();
+  // Several ranks: Gloo over TCP for CPU tensors, NCCL for CUDA ones; timeouts from the
+  // environment (communicator_factory.h), so a dead peer ends this rank instead of
+  // hanging it.
+  std::unique_ptr<Communicator> comm;
+  if (options.world_size > 1) {
+    CommunicatorOptions copts = CommunicatorOptionsFromEnv(device.is_cuda() ? "nccl" : "gloo");
+    copts.rank = options.rank;
+    copts.world_size = options.world_size;
+    if (!options.master_addr.empty()) copts.master_addr = options.master_addr;
+    if (options.master_port > 0) copts.master_port = options.master_port;
+    if (device.is_cuda()) copts.local_rank = device.index();
+    comm = MakeCommunicator(copts);
+    spdlog::info("rank {} of {} connected ({})", comm->rank(), comm->world_size(), comm->backend());
+  } else {
+    comm = MakeLocalCommunicator();
+  }
   InstallStopSignalHandlers();
 
   // 3. Telemetry.
@@ -138,9 +149,24 @@ int Run(const WorkerOptions& options) {
 
   // 5. Steps. Every boundary: honour a stop request, then after the step ask the guard.
   const int64_t tokens_per_step = trainer->TokensPerStep();
+  guard::Decision pending;  // this rank's guard decision after the last step
   for (int64_t step = 0; step < spec.grpo.steps; ++step) {
-    if (StopRequested()) {
-      spdlog::info("signal {}: drained at step boundary {}", StopSignal(), step);
+    // Every boundary, every rank: one agreement, so all leave at the same step.
+    const StopKind stop = AgreeOnStop(*comm, StopRequested(), pending.acts());
+    if (stop == StopKind::kGuard) {
+      if (pending.acts()) {
+        const std::string where = WriteTerminationMessage(pending.ToJson());
+        spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(pending.action), pending.reason,
+                     where.empty() ? "" : "; decision written to " + where);
+      } else {
+        spdlog::warn("memory guard on another rank stopped the job at step boundary {}", step);
+      }
+      return kExitGuardStop;
+    }
+    if (stop == StopKind::kDrain) {
+      spdlog::info("{} drained at step boundary {}",
+                   StopRequested() ? "signal " + std::to_string(StopSignal()) + ":" : "another rank's stop request:",
+                   step);
       return kExitDrained;
     }
     monitor.BeginStep();
@@ -175,13 +201,7 @@ int Run(const WorkerOptions& options) {
     }
     step_log.Write(record);
     if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
-    if (decision.acts() && !last) {
-      const std::string json = decision.ToJson();
-      const std::string where = WriteTerminationMessage(json);
-      spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(decision.action), decision.reason,
-                   where.empty() ? "" : "; decision written to " + where);
-      return kExitGuardStop;
-    }
+    pending = decision;  // acted on at the next boundary, with every rank (none after the last step)
   }
   spdlog::info("finished {} steps", spec.grpo.steps);
   return kExitFinished;
