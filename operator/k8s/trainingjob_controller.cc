@@ -229,7 +229,11 @@ void TrainingJobController::Event(const json& object, const std::string& name_su
   spdlog::warn("event {} for {} not recorded: the API server kept failing", reason, kube::KeyOf(object));
 }
 
-void TrainingJobController::WriteStatus(JobEntry& entry, const json& object, const json& status) {
+void TrainingJobController::WriteStatus(JobEntry& entry, const json& object, const json& written_status) {
+  // The scale subresource's labelSelectorPath (.status.selector) lets `kubectl scale` and
+  // autoscalers find the job's pods.
+  json status = written_status;
+  status["selector"] = std::string(manifests::kLabelJobName) + "=" + kube::Name(object);
   const json current = object.value("status", json::object());
   // Compare with what we last wrote too: the cache may not have caught up with our own
   // write yet, and writing it again would be a wasted (and conflicting) write.

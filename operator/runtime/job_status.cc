@@ -39,6 +39,12 @@ nlohmann::json ToJson(const JobStatus& s) {
   if (s.memory.forecast_steps_to_limit) {
     memory["forecastStepsToLimit"] = *s.memory.forecast_steps_to_limit;
   }
+  // Whole percent of the limit, for `kubectl get tj`'s Mem% column (the CRD's printer
+  // column reads .status.memory.hostPercent); derived, so readers ignore it.
+  if (s.memory.host_limit_bytes > 0) {
+    memory["hostPercent"] = static_cast<int64_t>(100.0 * static_cast<double>(s.memory.host_bytes) /
+                                                 static_cast<double>(s.memory.host_limit_bytes));
+  }
   nlohmann::json j = {
       {"phase", JobPhaseName(s.phase)},
       {"generation", s.generation},
