@@ -39,14 +39,8 @@ class Model(nn.Module):
         self.tok, self.pos = nn.Embedding(VOCAB, h), nn.Embedding(max_seq, h)
         self.blocks = nn.ModuleList(Block(h, f) for _ in range(layers))
         self.ln_f, self.head = nn.LayerNorm(h), nn.Linear(h, VOCAB)
+        # PyTorch's default initialisation, as the worker's model uses (worker/model/transformer.cc).
         self.register_buffer("mask", torch.full((max_seq, max_seq), float("-inf")).triu(1))
-        for name, p in self.named_parameters():
-            if name.endswith("bias"):
-                nn.init.zeros_(p)
-            elif "ln" in name:
-                nn.init.ones_(p)
-            else:
-                nn.init.normal_(p, 0.0, 0.02)
 
     def forward(self, tokens, cache=None, start=0):
         b, t = tokens.shape
@@ -115,9 +109,13 @@ def step(model, opt, cache, step_index, args):
     g = rewards.view(-1, 8)
     adv = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-6)).view(-1, 1)
 
+    # PAD after a stop is outside the response alphabet (-inf): read EOS there instead, as
+    # the worker does, so masked positions stay finite (-inf * 0 would be NaN).
+    targets = torch.where(seq[:, p:] == PAD, torch.full_like(seq[:, p:], EOS), seq[:, p:])
+
     def logprobs():
         logits = model(seq[:, :-1])[:, p - 1:] + ALLOWED
-        return torch.log_softmax(logits / args.temperature, -1).gather(-1, seq[:, p:].unsqueeze(-1)).squeeze(-1)
+        return torch.log_softmax(logits / args.temperature, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
     t1 = time.perf_counter()
     with torch.no_grad():

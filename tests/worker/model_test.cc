@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/spec/model_presets.h"
@@ -38,6 +39,28 @@ TEST(Transformer, SameSeedSameWeightsOtherSeedOthers) {
     any_differs |= !torch::equal(pa[i].second, pc[i].second);
   }
   EXPECT_TRUE(any_differs);
+}
+
+// The init scales are what lets the tiny preset learn from scratch (see InitWeights):
+// PyTorch's defaults, not GPT-2's N(0, 0.02), which left reverse-tiny stuck at 0.16.
+TEST(Transformer, InitUsesPyTorchDefaultScales) {
+  Transformer model(Tiny());
+  const TransformerConfig& c = model->config();
+  for (const auto& [name, p] : model->OrderedParameters()) {
+    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
+    const double std = p.std().item<double>(), max_abs = p.abs().max().item<double>();
+    if (name.find("ln") != std::string::npos) {
+      EXPECT_TRUE(torch::equal(p, is_bias ? torch::zeros_like(p) : torch::ones_like(p))) << name;
+    } else if (name.find("emb") != std::string::npos) {
+      EXPECT_NEAR(std, 1.0, 0.1) << name;  // N(0, 1): 384 and more draws
+    } else {
+      const int64_t fan_in = is_bias ? (name.find(".fc2.") != std::string::npos ? c.ffn_hidden : c.hidden)
+                                     : p.size(1);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      EXPECT_LE(max_abs, bound) << name;
+      if (!is_bias) EXPECT_NEAR(std, bound / std::sqrt(3.0), 0.2 * bound / std::sqrt(3.0)) << name;  // U(-b, b)
+    }
+  }
 }
 
 TEST(Transformer, ParameterCountMatchesTheSpecPresets) {
