@@ -10,6 +10,8 @@
 
 #include "core/guard/decision.h"
 #include "core/spec/training_job.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/telemetry/debug_leaks.h"
@@ -22,6 +24,7 @@
 #include "worker/train/step_guard.h"
 #include "worker/train/stop_agreement.h"
 #include "worker/train/stop_request.h"
+#include "worker/train/training_state.h"
 
 namespace headroom::worker {
 namespace {
@@ -87,6 +90,15 @@ StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double se
   return rec;
 }
 
+// The guard's history this generation was launched with (opaque JSON; null when none),
+// carried in the checkpoint so a resumed run knows what the guard already did.
+nlohmann::json GuardHistoryFromEnvironment() {
+  const char* v = std::getenv("HEADROOM_GUARD_HISTORY");
+  if (!v || !*v) return nullptr;
+  auto parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? nlohmann::json(v) : parsed;
+}
+
 int Run(const WorkerOptions& options) {
   // 1. The job.
   const auto parsed = spec::ParseTrainingJobFile(options.job_path);
@@ -147,12 +159,56 @@ int Run(const WorkerOptions& options) {
                job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
                trainer->flat_parameters().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
 
-  // 5. Steps. Every boundary: honour a stop request, then after the step ask the guard.
+  // 5. Resume from `latest` when the checkpoint directory has one. Steps count finished
+  // steps: a checkpoint of step N holds the state after N steps, and the run goes on
+  // with step N + 1 (data is keyed by step, so the step is the whole data cursor).
+  const std::string spec_hash = spec::RunDefinitionHash(spec);
+  int64_t first_step = 0;
+  std::optional<CheckpointWriter> writer;
+  if (!options.checkpoint_dir.empty()) {
+    auto reader = CheckpointReader::OpenLatest(options.checkpoint_dir);
+    if (reader) {
+      try {
+        reader->RequireSpecHash(spec_hash);
+      } catch (const CheckpointError& e) {
+        std::cerr << e.what() << "\n";  // another run's checkpoint: retrying cannot help
+        return kExitInvalidSpec;
+      }
+      RestoreTrainingState(*reader, *trainer);
+      if (auto rng = reader->RngState(options.rank)) SetCpuRngState(*rng);
+      first_step = reader->step();
+      spdlog::info("resumed from {} (saved by {} ranks): continuing with step {}", reader->dir().string(),
+                   reader->manifest().world_size, first_step + 1);
+    }
+    writer.emplace(options.checkpoint_dir, *comm, CheckpointWriterOptions{std::max(1, spec.checkpoint.keep), {}});
+  }
+  int64_t saved_step = first_step;  // the newest step on disk (0: none worth keeping)
+  // Collective: every rank saves the same step.
+  auto save = [&](int64_t done) -> std::optional<CheckpointSaveStats> {
+    if (!writer || done == saved_step) return std::nullopt;
+    CheckpointMetadata meta;
+    meta.step = done;
+    meta.spec_hash = spec_hash;
+    meta.data_cursor = {{"next_step", done + 1}};
+    meta.guard_history = GuardHistoryFromEnvironment();
+    meta.extra = {{"world_size", comm->world_size()},
+                  {"micro_batch_size", spec.grpo.micro_batch_size},
+                  {"stage", spec.sharding.stage}};
+    CheckpointSaveStats stats =
+        writer->Save(meta, TrainingStateSlices(*trainer, comm->rank(), comm->world_size()), CpuRngState());
+    saved_step = done;
+    spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
+                 stats.dir.string());
+    return stats;
+  };
+
+  // 6. Steps. Every boundary: honour a stop request, then after the step ask the guard.
   const int64_t tokens_per_step = trainer->TokensPerStep();
   guard::Decision pending;  // this rank's guard decision after the last step
-  for (int64_t step = 0; step < spec.grpo.steps; ++step) {
+  for (int64_t step = first_step; step < spec.grpo.steps; ++step) {
     // Every boundary, every rank: one agreement, so all leave at the same step.
     const StopKind stop = AgreeOnStop(*comm, StopRequested(), pending.acts());
+    if (stop != StopKind::kNone) save(step);  // every rank agreed on this boundary
     if (stop == StopKind::kGuard) {
       if (pending.acts()) {
         const std::string where = WriteTerminationMessage(pending.ToJson());
@@ -199,6 +255,9 @@ int Run(const WorkerOptions& options) {
       gpu_growth = f.gpu.growth_bytes_per_step;
       gpu_forecast = f.gpu.steps_to_limit;
     }
+    const int64_t done = step + 1;
+    const int every = spec.checkpoint.every_steps;
+    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) save(done);
     step_log.Write(record);
     if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
     pending = decision;  // acted on at the next boundary, with every rank (none after the last step)
