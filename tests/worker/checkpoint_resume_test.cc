@@ -1,0 +1,209 @@
+// The real headroom-worker binary writes checkpoints and resumes from them: periodic
+// saves, a drain (SIGTERM -> 75) saving the step it stopped at, a resumed run matching an
+// uninterrupted one bit for bit, a checkpoint of another run refused with 2, and a
+// 1-rank checkpoint resumed by 2 ranks.
+#include <spdlog/spdlog.h>
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/worker/helpers/multirank.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+class CheckpointResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("headroom-ckpt-resume-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (pid_t p : pids_) {
+      if (p > 0) ::kill(p, SIGKILL), ::waitpid(p, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  std::string WriteJob(const std::string& name, int steps, const std::string& lr = "0.003") {
+    const auto path = dir_ / (name + ".yaml");
+    std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: ckpt}\n"
+                           "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
+                           "  model: {preset: tiny}\n  task: {name: reverse, digits: 2, seed: 1}\n"
+                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           " maxResponseLength: 4, microBatchSize: 16, learningRate: " << lr << ", klCoef: 0.0}\n"
+                           "  sharding: {stage: 0}\n  checkpoint: {everySteps: 2, keep: 10}\n"
+                           "  memoryGuard: {enabled: false}\n";
+    return path.string();
+  }
+
+  // Starts `world` ranks of the worker on `job` with checkpoints in `ckpt`, logs in `log`-<rank>.
+  void Start(const std::string& job, const fs::path& ckpt, const std::string& log, int world = 1) {
+    pids_.clear();
+    const int port = headroom::testing::FreePort();
+    const std::string bin = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
+    for (int r = 0; r < world; ++r) {
+      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
+                                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                                              "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=20",
+                                              "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20"};
+      std::vector<std::string> arg_strings = {bin, "--job", job, "--checkpoint-dir", ckpt.string(),
+                                              "--log", LogPath(log, r), "--metrics-port", "-1"};
+      std::vector<char*> env, args;
+      for (auto& s : env_strings) env.push_back(s.data());
+      env.push_back(nullptr);
+      for (auto& s : arg_strings) args.push_back(s.data());
+      args.push_back(nullptr);
+      pid_t pid = 0;
+      ASSERT_EQ(::posix_spawn(&pid, bin.c_str(), nullptr, nullptr, args.data(), env.data()), 0) << bin;
+      pids_.push_back(pid);
+    }
+  }
+  std::string LogPath(const std::string& log, int rank) const {
+    return (dir_ / (log + "-" + std::to_string(rank) + ".jsonl")).string();
+  }
+  std::vector<nlohmann::json> Lines(const std::string& log, int rank = 0) const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(LogPath(log, rank));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  // Exit code of rank r (-signal when killed), or -1000 past 120 s.
+  int Wait(int r) {
+    const auto until = Clock::now() + std::chrono::seconds(120);
+    while (Clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pids_[r], &status, WNOHANG) == pids_[r]) {
+        pids_[r] = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1000;
+  }
+  // Runs rank 0 until it has logged one step, then SIGTERMs it; returns its exit code.
+  int RunAndDrain(const std::string& job, const fs::path& ckpt, const std::string& log) {
+    Start(job, ckpt, log);
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until && Lines(log).empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pids_[0], SIGTERM);
+    return Wait(0);
+  }
+
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+TEST_F(CheckpointResumeTest, SavesEveryStepsAndAtTheEnd) {
+  Start(WriteJob("job", 5), dir_ / "ckpt", "log");
+  ASSERT_EQ(Wait(0), 0);
+  for (const char* step : {"step-000002", "step-000004", "step-000005"}) {
+    EXPECT_TRUE(fs::exists(dir_ / "ckpt" / step / "manifest.json")) << step;
+  }
+  auto latest = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step(), 5);
+  EXPECT_EQ(latest->manifest().data_cursor["next_step"].get<int>(), 6);
+  int params = 0;
+  for (const auto& [name, entry] : latest->manifest().tensors) {
+    if (name.rfind("model.", 0) != 0) continue;
+    ++params;
+    const std::string param = name.substr(6);
+    EXPECT_TRUE(latest->Has("optim.exp_avg." + param)) << param;
+    EXPECT_TRUE(latest->Has("optim.exp_avg_sq." + param)) << param;
+    ASSERT_TRUE(latest->Has("optim.step." + param)) << param;
+    EXPECT_EQ(latest->ReadFull("optim.step." + param).item<int64_t>(), 5) << param;  // one AdamW step per GRPO step
+  }
+  EXPECT_GT(params, 0);
+}
+
+TEST_F(CheckpointResumeTest, DrainSavesAndAResumeMatchesAnUninterruptedRunBitForBit) {
+  const int steps = 12;
+  const std::string job = WriteJob("job", steps);
+  Start(job, dir_ / "straight", "straight");
+  ASSERT_EQ(Wait(0), 0);
+
+  ASSERT_EQ(RunAndDrain(job, dir_ / "split", "split"), 75);
+  auto stopped = CheckpointReader::OpenLatest(dir_ / "split");
+  ASSERT_TRUE(stopped.has_value());
+  const int64_t at = stopped->step();
+  ASSERT_EQ(static_cast<int64_t>(Lines("split").size()), at);  // the drained step is the last one logged
+  ASSERT_LT(at, steps) << "the run finished before the signal; nothing was resumed";
+
+  Start(job, dir_ / "split", "split");
+  ASSERT_EQ(Wait(0), 0);
+  const auto straight = Lines("straight"), split = Lines("split");
+  ASSERT_EQ(split.size(), static_cast<size_t>(steps));
+  for (int i = 0; i < steps; ++i) {
+    EXPECT_EQ(split[i]["step"], i + 1);
+    EXPECT_EQ(split[i]["loss"].get<double>(), straight[i]["loss"].get<double>()) << "step " << i + 1;
+    EXPECT_EQ(split[i]["reward_mean"].get<double>(), straight[i]["reward_mean"].get<double>()) << "step " << i + 1;
+  }
+  auto a = CheckpointReader::OpenLatest(dir_ / "straight");
+  auto b = CheckpointReader::OpenLatest(dir_ / "split");
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->step(), steps);
+  ASSERT_EQ(b->step(), steps);
+  ASSERT_EQ(a->manifest().tensors.size(), b->manifest().tensors.size());
+  for (const auto& [name, entry] : a->manifest().tensors) {
+    ASSERT_TRUE(b->Has(name)) << name;
+    EXPECT_TRUE(torch::equal(a->ReadFull(name), b->ReadFull(name))) << name;
+  }
+}
+
+TEST_F(CheckpointResumeTest, AnotherRunsCheckpointIsRefusedWith2) {
+  Start(WriteJob("job", 2), dir_ / "ckpt", "first");
+  ASSERT_EQ(Wait(0), 0);
+  const std::string err_path = (dir_ / "stderr").string();
+  const std::string cmd = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker --job " +
+                          WriteJob("other", 4, "0.001") + " --checkpoint-dir " + (dir_ / "ckpt").string() +
+                          " --metrics-port -1 --log " + LogPath("second", 0) + " 2> " + err_path;
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::ifstream in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("hash"), std::string::npos) << err;
+  EXPECT_TRUE(Lines("second").empty());
+}
+
+TEST_F(CheckpointResumeTest, TwoRanksResumeAOneRankCheckpoint) {
+  const std::string job = WriteJob("job", 4);
+  ASSERT_EQ(RunAndDrain(job, dir_ / "ckpt", "one"), 75);
+  auto stopped = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(stopped.has_value());
+  ASSERT_LT(stopped->step(), 4);
+  Start(job, dir_ / "ckpt", "two", 2);
+  EXPECT_EQ(Wait(0), 0);
+  EXPECT_EQ(Wait(1), 0);
+  const auto lines = Lines("two", 0);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front()["step"].get<int64_t>(), stopped->step() + 1);
+  EXPECT_EQ(lines.back()["step"].get<int>(), 4);
+  auto latest = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step(), 4);
+  EXPECT_EQ(latest->manifest().world_size, 2);
+}
+
+}  // namespace
+}  // namespace headroom::worker
