@@ -12,7 +12,7 @@ namespace headroom::worker {
 
 struct WorkerOptions {
   std::string job_path;          // --job
-  std::string checkpoint_dir;    // --checkpoint-dir (used once checkpoints land)
+  std::string checkpoint_dir;    // --checkpoint-dir: resume from its latest, save there; "" = no checkpoints
   std::string log_path;          // --log; "" = stdout
   int metrics_port = 9400;       // --metrics-port; 0 = any free port; -1 = no endpoint
   std::string metrics_bind = "0.0.0.0";
