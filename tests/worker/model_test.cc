@@ -58,7 +58,9 @@ TEST(Transformer, InitUsesPyTorchDefaultScales) {
                                      : p.size(1);
       const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
       EXPECT_LE(max_abs, bound) << name;
-      if (!is_bias) EXPECT_NEAR(std, bound / std::sqrt(3.0), 0.2 * bound / std::sqrt(3.0)) << name;  // U(-b, b)
+      if (!is_bias) {
+        EXPECT_NEAR(std, bound / std::sqrt(3.0), 0.2 * bound / std::sqrt(3.0)) << name;  // U(-b, b)
+      }
     }
   }
 }
