@@ -3,11 +3,11 @@
 #include <stdexcept>
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "core/metrics/metrics_http_server.h"
 #include "core/metrics/names.h"
 
 namespace headroom::worker {
@@ -60,16 +60,15 @@ WorkerMetrics::WorkerMetrics(const std::string& job, int rank, int port, const s
                                                                             30, 60, 120, 300});
   AddGauge(*health_, "headroom_worker_up", "1 while the worker serves requests", labels)->Set(1);
 
+  server_ = std::make_unique<metrics::MetricsHttpServer>(bind_host, port);
+  server_->HandleCollectable("/metrics", registry_);
+  server_->HandleCollectable("/healthz", health_);
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(bind_host + ":" + std::to_string(port));
+    server_->Start();
   } catch (const std::exception& e) {
-    throw std::runtime_error("--metrics-port " + std::to_string(port) + ": cannot listen on " + bind_host + ": " +
-                             e.what());
+    throw std::runtime_error("--metrics-port " + std::to_string(port) + ": " + e.what());
   }
-  exposer_->RegisterCollectable(registry_, "/metrics");
-  exposer_->RegisterCollectable(health_, "/healthz");
-  const auto ports = exposer_->GetListeningPorts();
-  port_ = ports.empty() ? port : ports.front();
+  port_ = server_->port();
 }
 
 WorkerMetrics::~WorkerMetrics() = default;

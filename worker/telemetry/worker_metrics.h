@@ -1,9 +1,9 @@
 // The worker's Prometheus endpoint: /metrics with design.md's names (core/metrics/names.h)
-// labelled {job, rank}, and /healthz, both served by prometheus-cpp's embedded server.
+// labelled {job, rank}, and /healthz, both served by core/metrics/metrics_http_server.h
+// (not prometheus-cpp's civetweb Exposer: its 100 KiB handler stacks overflowed under
+// scrapes and killed the worker with SIGSEGV — see that header).
 //
-// /healthz answers 200 with `headroom_worker_up 1` while the process serves requests:
-// prometheus-cpp's Exposer serves registered collectables on any URI, so health is a
-// one-gauge collectable there rather than a second HTTP server on another port.
+// /healthz answers 200 with `headroom_worker_up 1` while the process serves requests.
 //
 // Port 0 binds any free port; port() tells which (and the worker logs it).
 #pragma once
@@ -14,8 +14,11 @@
 
 #include "worker/telemetry/step_log.h"
 
+namespace headroom::metrics {
+class MetricsHttpServer;
+}
+
 namespace prometheus {
-class Exposer;
 class Registry;
 class Gauge;
 class Counter;
@@ -37,7 +40,7 @@ class WorkerMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Registry> health_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<metrics::MetricsHttpServer> server_;
   int port_ = 0;
   prometheus::Gauge *step_, *host_, *host_peak_, *host_limit_, *gpu_alloc_, *gpu_reserved_, *gpu_peak_,
       *gpu_total_, *growth_host_, *growth_gpu_, *forecast_host_, *forecast_gpu_, *reward_, *loss_, *kl_;
