@@ -43,13 +43,6 @@ json YamlToJson(const YAML::Node& n) {
 }
 
 TEST(OperatorEndToEnd, LeakDrillFinishesThroughAGuardRestartWithTheRealWorker) {
-  // Known bug, tracked in issue 7: run as a pod by the test kubelet, the real worker dies
-  // with SIGSEGV during step 1 (the same drill passes under `headroom run`, see
-  // tests/e2e). Set HEADROOM_E2E_REAL_WORKER=1 to run it while that is investigated.
-  if (!std::getenv("HEADROOM_E2E_REAL_WORKER")) {
-    GTEST_SKIP() << "the real worker segfaults at step 1 under the test kubelet (issue 7); "
-                    "HEADROOM_E2E_REAL_WORKER=1 runs it";
-  }
   const char* override_path = std::getenv("HEADROOM_WORKER_BINARY");
   const std::string worker = override_path ? override_path : BinaryPath("headroom-worker");
   REQUIRE_BINARY(worker);
@@ -77,14 +70,8 @@ TEST(OperatorEndToEnd, LeakDrillFinishesThroughAGuardRestartWithTheRealWorker) {
   EXPECT_GT(status["memory"].value("hostBytes", 0), 0) << "memory scraped from /metrics: " << status.dump();
   EXPECT_EQ(status["memory"].value("hostLimitBytes", 0), 1 << 30);
   EXPECT_GT(status.value("step", 0), 0) << "steps scraped from /metrics";
-  // A guard restart resumes from the checkpoint the worker writes when it stops (exit 76);
-  // a worker without checkpoints yet (issue 5) restarts from step 1 and hits the same
-  // leak again, which the guard rightly escalates. That is the worker's gap, not the
-  // operator's: say so instead of failing here.
-  if (!std::filesystem::exists(c.dir() + "/jobs/drill-host-leak/checkpoints/latest")) {
-    GTEST_SKIP() << "this headroom-worker wrote no checkpoint (no checkpoints/latest after its guard stop), "
-                    "so a restart cannot resume; the drill needs the worker's checkpoints (issue 5)";
-  }
+  // A guard restart resumes from the checkpoint the worker writes when it stops (exit 76).
+  EXPECT_TRUE(std::filesystem::exists(c.dir() + "/jobs/drill-host-leak/checkpoints/latest"));
   EXPECT_EQ(status.value("phase", ""), "Succeeded") << status.dump();
   EXPECT_GE(status.value("restarts", 0), 1) << status.dump();
   EXPECT_EQ(status.value("oomKills", -1), 0) << status.dump();
