@@ -28,6 +28,10 @@ inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconc
 inline constexpr const char* kOperatorReconcileDurationSeconds = "headroom_operator_reconcile_duration_seconds";
 inline constexpr const char* kOperatorGuardActionsTotal = "headroom_operator_guard_actions_total";  // {action,reason}
 inline constexpr const char* kOperatorJobs = "headroom_operator_jobs";  // {phase}
+// Beyond design.md's list (added, not renamed): the work queue as client-go exports it.
+inline constexpr const char* kOperatorWorkqueueDepth = "headroom_operator_workqueue_depth";  // {name}
+inline constexpr const char* kOperatorWorkqueueWaiting = "headroom_operator_workqueue_waiting";  // {name}
+inline constexpr const char* kOperatorWorkqueueProcessing = "headroom_operator_workqueue_processing";  // {name}
 
 // --- labels -------------------------------------------------------------------------
 inline constexpr const char* kLabelJob = "job";

@@ -10,7 +10,16 @@ Controller::Controller(std::string name, std::shared_ptr<WorkQueue> queue, Recon
       queue_(std::move(queue)),
       reconcile_(std::move(reconcile)),
       metrics_(std::move(metrics)),
-      workers_(workers) {}
+      workers_(workers) {
+  if (metrics_) {
+    // Weak: the metrics may outlive this controller (a queue gone reads as empty).
+    metrics_->AddWorkQueue(name_, [weak = std::weak_ptr<WorkQueue>(queue_)] {
+      OperatorMetrics::QueueSample s;
+      if (auto q = weak.lock()) s = {q->Len(), q->Waiting(), q->Processing()};
+      return s;
+    });
+  }
+}
 
 Controller::~Controller() { Stop(std::chrono::seconds(30)); }
 

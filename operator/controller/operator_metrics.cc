@@ -29,6 +29,18 @@ OperatorMetrics::OperatorMetrics() : registry_(std::make_shared<prometheus::Regi
                .Name(metrics::kOperatorJobs)
                .Help("TrainingJobs by phase")
                .Register(*registry_);
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name(metrics::kOperatorWorkqueueDepth)
+                      .Help("Keys ready in the controller's work queue")
+                      .Register(*registry_);
+  queue_waiting_ = &prometheus::BuildGauge()
+                        .Name(metrics::kOperatorWorkqueueWaiting)
+                        .Help("Keys delayed in the controller's work queue (backoff, requeue-after)")
+                        .Register(*registry_);
+  queue_processing_ = &prometheus::BuildGauge()
+                           .Name(metrics::kOperatorWorkqueueProcessing)
+                           .Help("Keys being reconciled")
+                           .Register(*registry_);
   for (const char* result : {"success", "error", "requeue"}) reconcile_total_->Add({{"result", result}});
   for (const char* phase : kPhases) jobs_->Add({{"phase", phase}}).Set(0);
 }
@@ -52,6 +64,22 @@ void OperatorMetrics::SetJobsByPhase(const std::map<std::string, int>& jobs) {
   for (const auto& [phase, n] : jobs) jobs_->Add({{"phase", phase}}).Set(n);
 }
 
-std::string OperatorMetrics::Render() const { return prometheus::TextSerializer().Serialize(registry_->Collect()); }
+void OperatorMetrics::AddWorkQueue(const std::string& name, std::function<QueueSample()> sample) {
+  std::lock_guard<std::mutex> lock(queues_mu_);
+  queues_.emplace_back(name, std::move(sample));
+}
+
+std::string OperatorMetrics::Render() const {
+  {
+    std::lock_guard<std::mutex> lock(queues_mu_);
+    for (const auto& [name, sample] : queues_) {
+      const QueueSample q = sample();
+      queue_depth_->Add({{"name", name}}).Set(static_cast<double>(q.depth));
+      queue_waiting_->Add({{"name", name}}).Set(static_cast<double>(q.waiting));
+      queue_processing_->Add({{"name", name}}).Set(static_cast<double>(q.processing));
+    }
+  }
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
 
 }  // namespace headroom::controller

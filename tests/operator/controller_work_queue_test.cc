@@ -205,5 +205,26 @@ TEST(ControllerTest, ReconcilesRetriesFailuresAndNeverRunsAKeyTwiceAtOnce) {
   EXPECT_NE(text.find("headroom_operator_reconcile_duration_seconds_count"), std::string::npos);
 }
 
+// The operator dashboard's queue panel reads these gauges: they must say what the queue
+// holds at the moment of the scrape.
+TEST(ControllerTest, ExportsItsQueueDepthWhenMetricsAreRendered) {
+  auto metrics = std::make_shared<OperatorMetrics>();
+  auto queue = std::make_shared<WorkQueue>(MakeClock());
+  Controller c("trainingjob", queue, [](const std::string&) { return Result{}; }, metrics, 1);
+  queue->Add("ns/a");
+  queue->Add("ns/b");
+  queue->AddAfter("ns/c", 10s);
+  std::string text = metrics->Render();
+  EXPECT_NE(text.find(R"(headroom_operator_workqueue_depth{name="trainingjob"} 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(headroom_operator_workqueue_waiting{name="trainingjob"} 1)"), std::string::npos) << text;
+  ASSERT_EQ(queue->Get(), "ns/a");  // handed out, not done
+  text = metrics->Render();
+  EXPECT_NE(text.find(R"(headroom_operator_workqueue_depth{name="trainingjob"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(headroom_operator_workqueue_processing{name="trainingjob"} 1)"), std::string::npos) << text;
+  queue->Done("ns/a");
+  ASSERT_EQ(queue->Get(), "ns/b");  // leave the queue empty: the controller's Stop drains it
+  queue->Done("ns/b");
+}
+
 }  // namespace
 }  // namespace headroom::controller
