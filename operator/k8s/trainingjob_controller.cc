@@ -68,6 +68,7 @@ ActionLabels LabelsFor(const std::string& type) {
   if (type == "resume") return {"Resumed", "restart", "drained", false};
   if (type == "scale") return {"Reshard", "reshard", "scale", false};
   if (type == "suspend") return {"Suspended", "suspend", "user", false};
+  if (type == "unsuspend") return {"Resumed", "resume", "user", false};
   if (type == "fail") return {"Failed", "fail", "gaveUp", true};
   return {type, type, "other", false};
 }
@@ -394,6 +395,7 @@ void TrainingJobController::ApplySpecChanges(JobEntry& entry, const json& object
       entry.reconciler = std::move(fresh);  // suspended before it ever ran: start it
     } else {
       fresh->Restore(resumed, history, running);
+      fresh->Resume("spec.suspend is false: resuming from the checkpoint");
       if (job.spec.workers != running.spec.workers) fresh->RequestWorkers(job.spec.workers);
       entry.reconciler = std::move(fresh);
       // Its pods drained (exit 75) and are gone: that is what the reconciler resumes from.

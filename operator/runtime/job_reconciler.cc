@@ -332,10 +332,20 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
                         std::to_string(job_.spec.workers),
                     /*counts_as_restart=*/false, /*reshard=*/true);
   }
+  if (resume_requested_) {
+    const std::string reason = *resume_requested_;
+    resume_requested_.reset();
+    Record(status_.step, "unsuspend", reason);
+    status_.phase = JobPhase::kPending;
+    if (!unsettled_loss_from_step_) unsettled_loss_from_step_ = status_.step;
+    return Launch(reason);
+  }
   return Relaunch(status_.step, "resume",
                   "workers drained (exit 75) without a stop request; resuming from the checkpoint", true,
                   false);
 }
+
+void JobReconciler::Resume(const std::string& reason) { resume_requested_ = reason; }
 
 NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {
   const RankExit& e = *crashed.exit;

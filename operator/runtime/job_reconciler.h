@@ -70,6 +70,10 @@ class JobReconciler {
   // RequestWorkers: reshard to n workers at the next step boundary (kubectl scale).
   void RequestStop(const std::string& reason);
   void RequestWorkers(int n);
+  // The user lifts a stop (spec.suspend back to false) on a Restore()d drained
+  // generation: the next Reconcile() relaunches from the checkpoint. Not a restart: it
+  // counts against neither status.restarts nor memoryGuard.maxRestarts.
+  void Resume(const std::string& reason);
   // The caller could not carry out a step (a launch failed: no such binary, no cgroup,
   // the API server refused a pod): the job ends Failed with `reason`.
   void MarkFailed(const std::string& reason);
@@ -108,6 +112,7 @@ class JobReconciler {
 
   std::optional<std::string> stop_requested_;
   std::optional<int> workers_requested_;
+  std::optional<std::string> resume_requested_;
   bool drain_sent_ = false;
   bool kill_sent_ = false;
   std::optional<std::chrono::steady_clock::time_point> first_exit_at_;

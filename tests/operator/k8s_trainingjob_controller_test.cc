@@ -157,7 +157,12 @@ TEST(TrainingJobController, SuspendDrainsToACheckpointAndUnsuspendResumes) {
 
   c.Jobs().Patch("default", "pause", json{{"spec", {{"suspend", false}}}});
   ASSERT_TRUE(c.WaitForPhase("pause", "Succeeded", 40s));
-  EXPECT_EQ(c.Status("pause").value("generation", 0), 2);
+  const json status = c.Status("pause");
+  EXPECT_EQ(status.value("generation", 0), 2);
+  // The user's own pause and resume are not restarts (nor count against maxRestarts).
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  EXPECT_EQ(status.value("stepsLost", -1), 0) << status.dump();
+  EXPECT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("pause"), "Resumed"); }, 5s)) << c.EventMessages("pause");
 }
 
 TEST(TrainingJobController, ScaleSubresourceReshards) {

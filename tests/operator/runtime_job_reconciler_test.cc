@@ -385,6 +385,35 @@ TEST(JobReconciler, RestoredStateCarriesOnWhereTheLastSupervisorLeftOff) {
   EXPECT_EQ(second.status().actions.size(), 2u);
 }
 
+// Suspend, then resume (the operator does this when spec.suspend goes back to false): a
+// fresh reconciler restored from the suspended status relaunches without calling it a
+// restart, even with maxRestarts used up.
+TEST(JobReconciler, ResumingASuspendedJobIsNotARestart) {
+  spec::TrainingJob job = MakeJob();
+  job.spec.memory_guard.max_restarts = 0;
+  JobReconciler first(job, Options());
+  first.Reconcile(Observation{});
+  first.Reconcile(Script{}.Running({1, 2}));
+  first.RequestStop("spec.suspend is true");
+  ASSERT_EQ(first.Reconcile(Script{}.Running()).kind, Kind::kDrain);
+  first.Reconcile(Script{}.Ended({Exit(75)}, 2));
+  ASSERT_EQ(first.status().phase, JobPhase::kSuspended);
+
+  JobStatus resumed = first.status();
+  resumed.phase = JobPhase::kPending;
+  JobReconciler second(job, Options());
+  second.Restore(resumed, first.guard_history(), first.current_job());
+  second.Resume("spec.suspend is false");
+  NextStep next = second.Reconcile(Script{}.Ended({Exit(75)}, 2));
+  ASSERT_EQ(next.kind, Kind::kLaunch) << second.status().message;
+  EXPECT_EQ(next.launch.generation, 2);
+  EXPECT_EQ(second.status().restarts, 0);
+  EXPECT_EQ(second.status().actions.back().type, "unsuspend");
+  EXPECT_EQ(second.Reconcile(Script{.generation = 2}.Running({3})).kind, Kind::kWait);
+  EXPECT_EQ(second.status().steps_lost, 0);
+  EXPECT_EQ(second.status().phase, JobPhase::kRunning);
+}
+
 TEST(JobReconciler, MarkFailedEndsTheJobWithTheReason) {
   JobReconciler rec(MakeJob(), Options());
   rec.Reconcile(Observation{});
