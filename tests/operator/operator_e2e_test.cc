@@ -117,6 +117,9 @@ TEST(OperatorEndToEnd, FastLeakDrillWithTheFakeWorker) {
   EXPECT_GE(status.value("restarts", 0), 1) << status.dump();
   EXPECT_EQ(status.value("oomKills", -1), 0) << status.dump();
   EXPECT_EQ(status.value("stepsLost", -1), 0) << status.dump();
+  // Memory as scraped from the fake worker's /metrics.
+  EXPECT_GT(status["memory"].value("hostBytes", 0), 0) << status.dump();
+  EXPECT_EQ(status["memory"].value("hostLimitBytes", 0), 256 << 20) << status.dump();
   ASSERT_TRUE(c.WaitUntil([&] {
     const auto r = c.EventReasons("fast-drill");
     return !r.empty() && r.back() == "Succeeded";

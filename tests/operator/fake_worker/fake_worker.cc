@@ -12,6 +12,8 @@
 //     writes it; the directory first, `latest` last by atomic rename);
 //   - one JSON step-log line per step (step, reward_mean, loss, kl, host_* from the real
 //     cgroup or /proc, tokens, step_seconds, ...);
+//   - --metrics-port: /metrics with the step and host memory gauges (design.md names,
+//     labelled {job, rank}) and /healthz, as the operator scrapes them;
 //   - spec.debug.hostLeakBytesPerStep really allocates and touches that much per step;
 //   - with spec.memoryGuard.enabled, stops before the limit: when end-of-step memory plus
 //     horizonSteps more steps of measured growth would cross hostThreshold * limit, it
@@ -46,7 +48,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include "core/memory/host_memory.h"
+#include "core/metrics/metrics_http_server.h"
+#include "core/metrics/names.h"
 #include "core/spec/training_job.h"
 
 namespace {
@@ -112,7 +119,7 @@ void WriteTermination(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string job_path, checkpoint_dir, log_path;
+  std::string job_path, checkpoint_dir, log_path, metrics_port;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string& out) {
@@ -122,11 +129,10 @@ int main(int argc, char** argv) {
       }
       out = argv[++i];
     };
-    std::string ignored;
     if (a == "--job") value(job_path);
     else if (a == "--checkpoint-dir") value(checkpoint_dir);
     else if (a == "--log") value(log_path);
-    else if (a == "--metrics-port") value(ignored);
+    else if (a == "--metrics-port") value(metrics_port);
     else {
       std::cerr << "fake-worker: unknown argument " << a << "\n";
       return 2;
@@ -146,6 +152,27 @@ int main(int argc, char** argv) {
   if (world != spec.workers) {
     std::cerr << "fake-worker: WORLD_SIZE " << world << " != spec.workers " << spec.workers << "\n";
     return 2;
+  }
+  namespace names = headroom::metrics;
+  auto registry = std::make_shared<prometheus::Registry>();
+  const prometheus::Labels labels{{names::kLabelJob, parsed.job->metadata.name}, {names::kLabelRank, std::to_string(rank)}};
+  auto gauge = [&](const char* name) -> prometheus::Gauge& {
+    return prometheus::BuildGauge().Name(name).Help(name).Register(*registry).Add(labels);
+  };
+  prometheus::Gauge& step_gauge = gauge(names::kWorkerStep);
+  prometheus::Gauge& host_gauge = gauge(names::kWorkerHostMemoryBytes);
+  prometheus::Gauge& limit_gauge = gauge(names::kWorkerHostMemoryLimitBytes);
+  std::unique_ptr<headroom::metrics::MetricsHttpServer> server;
+  if (!metrics_port.empty()) {
+    server = std::make_unique<headroom::metrics::MetricsHttpServer>("127.0.0.1", std::atoi(metrics_port.c_str()));
+    server->HandleCollectable("/metrics", registry);
+    server->Handle("/healthz", [] { return headroom::metrics::HttpResponse{200, "text/plain", "ok\n"}; });
+    try {
+      server->Start();
+    } catch (const std::exception& e) {
+      std::cerr << "fake-worker: --metrics-port: " << e.what() << "\n";
+      return 1;
+    }
   }
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
@@ -225,6 +252,9 @@ int main(int argc, char** argv) {
         {"micro_batch_size", spec.grpo.micro_batch_size},
     };
     log << line.dump() << std::endl;
+    step_gauge.Set(step);
+    host_gauge.Set(static_cast<double>(m.working_set_bytes));
+    limit_gauge.Set(static_cast<double>(limit));
 
     if (step == guard_at && FirstTime(once_dir, "guard")) {
       nlohmann::json d = nlohmann::json::parse(Env("FAKE_GUARD_DECISION", R"({"action":"restart"})"));
