@@ -16,6 +16,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/gpu_memory_source.h"
+#include "worker/telemetry/heap_trim.h"
 #include "worker/telemetry/memory_monitor.h"
 #include "worker/telemetry/step_log.h"
 #include "worker/telemetry/worker_metrics.h"
@@ -229,6 +230,7 @@ int Run(const WorkerOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     leaks.Step();
     const StepResult result = trainer->RunStep(step);
+    ReturnFreedHeapToSystem();  // so the end-of-step reading is the level, not the peak
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const StepMemoryReading mem = monitor.EndStep();
     const bool last = step + 1 == spec.grpo.steps;
