@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -136,13 +137,15 @@ int64_t MeasuredHostPeak(const Workspace& ws, spec::TrainingJob job) {
 }
 
 // A limit L with needs_action / threshold > L > needs_action (it runs, above the threshold)
-// and fits < threshold * L (the change the guard should make fixes it): the midpoint.
+// and fits < threshold * L (the change the guard should make fixes it): a quarter of the
+// way up, not the midpoint, because peaks measured under the tight limit read lower than
+// in the roomy calibration run (the kernel reclaims page cache the working set counted).
 int64_t LimitBetween(int64_t needs_action, int64_t fits, double threshold) {
   const double lo = std::max(static_cast<double>(needs_action), fits / threshold);
   const double hi = needs_action / threshold;
   EXPECT_LT(lo, hi) << "no limit separates " << needs_action << " from " << fits << " bytes at threshold "
                     << threshold << ": adjust the testdata spec";
-  return static_cast<int64_t>((lo + hi) / 2) & ~int64_t{(1 << 20) - 1};
+  return static_cast<int64_t>(lo + (hi - lo) / 4) & ~int64_t{(1 << 20) - 1};
 }
 
 TEST(HeadroomRunE2E, LeakDrillWithoutTheGuardIsOomKilledAndLosesSteps) {
@@ -204,20 +207,24 @@ TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {
 
 TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithASmallerMicroBatchIsShrunk) {
   SKIP_UNLESS_RUNNABLE();
-  // Known regression, tracked in issue 6: since the PyTorch-default init and checkpointing
-  // landed, the limit calibrated from the short measured run puts the first step's level
-  // (not its activation peak) over the threshold, so the guard correctly says a smaller
-  // micro-batch cannot help. The calibration must separate level from peak again.
-  GTEST_SKIP() << "limit calibration puts the level, not the activation peak, over the threshold (issue 6)";
   Workspace ws;
   spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/microbatch-activations.yaml");
-  spec::TrainingJobSpec smaller = job.spec;
-  smaller.grpo.micro_batch_size = job.spec.grpo.micro_batch_size / 4;
-  // Measured at the spec's micro-batch; the smaller one's need scaled by the planner's ratio.
+  spec::TrainingJob smaller = job;
+  smaller.spec.grpo.micro_batch_size = job.spec.grpo.micro_batch_size / 4;
+  // Both peaks measured, not one scaled by the planner: what separates them is the
+  // activations of 24 more sequences per micro-batch, and the limit must fall between.
   const int64_t big = MeasuredHostPeak(ws, job);
-  const int64_t small = static_cast<int64_t>(static_cast<double>(big) * guard::PlanMemory(smaller, 1).host_total_bytes /
-                                             guard::PlanMemory(job.spec, 1).host_total_bytes);
-  job.spec.resources.memory_bytes = LimitBetween(big, small, job.spec.memory_guard.host_threshold);
+  const int64_t small = MeasuredHostPeak(ws, smaller);
+  std::cout << "calibration: host peak " << (big >> 20) << " MiB at microBatchSize " << job.spec.grpo.micro_batch_size
+            << ", " << (small >> 20) << " MiB at " << smaller.spec.grpo.micro_batch_size << "\n";
+  // The limit is 15% over the big peak as measured: a 5 ms sampler can miss the top of a
+  // short spike, and what the working set reads varies by ~60 MiB from run to run (page
+  // cache charged to a new cgroup or not). The spec's hostThreshold (0.6) leaves room for
+  // that noise: the big peak crosses it whatever the page cache did, the small one does not.
+  const double threshold = job.spec.memory_guard.host_threshold;
+  const int64_t limit = static_cast<int64_t>(1.15 * std::max<double>(static_cast<double>(big), small / threshold));
+  ASSERT_LT(small / threshold, static_cast<double>(big)) << "the micro-batch does not move the peak enough: adjust the testdata";
+  job.spec.resources.memory_bytes = limit & ~int64_t{(1 << 20) - 1};
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
   ASSERT_FALSE(r.summary.is_null()) << r.output;
