@@ -130,10 +130,10 @@ TEST_F(CheckpointResumeTest, SavesEveryStepsAndAtTheEnd) {
     const std::string param = name.substr(6);
     EXPECT_TRUE(latest->Has("optim.exp_avg." + param)) << param;
     EXPECT_TRUE(latest->Has("optim.exp_avg_sq." + param)) << param;
-    ASSERT_TRUE(latest->Has("optim.step." + param)) << param;
-    EXPECT_EQ(latest->ReadFull("optim.step." + param).item<int64_t>(), 5) << param;  // one AdamW step per GRPO step
   }
   EXPECT_GT(params, 0);
+  ASSERT_TRUE(latest->Has("optim.step"));
+  EXPECT_EQ(latest->ReadFull("optim.step").item<int64_t>(), 5);  // one AdamW step per GRPO step
 }
 
 TEST_F(CheckpointResumeTest, DrainSavesAndAResumeMatchesAnUninterruptedRunBitForBit) {

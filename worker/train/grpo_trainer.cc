@@ -66,9 +66,14 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
     reference_->eval();
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
   }
-  flat_ = std::make_unique<FlatParameters>(model_->OrderedParameters());
-  optimizer_ = std::make_unique<torch::optim::AdamW>(
-      flat_->parameters(), torch::optim::AdamWOptions(g.learning_rate).weight_decay(0.01));
+  ShardingOptions sharding;
+  sharding.stage = spec_.sharding.stage;
+  sharding.offload_params = spec_.sharding.offload_params;
+  sharding.offload_optimizer = spec_.sharding.offload_optimizer;
+  group_ = std::make_unique<FlatParameterGroup>(model_->OrderedParameters(), comm_, sharding);
+  AdamWConfig adamw;
+  adamw.lr = g.learning_rate;
+  optimizer_ = std::make_unique<ShardedAdamW>(*group_, adamw);
   rollout_ = std::make_unique<RolloutEngine>(config, local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
   // Responses are digits and EOS: the policy's action space (see CharTokenizer).
@@ -85,7 +90,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   uc.updates_per_step = g.updates_per_step;
   uc.temperature = g.temperature;
   uc.logit_bias = response_bias_;
-  updater_ = std::make_unique<PolicyUpdater>(model_, *flat_, *optimizer_, comm_, uc);
+  updater_ = std::make_unique<PolicyUpdater>(model_, *group_, *optimizer_, uc);
 }
 
 int64_t GrpoTrainer::TokensPerStep() const {
@@ -113,8 +118,11 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
     }
   }
 
-  // 2. Rollout.
+  // 2. Rollout. Stage 3: the parameters stay gathered from here through the first
+  // mini-batch's forward/backward (its optimizer step releases them), so the step
+  // gathers once per mini-batch and not once more for the rollout.
   auto t0 = std::chrono::steady_clock::now();
+  group_->Gather();
   model_->eval();
   Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature);
   result.rollout_seconds = SecondsSince(t0);
@@ -151,6 +159,8 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   // 6. Updates.
   t0 = std::chrono::steady_clock::now();
   PolicyUpdateStats stats = updater_->Update(batch);
+  group_->Release();  // stage 3: a no-op after the last optimizer step released them; the
+                     // step ends with only the shard whatever the optimizer does
   result.update_seconds = SecondsSince(t0);
 
   result.reward_mean = rewards.mean().item<double>();

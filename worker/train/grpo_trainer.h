@@ -5,9 +5,15 @@
 //   - Step s uses prompts with global indices [s * promptsPerStep, (s + 1) * promptsPerStep);
 //     this rank takes its contiguous slice of them. Sample g of prompt i has global sample
 //     index i * groupSize + g and its own sampling key, so which rank ran it never matters.
-//   - No reference model exists when klCoef == 0 (not even allocated).
-//   - The model, its flat parameter buffer, the optimizer and the generation cache are
-//     built once in the constructor and live for the whole run.
+//   - No reference model exists when klCoef == 0 (not even allocated). It is frozen, so
+//     it stays replicated on every rank whatever the sharding stage.
+//   - The model, its flat parameter group (sharded per spec.sharding: stage, offload),
+//     the sharded AdamW and the generation cache are built once in the constructor and
+//     live for the whole run. Every rank starts from rank 0's weights.
+//   - Collective: the constructor and RunStep() are called by every rank, in step order.
+//   - Stage 3: the model's parameters are gathered for the rollout, the log-probs and
+//     each mini-batch's forward/backward, and released when the step ends; between
+//     steps (and so when a checkpoint is saved) a rank holds only its shard.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +25,10 @@
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
 #include "worker/grpo/policy_update.h"
-#include "worker/model/flat_parameters.h"
 #include "worker/model/transformer.h"
 #include "worker/rollout/rollout_engine.h"
+#include "worker/sharding/flat_parameter_group.h"
+#include "worker/sharding/sharded_adamw.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -55,8 +62,8 @@ class GrpoTrainer {
   int64_t first_local_prompt() const { return first_local_prompt_; }
 
   Transformer& model() { return model_; }
-  const FlatParameters& flat_parameters() const { return *flat_; }
-  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  FlatParameterGroup& parameter_group() { return *group_; }
+  ShardedAdamW& optimizer() { return *optimizer_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
   const RolloutEngine& rollout_engine() const { return *rollout_; }
   const Task& task() const { return *task_; }
@@ -70,8 +77,8 @@ class GrpoTrainer {
   std::unique_ptr<Task> task_;
   Transformer model_{nullptr};
   Transformer reference_{nullptr};
-  std::unique_ptr<FlatParameters> flat_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<FlatParameterGroup> group_;
+  std::unique_ptr<ShardedAdamW> optimizer_;
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;
   torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
