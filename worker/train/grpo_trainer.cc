@@ -37,7 +37,6 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
                                 " is not divisible by the world size " + std::to_string(world));
   }
   local_prompts_ = g.prompts_per_step / world;
-  first_local_prompt_ = local_prompts_ * comm_.rank();
 
   task_ = MakeTask(spec_.task.name, spec_.task.digits, spec_.task.seed);
   if (task_->prompt_tokens() > g.max_prompt_length) {
@@ -93,6 +92,10 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   updater_ = std::make_unique<PolicyUpdater>(model_, *group_, *optimizer_, uc);
 }
 
+int64_t GrpoTrainer::GlobalPrompt(int64_t step, int64_t local) const {
+  return step * spec_.grpo.prompts_per_step + local * comm_.world_size() + comm_.rank();
+}
+
 int64_t GrpoTrainer::TokensPerStep() const {
   return local_prompts_ * spec_.grpo.group_size * (task_->prompt_tokens() + spec_.grpo.max_response_length);
 }
@@ -103,13 +106,13 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   StepResult result;
   result.step = step;
 
-  // 1. Prompts: this rank's slice of the step's global prompt range, each repeated G times.
+  // 1. Prompts: this rank's share of the step's global prompt range, each repeated G times.
   const int64_t n = local_prompts_ * group;
   std::vector<Problem> problems;
   std::vector<uint64_t> keys;
   auto prompts = torch::empty({n, task_->prompt_tokens()}, torch::kInt64);
   for (int64_t i = 0; i < local_prompts_; ++i) {
-    const int64_t global_prompt = step * g.prompts_per_step + first_local_prompt_ + i;
+    const int64_t global_prompt = GlobalPrompt(step, i);
     problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
     auto row = torch::tensor(problems.back().prompt_tokens, torch::kInt64);
     for (int64_t s = 0; s < group; ++s) {

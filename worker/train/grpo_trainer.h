@@ -3,8 +3,15 @@
 //
 // Contract:
 //   - Step s uses prompts with global indices [s * promptsPerStep, (s + 1) * promptsPerStep);
-//     this rank takes its contiguous slice of them. Sample g of prompt i has global sample
-//     index i * groupSize + g and its own sampling key, so which rank ran it never matters.
+//     rank r of W takes every W-th of them, starting at the r-th (GlobalPrompt). Sample g
+//     of prompt i has global sample index i * groupSize + g and its own sampling key, so
+//     which rank ran it never matters.
+//   - Why strided and not a contiguous slice per rank: each rank splits its rows into
+//     updatesPerStep contiguous mini-batches, so with strided prompts mini-batch u holds
+//     the same global prompts, [u P / U, (u + 1) P / U), at every world size (exactly
+//     when promptsPerStep / world is divisible by updatesPerStep). A reshard then changes
+//     the float summation order, not the optimisation: any world size and ZeRO stage
+//     trains the same parameters as one rank, up to rounding (trainer_sharding_test).
 //   - No reference model exists when klCoef == 0 (not even allocated). It is frozen, so
 //     it stays replicated on every rank whatever the sharding stage.
 //   - The model, its flat parameter group (sharded per spec.sharding: stage, offload),
@@ -59,7 +66,8 @@ class GrpoTrainer {
   // Padded tokens this rank processes in a step: known before the step runs.
   int64_t TokensPerStep() const;
   int64_t local_prompts() const { return local_prompts_; }
-  int64_t first_local_prompt() const { return first_local_prompt_; }
+  // The global index of this rank's `local`-th prompt of step `step`.
+  int64_t GlobalPrompt(int64_t step, int64_t local) const;
 
   Transformer& model() { return model_; }
   FlatParameterGroup& parameter_group() { return *group_; }
@@ -83,7 +91,6 @@ class GrpoTrainer {
   std::unique_ptr<PolicyUpdater> updater_;
   torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
   int64_t local_prompts_ = 0;
-  int64_t first_local_prompt_ = 0;
 };
 
 // The sampling key of one sample: a function of the task seed and its global index only.
