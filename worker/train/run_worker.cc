@@ -264,7 +264,12 @@ int Run(const WorkerOptions& options) {
     }
     const int64_t done = step + 1;
     const int every = spec.checkpoint.every_steps;
-    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) save(done);
+    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) {
+      if (auto saved = save(done)) {
+        record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
+        record.checkpoint_seconds = saved->seconds;
+      }
+    }
     step_log.Write(record);
     if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
     pending = decision;  // acted on at the next boundary, with every rank (none after the last step)
