@@ -23,8 +23,16 @@ ShardedAdamW::ShardedAdamW(FlatParameterGroup& group, AdamWConfig config) : grou
 double ShardedAdamW::GlobalGradNorm() {
   // Each rank sums the squares of its owned range once (at stage 0/1 every rank has the
   // whole reduced gradient, but owned ranges still partition it), then one all_reduce.
+  // In fp64 for accuracy, a chunk at a time: converting the whole range at once would
+  // hold two fp64 copies of it (the cast and its square), 4x the gradient's own bytes,
+  // at the step's peak.
   auto grad = group_.Gradient(group_.owned());
-  auto sq = grad.to(torch::kFloat64).pow(2).sum().reshape({1}).to(group_.device());
+  const int64_t chunk = group_.options().bucket_numel;
+  auto sq = torch::zeros({1}, grad.options().dtype(torch::kFloat64));
+  for (int64_t off = 0; off < grad.numel(); off += chunk) {
+    sq += grad.narrow(0, off, std::min(chunk, grad.numel() - off)).to(torch::kFloat64).pow(2).sum();
+  }
+  sq = sq.to(group_.device());
   group_.comm().all_reduce(sq);
   return std::sqrt(sq.item<double>());
 }
