@@ -8,13 +8,14 @@
 //   - a reshard case and a micro-batch case (tests/e2e/testdata/), their limits set from a
 //     short calibration run's measured peak (and the planner's ratio between the two
 //     configurations) so that the guard must act and its change is enough.
-// Each test skips, saying why, where it cannot run: no headroom-worker built, not root /
-// no memory cgroup, or (reshard) no ZeRO sharding in the worker yet.
+// Each test skips, saying why, where it cannot run: no headroom-worker built, or not
+// root / no memory cgroup.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -111,10 +112,15 @@ std::string WriteJob(const Workspace& ws, const spec::TrainingJob& job) {
   return path;
 }
 
-// The worst per-step host peak of a short calibration run of `job` (2 steps, a generous
-// limit, no guard): what this machine's worker really needs, which the planner only
-// estimates.
-int64_t MeasuredHostPeak(const Workspace& ws, spec::TrainingJob job) {
+// What a short calibration run of `job` (2 steps, a generous limit, no guard) used on the
+// host, worst over steps and ranks: what this machine's worker really needs, which the
+// planner only estimates.
+struct HostUse {
+  int64_t level = 0;  // host_bytes: held at the step boundary (model state, caches)
+  int64_t peak = 0;   // host_peak_bytes: the most within a step (level + the step's transients)
+};
+
+HostUse MeasuredHost(const Workspace& ws, spec::TrainingJob job) {
   job.metadata.name += "-calibrate";
   job.spec.grpo.steps = 2;
   job.spec.resources.memory = "4Gi";
@@ -123,29 +129,20 @@ int64_t MeasuredHostPeak(const Workspace& ws, spec::TrainingJob job) {
   std::istringstream csv(ReadAll(r.workdir + "/memory.csv"));
   std::string line;
   std::getline(csv, line);  // header: step,host_bytes,gpu_bytes,host_peak_bytes,...
-  int64_t peak = 0;
+  HostUse use;
   while (std::getline(csv, line)) {
     std::istringstream row(line);
     std::string cell;
     std::vector<int64_t> v;
     while (std::getline(row, cell, ',')) v.push_back(std::stoll(cell));
-    if (v.size() >= 4) peak = std::max({peak, v[1], v[3]});
+    if (v.size() >= 4) {
+      use.level = std::max(use.level, v[1]);
+      use.peak = std::max({use.peak, v[1], v[3]});
+    }
   }
-  EXPECT_GT(peak, 0) << "calibration run measured nothing:\n" << r.output;
+  EXPECT_GT(use.peak, 0) << "calibration run measured nothing:\n" << r.output;
   fs::remove_all(r.workdir);
-  return peak;
-}
-
-// A limit L with needs_action / threshold > L > needs_action (it runs, above the threshold)
-// and fits < threshold * L (the change the guard should make fixes it): a quarter of the
-// way up, not the midpoint, because peaks measured under the tight limit read lower than
-// in the roomy calibration run (the kernel reclaims page cache the working set counted).
-int64_t LimitBetween(int64_t needs_action, int64_t fits, double threshold) {
-  const double lo = std::max(static_cast<double>(needs_action), fits / threshold);
-  const double hi = needs_action / threshold;
-  EXPECT_LT(lo, hi) << "no limit separates " << needs_action << " from " << fits << " bytes at threshold "
-                    << threshold << ": adjust the testdata spec";
-  return static_cast<int64_t>(lo + (hi - lo) / 4) & ~int64_t{(1 << 20) - 1};
+  return use;
 }
 
 TEST(HeadroomRunE2E, LeakDrillWithoutTheGuardIsOomKilledAndLosesSteps) {
@@ -179,26 +176,32 @@ TEST(HeadroomRunE2E, LeakDrillWithTheGuardFinishesEveryStepWithoutAnOomKill) {
 
 TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {
   SKIP_UNLESS_RUNNABLE();
-  // Known gap, tracked in issue 5: the ZeRO library (worker/sharding/) is tested on its
-  // own, but the trainer still keeps replicated torch::optim::AdamW state whatever
-  // sharding.stage says, so per-worker memory does not fall at 2 workers and this test
-  // fails. Remove this skip when PolicyUpdater runs on FlatParameterGroup + ShardedAdamW.
-  GTEST_SKIP() << "the trainer does not shard optimizer state yet (ZeRO not wired into PolicyUpdater, issue 5)";
   Workspace ws;
   spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/reshard-optimizer.yaml");
   const double threshold = job.spec.memory_guard.host_threshold;
-  // Measured at 1 worker; the 2-worker need scaled by the planner's ratio.
-  const int64_t one = MeasuredHostPeak(ws, job);
-  const int64_t two = static_cast<int64_t>(static_cast<double>(one) * guard::PlanMemory(job.spec, 2).host_total_bytes /
-                                           guard::PlanMemory(job.spec, 1).host_total_bytes);
-  job.spec.resources.memory_bytes = LimitBetween(one, two, threshold);
+  // Measured at 1 worker; the 2-worker peak scaled by the planner's ratio, as the guard
+  // predicts it. The limit must put the 1-worker *level* over the threshold: model state
+  // that does not fit (were only the in-step peak over it, the guard would rightly say
+  // more workers do not shrink a batch's spike). The 1-worker peak must stay under the
+  // limit (step 1 runs before the guard can act), with 3% to spare, and the 2-worker
+  // peak under the threshold (the reshard is enough).
+  const HostUse one = MeasuredHost(ws, job);
+  const double ratio = static_cast<double>(guard::PlanMemory(job.spec, 2).host_total_bytes) /
+                       static_cast<double>(guard::PlanMemory(job.spec, 1).host_total_bytes);
+  const double two = static_cast<double>(one.peak) * ratio;
+  const double low = std::max(two, threshold * 1.03 * static_cast<double>(one.peak));
+  const double high = static_cast<double>(one.level);
+  ASSERT_LT(low, high) << "no limit puts the 1-worker level (" << one.level << " bytes) over the threshold while "
+                       << "its peak (" << one.peak << ") fits under the limit and the 2-worker peak (about "
+                       << static_cast<int64_t>(two) << ") under the threshold: adjust the testdata spec";
+  job.spec.resources.memory_bytes = static_cast<int64_t>((low + high) / 2 / threshold) & ~int64_t{(1 << 20) - 1};
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
+  std::printf("1 worker: level %lld, peak %lld bytes; 2 workers: peak about %lld; limit %lld, threshold %lld\n",
+              static_cast<long long>(one.level), static_cast<long long>(one.peak), static_cast<long long>(two),
+              static_cast<long long>(job.spec.resources.memory_bytes),
+              static_cast<long long>(threshold * static_cast<double>(job.spec.resources.memory_bytes)));
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
   ASSERT_FALSE(r.summary.is_null()) << r.output;
-  if (r.output.find("sharding not built") != std::string::npos) {
-    GTEST_SKIP() << "the worker refused WORLD_SIZE=2 (\"sharding not built\"): ZeRO sharding (issue 5) is not in "
-                    "headroom-worker yet";
-  }
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_GE(r.summary["reshards"].get<int>(), 1) << r.output;
   EXPECT_EQ(r.summary["oom_kills"], 0) << r.output;
@@ -213,8 +216,8 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithASmallerMicroBatchIsShrunk) {
   smaller.spec.grpo.micro_batch_size = job.spec.grpo.micro_batch_size / 4;
   // Both peaks measured, not one scaled by the planner: what separates them is the
   // activations of 24 more sequences per micro-batch, and the limit must fall between.
-  const int64_t big = MeasuredHostPeak(ws, job);
-  const int64_t small = MeasuredHostPeak(ws, smaller);
+  const int64_t big = MeasuredHost(ws, job).peak;
+  const int64_t small = MeasuredHost(ws, smaller).peak;
   std::cout << "calibration: host peak " << (big >> 20) << " MiB at microBatchSize " << job.spec.grpo.micro_batch_size
             << ", " << (small >> 20) << " MiB at " << smaller.spec.grpo.micro_batch_size << "\n";
   // The limit is 15% over the big peak as measured: a 5 ms sampler can miss the top of a

@@ -1,5 +1,5 @@
 // The real headroom-worker binary writes checkpoints and resumes from them: periodic
-// saves, a drain (SIGTERM -> 75) saving the step it stopped at, a resumed run matching an
+// saves (and their size and time in the step log), a drain (SIGTERM -> 75) saving the step it stopped at, a resumed run matching an
 // uninterrupted one bit for bit, a checkpoint of another run refused with 2, and a
 // 1-rank checkpoint resumed by 2 ranks.
 #include <spdlog/spdlog.h>
@@ -124,16 +124,31 @@ TEST_F(CheckpointResumeTest, SavesEveryStepsAndAtTheEnd) {
   EXPECT_EQ(latest->step(), 5);
   EXPECT_EQ(latest->manifest().data_cursor["next_step"].get<int>(), 6);
   int params = 0;
+  int64_t elements = 0;
   for (const auto& [name, entry] : latest->manifest().tensors) {
     if (name.rfind("model.", 0) != 0) continue;
     ++params;
+    int64_t numel = 1;
+    for (int64_t d : entry.shape) numel *= d;
+    elements += numel;
     const std::string param = name.substr(6);
     EXPECT_TRUE(latest->Has("optim.exp_avg." + param)) << param;
     EXPECT_TRUE(latest->Has("optim.exp_avg_sq." + param)) << param;
-    ASSERT_TRUE(latest->Has("optim.step." + param)) << param;
-    EXPECT_EQ(latest->ReadFull("optim.step." + param).item<int64_t>(), 5) << param;  // one AdamW step per GRPO step
   }
   EXPECT_GT(params, 0);
+  ASSERT_TRUE(latest->Has("optim.step"));
+  EXPECT_EQ(latest->ReadFull("optim.step").item<int64_t>(), 5);  // one AdamW step per GRPO step
+  // The step log says which steps saved, how big and how long.
+  const auto lines = Lines("log");
+  ASSERT_EQ(lines.size(), 5u);
+  for (const auto& line : lines) {
+    const int step = line["step"].get<int>();
+    const bool saved = step == 2 || step == 4 || step == 5;
+    EXPECT_EQ(line["checkpoint_bytes"].get<int64_t>() > 0, saved) << line.dump();
+    EXPECT_EQ(line["checkpoint_seconds"].get<double>() > 0, saved) << line.dump();
+  }
+  // A checkpoint holds at least the parameters and both moments in fp32.
+  EXPECT_GE(lines[4]["checkpoint_bytes"].get<int64_t>(), 3 * 4 * elements);
 }
 
 TEST_F(CheckpointResumeTest, DrainSavesAndAResumeMatchesAnUninterruptedRunBitForBit) {

@@ -9,10 +9,11 @@
 #include <filesystem>
 
 #include "core/spec/model_presets.h"
-#include "worker/model/flat_parameters.h"
+#include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/transformer.h"
 #include "worker/model/weights_io.h"
+#include "worker/sharding/flat_parameter_group.h"
 
 namespace headroom::worker {
 namespace {
@@ -81,7 +82,7 @@ TEST(Transformer, ParameterCountMatchesTheSpecPresets) {
     EXPECT_EQ(config.ParameterCount(), spec::ParameterCount(m)) << preset;
     if (preset == "tiny") {
       Transformer model(config);
-      EXPECT_EQ(FlatParameters(model->OrderedParameters()).numel(), config.ParameterCount());
+      EXPECT_EQ(FlatLayout(model->OrderedParameters(), 1).numel(), config.ParameterCount());
     }
   }
 }
@@ -132,28 +133,35 @@ TEST(KvCache, AllocatedOnceAndReused) {
   EXPECT_THROW(model->ForwardCached(torch::randint(3, 16, {1, 13}, torch::kInt64), cache), std::exception);
 }
 
-TEST(FlatParameters, ParametersAndGradientsAreViewsOfOneBuffer) {
+// The trainer's parameter group on the real model: every parameter and its .grad become
+// views of one flat buffer each, values kept, so backward accumulates straight into the
+// buffer the reduction and the optimizer work on.
+TEST(FlatParameterGroup, ParametersAndGradientsAreViewsOfOneBuffer) {
   Transformer model(Tiny());
   auto before = model->OrderedParameters();
   std::vector<torch::Tensor> copies;
   for (auto& [n, p] : before) copies.push_back(p.detach().clone());
-  FlatParameters flat(model->OrderedParameters());
+  auto comm = MakeLocalCommunicator();
+  ShardingOptions options;
+  options.stage = 0;
+  FlatParameterGroup group(model->OrderedParameters(), *comm, options);
+  const FlatRange all{0, group.layout().padded_numel()};
   int64_t offset = 0;
   auto after = model->OrderedParameters();
   for (size_t i = 0; i < after.size(); ++i) {
-    const auto& slot = flat.slots()[i];
+    const auto& slot = group.layout().slots()[i];
     EXPECT_EQ(slot.name, after[i].first);
     EXPECT_EQ(slot.offset, offset);
     EXPECT_TRUE(torch::equal(after[i].second, copies[i])) << slot.name;
-    EXPECT_EQ(after[i].second.data_ptr<float>(), flat.flat().data_ptr<float>() + offset) << slot.name;
+    EXPECT_EQ(after[i].second.data_ptr<float>(), group.Parameters(all).data_ptr<float>() + offset) << slot.name;
     offset += slot.numel;
   }
   // Backward accumulates straight into the flat gradient buffer.
   auto loss = model->forward(torch::randint(3, 16, {2, 6}, torch::kInt64)).pow(2).mean();
   loss.backward();
-  EXPECT_GT(flat.flat_grad().abs().sum().item<double>(), 0.0);
-  EXPECT_EQ(after[0].second.grad().data_ptr<float>(), flat.flat_grad().data_ptr<float>());
-  flat.ZeroGrad();
+  EXPECT_GT(group.Gradient(all).abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(after[0].second.grad().data_ptr<float>(), group.Gradient(all).data_ptr<float>());
+  group.ZeroGrad();
   EXPECT_EQ(after[3].second.grad().abs().sum().item<double>(), 0.0);
 }
 

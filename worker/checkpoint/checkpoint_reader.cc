@@ -21,6 +21,7 @@ class ReadOnlyFile {
   }
   ~ReadOnlyFile() { ::close(fd_); }
   void ReadAt(void* out, size_t size, int64_t offset) const {
+    const int64_t start = offset;
     char* p = static_cast<char*>(out);
     while (size > 0) {
       ssize_t n = ::pread(fd_, p, size, offset);
@@ -33,6 +34,12 @@ class ReadOnlyFile {
       size -= static_cast<size_t>(n);
       offset += n;
     }
+    // The bytes are in `out` now; their page cache is charged to this process's memory
+    // cgroup, whose working set is what the memory guard watches. Pages another rank
+    // reads too (every rank reads all parameters below stage 3) turn active and count
+    // as working set, so a resume would look like model state that does not exist.
+    // Best effort: a failure only leaves the cache to the kernel.
+    ::posix_fadvise(fd_, start, static_cast<off_t>(offset - start), POSIX_FADV_DONTNEED);
   }
 
  private:

@@ -2,16 +2,15 @@
 
 #include "worker/grpo/policy_update.h"
 
-#include <cmath>
 #include <stdexcept>
 
 #include "worker/grpo/log_probs.h"
 
 namespace headroom::worker {
 
-PolicyUpdater::PolicyUpdater(Transformer model, FlatParameters& flat, torch::optim::Optimizer& optimizer,
-                             Communicator& comm, PolicyUpdateConfig config)
-    : model_(std::move(model)), flat_(flat), optimizer_(optimizer), comm_(comm), config_(config) {
+PolicyUpdater::PolicyUpdater(Transformer model, FlatParameterGroup& group, ShardedAdamW& optimizer,
+                             PolicyUpdateConfig config)
+    : model_(std::move(model)), group_(group), optimizer_(optimizer), config_(config) {
   if (config_.micro_batch_size < 1) throw std::invalid_argument("spec.grpo.microBatchSize: must be >= 1");
   if (config_.updates_per_step < 1) throw std::invalid_argument("spec.grpo.updatesPerStep: must be >= 1");
 }
@@ -32,11 +31,12 @@ PolicyUpdateStats PolicyUpdater::Update(const PolicyBatch& batch) {
     // Contiguous, near-equal mini-batches: every row is used once per step.
     const int64_t begin = rows * u / updates;
     const int64_t end = rows * (u + 1) / updates;
-    flat_.ZeroGrad();
+    group_.Gather();  // stage 3: the previous mini-batch's step released the parameters
+    group_.ZeroGrad();
     PolicyUpdateStats mini;
     AccumulateMiniBatch(batch, begin, end - begin, mini);
-    mini.grad_norm = ReduceAndClip();
-    optimizer_.step();
+    group_.ReduceGradients();
+    mini.grad_norm = optimizer_.Step(config_.max_grad_norm);
     total.loss += mini.loss / static_cast<double>(updates);
     total.kl += mini.kl / static_cast<double>(updates);
     total.clip_fraction += mini.clip_fraction / static_cast<double>(updates);
@@ -50,7 +50,7 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
   // Global denominators: every rank's share of this mini-batch, summed.
   MiniBatchTotals local = CountTotals(mask);
   auto totals_tensor = torch::tensor({local.tokens, local.sequences}, torch::kFloat64);
-  comm_.all_reduce(totals_tensor);
+  group_.comm().all_reduce(totals_tensor);
   const MiniBatchTotals totals{totals_tensor[0].item<double>(), totals_tensor[1].item<double>()};
 
   double loss_sum = 0, kl_sum = 0, clipped_sum = 0;
@@ -76,16 +76,6 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
   sums.loss = loss_sum;
   sums.kl = local.tokens > 0 ? kl_sum / local.tokens : 0.0;
   sums.clip_fraction = local.tokens > 0 ? clipped_sum / local.tokens : 0.0;
-}
-
-double PolicyUpdater::ReduceAndClip() {
-  auto grad = flat_.flat_grad();
-  comm_.all_reduce(grad);  // the sharding seam: ZeRO replaces this with reduce_scatter
-  const double norm = grad.norm().item<double>();
-  // torch.nn.utils.clip_grad_norm_: scale by max/(norm + 1e-6) when that is < 1.
-  const double coef = config_.max_grad_norm / (norm + 1e-6);
-  if (std::isfinite(norm) && coef < 1.0) grad.mul_(coef);
-  return norm;
 }
 
 }  // namespace headroom::worker

@@ -1,6 +1,12 @@
 // The optimisation half of a GRPO step: updatesPerStep mini-batches over one rollout
-// batch, each accumulated over micro-batches, reduced through the communicator, clipped
-// to a global gradient norm of 1.0, and applied with AdamW.
+// batch, each accumulated over micro-batches, reduced over the ranks by the sharded
+// parameter group, clipped to a global gradient norm of 1.0, and applied with AdamW on
+// the range this rank owns.
+//
+// Per mini-batch (every rank, in the same order; see flat_parameter_group.h):
+//   Gather (stage 3) -> ZeroGrad -> forward/backward per micro-batch -> ReduceGradients
+//   (stage 0/1 all_reduce, 2/3 reduce_scatter) -> ShardedAdamW::Step (global norm over the
+//   owned ranges, clip, update, PublishOwnedParameters; stage 3 releases the parameters).
 //
 // Contract:
 //   - old_logp (and ref_logp when kl_coef > 0) were computed once, without grad, before
@@ -8,17 +14,18 @@
 //   - The gradient applied for a mini-batch equals the gradient of AggregateLoss() over
 //     the whole mini-batch (all ranks' rows), whatever microBatchSize is: micro-batch
 //     losses are scaled by global denominators (see policy_loss.h), and gradients are
-//     summed across ranks with one all_reduce over the flat gradient buffer.
+//     summed across ranks by the group's reduction.
+//   - `model`'s parameters are the group's parameters (the group was built from them).
 #pragma once
 
 #include <cstdint>
 
 #include <torch/torch.h>
 
-#include "worker/comm/communicator.h"
 #include "worker/grpo/policy_loss.h"
-#include "worker/model/flat_parameters.h"
 #include "worker/model/transformer.h"
+#include "worker/sharding/flat_parameter_group.h"
+#include "worker/sharding/sharded_adamw.h"
 
 namespace headroom::worker {
 
@@ -53,22 +60,20 @@ struct PolicyUpdateStats {
 
 class PolicyUpdater {
  public:
-  PolicyUpdater(Transformer model, FlatParameters& flat, torch::optim::Optimizer& optimizer,
-                Communicator& comm, PolicyUpdateConfig config);
+  PolicyUpdater(Transformer model, FlatParameterGroup& group, ShardedAdamW& optimizer, PolicyUpdateConfig config);
 
+  // Collective.
   PolicyUpdateStats Update(const PolicyBatch& batch);
 
   const PolicyUpdateConfig& config() const { return config_; }
 
  private:
-  // Sums micro-batch gradients of rows [begin, begin + n) into the flat gradient.
+  // Sums micro-batch gradients of rows [begin, begin + n) into the group's gradient.
   void AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
-  double ReduceAndClip();
 
   Transformer model_;
-  FlatParameters& flat_;
-  torch::optim::Optimizer& optimizer_;
-  Communicator& comm_;
+  FlatParameterGroup& group_;
+  ShardedAdamW& optimizer_;
   PolicyUpdateConfig config_;
 };
 

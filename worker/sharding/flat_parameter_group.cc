@@ -185,9 +185,12 @@ void FlatParameterGroup::PublishOwnedParameters() {
     Release();
     return;
   }
-  // The owned range is both input and part of the output: gather through a copy.
-  auto mine = flat_.narrow(0, owned_.begin, owned_.numel()).clone();
-  AllGatherInto(mine, flat_);
+  // The owned range is both input and part of the output, yet no copy of it is needed:
+  // AllGatherInto gathers each bucket into a staging buffer before writing it back, and
+  // the bucket written back to the owned range holds the values it already had. (A
+  // clone of the owned range here was a transient parameter-shard-sized buffer at the
+  // step's peak: the whole model at world size 1.)
+  AllGatherInto(flat_.narrow(0, owned_.begin, owned_.numel()), flat_);
 }
 
 ShardedBytes FlatParameterGroup::ResidentBytes() const {

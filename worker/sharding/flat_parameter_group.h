@@ -97,7 +97,8 @@ class FlatParameterGroup {
   void AttachGradients();
   void DetachGradients();
   void PointParametersAt(const torch::Tensor& flat);
-  // all_gather `shard` (owned().numel() elements, any device) into `flat` in buckets.
+  // all_gather `shard` (owned().numel() elements, any device) into `flat` in buckets,
+  // each through a staging buffer, so `shard` may be `flat`'s own owned range.
   void AllGatherInto(const torch::Tensor& shard, torch::Tensor& flat);
 
   Communicator& comm_;

@@ -2,6 +2,7 @@
 
 #include "worker/sharding/sharded_adamw.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -22,8 +23,16 @@ ShardedAdamW::ShardedAdamW(FlatParameterGroup& group, AdamWConfig config) : grou
 double ShardedAdamW::GlobalGradNorm() {
   // Each rank sums the squares of its owned range once (at stage 0/1 every rank has the
   // whole reduced gradient, but owned ranges still partition it), then one all_reduce.
+  // In fp64 for accuracy, a chunk at a time: converting the whole range at once would
+  // hold two fp64 copies of it (the cast and its square), 4x the gradient's own bytes,
+  // at the step's peak.
   auto grad = group_.Gradient(group_.owned());
-  auto sq = grad.to(torch::kFloat64).pow(2).sum().reshape({1}).to(group_.device());
+  const int64_t chunk = group_.options().bucket_numel;
+  auto sq = torch::zeros({1}, grad.options().dtype(torch::kFloat64));
+  for (int64_t off = 0; off < grad.numel(); off += chunk) {
+    sq += grad.narrow(0, off, std::min(chunk, grad.numel() - off)).to(torch::kFloat64).pow(2).sum();
+  }
+  sq = sq.to(group_.device());
   group_.comm().all_reduce(sq);
   return std::sqrt(sq.item<double>());
 }
@@ -37,20 +46,31 @@ double ShardedAdamW::Step(double max_grad_norm) {
     const double coef = max_grad_norm / (norm + 1e-6);
     if (coef < 1.0) grad.mul_(coef);
   }
-  auto g = grad.to(state_device_);
   auto params = group_.Parameters(range_);
-  auto p = params.to(state_device_);  // the same tensor unless offloaded
 
   ++step_;
   const double lr = config_.lr;
-  if (config_.weight_decay != 0) p.mul_(1 - lr * config_.weight_decay);
-  exp_avg_.mul_(config_.beta1).add_(g, 1 - config_.beta1);
-  exp_avg_sq_.mul_(config_.beta2).addcmul_(g, g, 1 - config_.beta2);
   const double bias_correction1 = 1 - std::pow(config_.beta1, static_cast<double>(step_));
   const double bias_correction2 = 1 - std::pow(config_.beta2, static_cast<double>(step_));
-  auto denom = (exp_avg_sq_.sqrt() / std::sqrt(bias_correction2)).add_(config_.eps);
-  p.addcdiv_(exp_avg_, denom, -lr / bias_correction1);
-  if (!p.is_same(params)) params.copy_(p);
+  // In chunks: the update is element-wise, so this gives the same bits as one pass, and
+  // the temporaries (the denominator; the host copies when offloaded) stay one chunk in
+  // size instead of adding up to two more optimizer-sized buffers at the step's peak.
+  const int64_t n = range_.numel();
+  const int64_t chunk = group_.options().bucket_numel;
+  for (int64_t off = 0; off < n; off += chunk) {
+    const int64_t len = std::min(chunk, n - off);
+    auto g = grad.narrow(0, off, len).to(state_device_);
+    auto target = params.narrow(0, off, len);
+    auto p = target.to(state_device_);  // the same tensor unless offloaded
+    auto m = exp_avg_.narrow(0, off, len);
+    auto v = exp_avg_sq_.narrow(0, off, len);
+    if (config_.weight_decay != 0) p.mul_(1 - lr * config_.weight_decay);
+    m.mul_(config_.beta1).add_(g, 1 - config_.beta1);
+    v.mul_(config_.beta2).addcmul_(g, g, 1 - config_.beta2);
+    auto denom = v.sqrt().div_(std::sqrt(bias_correction2)).add_(config_.eps);
+    p.addcdiv_(m, denom, -lr / bias_correction1);
+    if (!p.is_same(target)) target.copy_(p);
+  }
 
   group_.PublishOwnedParameters();
   return norm;

@@ -22,13 +22,29 @@ void RequireShape(const CheckpointReader& reader, const std::string& name, const
   }
 }
 
-// Reads elements [range) of the unpadded flat space of tensor `name` (a flat [numel]
-// tensor) into `out`, which covers exactly `range`. Staged through host memory.
-void ReadFlatInto(const CheckpointReader& reader, const std::string& name, FlatRange range, torch::Tensor out) {
-  if (range.empty()) return;
-  torch::Tensor host = torch::empty({range.numel()}, out.options().device(torch::kCPU));
-  reader.ReadRangeInto(name, range.begin, host);
-  out.copy_(host);
+// The parts of every parameter's tensor `prefix + name` that fall inside `range` of the
+// flat buffer, as slices of `flat` (which covers exactly `range`).
+void AppendSlices(const FlatLayout& layout, const std::string& prefix, FlatRange range, const torch::Tensor& flat,
+                  std::vector<TensorSlice>& out) {
+  for (const auto& slot : layout.slots()) {
+    const FlatRange part = Intersect(range, slot.range());
+    if (part.empty()) continue;
+    out.push_back({prefix + slot.name, slot.shape, part.begin - slot.offset,
+                   flat.narrow(0, part.begin - range.begin, part.numel())});
+  }
+}
+
+// Reads the parts of every parameter's tensor `prefix + name` inside `range` into `flat`
+// (which covers exactly `range`), staged through host memory. Padding is left alone.
+void ReadSlices(const CheckpointReader& reader, const FlatLayout& layout, const std::string& prefix, FlatRange range,
+                torch::Tensor flat) {
+  for (const auto& slot : layout.slots()) {
+    const FlatRange part = Intersect(range, slot.range());
+    if (part.empty()) continue;
+    torch::Tensor host = torch::empty({part.numel()}, flat.options().device(torch::kCPU));
+    reader.ReadRangeInto(prefix + slot.name, part.begin - slot.offset, host);
+    flat.narrow(0, part.begin - range.begin, part.numel()).copy_(host);
+  }
 }
 
 }  // namespace
@@ -37,23 +53,12 @@ std::vector<TensorSlice> ShardedStateSlices(FlatParameterGroup& group, const Sha
   const FlatLayout& layout = group.layout();
   const FlatRange owned = group.owned();
   std::vector<TensorSlice> slices;
-  torch::Tensor params = group.Parameters(owned);  // the owned range at every stage
-  for (const auto& slot : layout.slots()) {
-    FlatRange part = Intersect(owned, slot.range());
-    if (part.empty()) continue;
-    slices.push_back({kModelTensorPrefix + slot.name, slot.shape, part.begin - slot.offset,
-                      params.narrow(0, part.begin - owned.begin, part.numel())});
-  }
-  // Moments: the owned range clipped to the unpadded length, whatever range the
-  // optimizer steps (stage 0 holds all of it).
-  const FlatRange saved = Intersect(owned, {0, layout.numel()});
-  if (!saved.empty()) {
-    const FlatRange opt = optimizer.range();
-    const int64_t at = saved.begin - opt.begin;
-    slices.push_back({kExpAvgTensor, {layout.numel()}, saved.begin, optimizer.exp_avg().narrow(0, at, saved.numel())});
-    slices.push_back(
-        {kExpAvgSqTensor, {layout.numel()}, saved.begin, optimizer.exp_avg_sq().narrow(0, at, saved.numel())});
-  }
+  AppendSlices(layout, kModelTensorPrefix, owned, group.Parameters(owned), slices);  // the owned range at every stage
+  // Moments: the owned range, whatever range the optimizer steps (stage 0 holds all of it).
+  const FlatRange opt = optimizer.range();
+  const int64_t at = owned.begin - opt.begin;
+  AppendSlices(layout, kExpAvgTensorPrefix, owned, optimizer.exp_avg().narrow(0, at, owned.numel()), slices);
+  AppendSlices(layout, kExpAvgSqTensorPrefix, owned, optimizer.exp_avg_sq().narrow(0, at, owned.numel()), slices);
   if (group.comm().rank() == 0) {
     slices.push_back(WholeTensor(kOptimizerStepTensor, torch::tensor({optimizer.step()}, torch::kInt64)));
   }
@@ -63,28 +68,22 @@ std::vector<TensorSlice> ShardedStateSlices(FlatParameterGroup& group, const Sha
 void LoadShardedState(const CheckpointReader& reader, FlatParameterGroup& group, ShardedAdamW& optimizer) {
   torch::NoGradGuard no_grad;
   const FlatLayout& layout = group.layout();
-  for (const auto& slot : layout.slots()) RequireShape(reader, kModelTensorPrefix + slot.name, slot.shape);
-  RequireShape(reader, kExpAvgTensor, {layout.numel()});
-  RequireShape(reader, kExpAvgSqTensor, {layout.numel()});
+  for (const auto& slot : layout.slots()) {
+    for (const char* prefix : {kModelTensorPrefix, kExpAvgTensorPrefix, kExpAvgSqTensorPrefix}) {
+      RequireShape(reader, prefix + slot.name, slot.shape);
+    }
+  }
   RequireShape(reader, kOptimizerStepTensor, {1});
 
   group.Release();  // stage 3: the shard is the truth; a gathered copy would go stale
   const FlatRange needed = group.stage() == 3 ? group.owned() : FlatRange{0, layout.padded_numel()};
-  torch::Tensor params = group.Parameters(needed);
-  for (const auto& slot : layout.slots()) {
-    FlatRange part = Intersect(needed, slot.range());
-    if (part.empty()) continue;
-    torch::Tensor host = torch::empty({part.numel()}, params.options().device(torch::kCPU));
-    reader.ReadRangeInto(kModelTensorPrefix + slot.name, part.begin - slot.offset, host);
-    params.narrow(0, part.begin - needed.begin, part.numel()).copy_(host);
-  }
+  ReadSlices(reader, layout, kModelTensorPrefix, needed, group.Parameters(needed));
 
   const FlatRange opt = optimizer.range();
-  const FlatRange present = Intersect(opt, {0, layout.numel()});
   auto exp_avg = torch::zeros({opt.numel()}, optimizer.exp_avg().options());
   auto exp_avg_sq = torch::zeros({opt.numel()}, optimizer.exp_avg_sq().options());
-  ReadFlatInto(reader, kExpAvgTensor, present, exp_avg.narrow(0, present.begin - opt.begin, present.numel()));
-  ReadFlatInto(reader, kExpAvgSqTensor, present, exp_avg_sq.narrow(0, present.begin - opt.begin, present.numel()));
+  ReadSlices(reader, layout, kExpAvgTensorPrefix, opt, exp_avg);
+  ReadSlices(reader, layout, kExpAvgSqTensorPrefix, opt, exp_avg_sq);
   const int64_t step = reader.ReadFull(kOptimizerStepTensor).item<int64_t>();
   optimizer.SetState(step, exp_avg, exp_avg_sq);
 }

@@ -2,10 +2,14 @@
 // stages (design.md, "Checkpoints").
 //
 // Names and shapes (independent of world size, stage and padding):
-//   model.<parameter name>  the parameter's own shape
-//   optim.exp_avg           [numel]  AdamW first moments, flat in layout order, unpadded
-//   optim.exp_avg_sq        [numel]  second moments
-//   optim.step              [1] int64, saved by rank 0
+//   model.<parameter name>            the parameter's own shape
+//   optim.exp_avg.<parameter name>    the parameter's shape: AdamW first moments
+//   optim.exp_avg_sq.<parameter name> the parameter's shape: second moments
+//   optim.step                        [1] int64, saved by rank 0
+// Why per parameter and not one flat [numel] moment tensor: the flat order is the model's
+// parameter order, so a flat tensor would load into the wrong parameters, silently, if
+// that order ever changed; per-parameter names and shapes are checked on load.
+// ShardedAdamW keeps one step count for the whole range, hence one optim.step.
 // Each rank saves the part of every tensor that falls inside its owned range (at stage 0
 // too, where it holds everything: the owned ranges tile the buffer, so replicated state
 // is written once, in parallel). Loading reads what the new layout needs: the full
@@ -23,8 +27,8 @@
 namespace headroom::worker {
 
 inline constexpr const char* kModelTensorPrefix = "model.";
-inline constexpr const char* kExpAvgTensor = "optim.exp_avg";
-inline constexpr const char* kExpAvgSqTensor = "optim.exp_avg_sq";
+inline constexpr const char* kExpAvgTensorPrefix = "optim.exp_avg.";
+inline constexpr const char* kExpAvgSqTensorPrefix = "optim.exp_avg_sq.";
 inline constexpr const char* kOptimizerStepTensor = "optim.step";
 
 // This rank's slices, to pass to CheckpointWriter::Save (views, not copies: save before

@@ -38,6 +38,8 @@ std::string StepRecord::ToJson() const {
   j["guard_action"] = guard_action;
   j["host_forecast_steps"] = host_forecast_steps;
   j["host_growth_bytes_per_step"] = host_growth_bytes_per_step;
+  j["checkpoint_bytes"] = checkpoint_bytes;
+  j["checkpoint_seconds"] = checkpoint_seconds;
   return j.dump();
 }
 

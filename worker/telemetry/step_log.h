@@ -6,11 +6,16 @@
 // gpu_total_bytes, tokens, step_seconds, tokens_per_second, next_step_tokens,
 // world_size, rank, micro_batch_size, plus exact_fraction, clip_fraction, grad_norm,
 // generated_tokens, gpu_alloc_retries, rollout_seconds, update_seconds,
-// guard_action, host_forecast_steps, host_growth_bytes_per_step.
+// guard_action, host_forecast_steps, host_growth_bytes_per_step, checkpoint_bytes,
+// checkpoint_seconds.
 //   tokens            padded tokens the step processed: sequences * (prompt + maxResponse)
 //                     — the number memory follows, known before the step runs
 //   next_step_tokens  the same for the next step (what the guard forecasts with)
 //   generated_tokens  response tokens actually sampled
+//   checkpoint_bytes  size of the checkpoint saved after this step, all ranks' files
+//                     together (design.md names no such field; 0 = no save this step)
+//   checkpoint_seconds  that save, start to commit (a collective: the same on every rank
+//                     up to timing); 0 = no save this step
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,8 @@ struct StepRecord {
   std::string guard_action = "none";
   int host_forecast_steps = -1;            // steps until the host limit; -1 = never/unknown
   double host_growth_bytes_per_step = 0;
+  int64_t checkpoint_bytes = 0;
+  double checkpoint_seconds = 0;
 
   std::string ToJson() const;  // one line, no trailing newline
 };

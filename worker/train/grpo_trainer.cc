@@ -37,7 +37,6 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
                                 " is not divisible by the world size " + std::to_string(world));
   }
   local_prompts_ = g.prompts_per_step / world;
-  first_local_prompt_ = local_prompts_ * comm_.rank();
 
   task_ = MakeTask(spec_.task.name, spec_.task.digits, spec_.task.seed);
   if (task_->prompt_tokens() > g.max_prompt_length) {
@@ -66,9 +65,14 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
     reference_->eval();
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
   }
-  flat_ = std::make_unique<FlatParameters>(model_->OrderedParameters());
-  optimizer_ = std::make_unique<torch::optim::AdamW>(
-      flat_->parameters(), torch::optim::AdamWOptions(g.learning_rate).weight_decay(0.01));
+  ShardingOptions sharding;
+  sharding.stage = spec_.sharding.stage;
+  sharding.offload_params = spec_.sharding.offload_params;
+  sharding.offload_optimizer = spec_.sharding.offload_optimizer;
+  group_ = std::make_unique<FlatParameterGroup>(model_->OrderedParameters(), comm_, sharding);
+  AdamWConfig adamw;
+  adamw.lr = g.learning_rate;
+  optimizer_ = std::make_unique<ShardedAdamW>(*group_, adamw);
   rollout_ = std::make_unique<RolloutEngine>(config, local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
   // Responses are digits and EOS: the policy's action space (see CharTokenizer).
@@ -85,7 +89,11 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   uc.updates_per_step = g.updates_per_step;
   uc.temperature = g.temperature;
   uc.logit_bias = response_bias_;
-  updater_ = std::make_unique<PolicyUpdater>(model_, *flat_, *optimizer_, comm_, uc);
+  updater_ = std::make_unique<PolicyUpdater>(model_, *group_, *optimizer_, uc);
+}
+
+int64_t GrpoTrainer::GlobalPrompt(int64_t step, int64_t local) const {
+  return step * spec_.grpo.prompts_per_step + local * comm_.world_size() + comm_.rank();
 }
 
 int64_t GrpoTrainer::TokensPerStep() const {
@@ -98,13 +106,13 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   StepResult result;
   result.step = step;
 
-  // 1. Prompts: this rank's slice of the step's global prompt range, each repeated G times.
+  // 1. Prompts: this rank's share of the step's global prompt range, each repeated G times.
   const int64_t n = local_prompts_ * group;
   std::vector<Problem> problems;
   std::vector<uint64_t> keys;
   auto prompts = torch::empty({n, task_->prompt_tokens()}, torch::kInt64);
   for (int64_t i = 0; i < local_prompts_; ++i) {
-    const int64_t global_prompt = step * g.prompts_per_step + first_local_prompt_ + i;
+    const int64_t global_prompt = GlobalPrompt(step, i);
     problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
     auto row = torch::tensor(problems.back().prompt_tokens, torch::kInt64);
     for (int64_t s = 0; s < group; ++s) {
@@ -113,8 +121,11 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
     }
   }
 
-  // 2. Rollout.
+  // 2. Rollout. Stage 3: the parameters stay gathered from here through the first
+  // mini-batch's forward/backward (its optimizer step releases them), so the step
+  // gathers once per mini-batch and not once more for the rollout.
   auto t0 = std::chrono::steady_clock::now();
+  group_->Gather();
   model_->eval();
   Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature);
   result.rollout_seconds = SecondsSince(t0);
@@ -151,6 +162,8 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   // 6. Updates.
   t0 = std::chrono::steady_clock::now();
   PolicyUpdateStats stats = updater_->Update(batch);
+  group_->Release();  // stage 3: a no-op after the last optimizer step released them; the
+                     // step ends with only the shard whatever the optimizer does
   result.update_seconds = SecondsSince(t0);
 
   result.reward_mean = rewards.mean().item<double>();

@@ -3,11 +3,24 @@
 //
 // Contract:
 //   - Step s uses prompts with global indices [s * promptsPerStep, (s + 1) * promptsPerStep);
-//     this rank takes its contiguous slice of them. Sample g of prompt i has global sample
-//     index i * groupSize + g and its own sampling key, so which rank ran it never matters.
-//   - No reference model exists when klCoef == 0 (not even allocated).
-//   - The model, its flat parameter buffer, the optimizer and the generation cache are
-//     built once in the constructor and live for the whole run.
+//     rank r of W takes every W-th of them, starting at the r-th (GlobalPrompt). Sample g
+//     of prompt i has global sample index i * groupSize + g and its own sampling key, so
+//     which rank ran it never matters.
+//   - Why strided and not a contiguous slice per rank: each rank splits its rows into
+//     updatesPerStep contiguous mini-batches, so with strided prompts mini-batch u holds
+//     the same global prompts, [u P / U, (u + 1) P / U), at every world size (exactly
+//     when promptsPerStep / world is divisible by updatesPerStep). A reshard then changes
+//     the float summation order, not the optimisation: any world size and ZeRO stage
+//     trains the same parameters as one rank, up to rounding (trainer_sharding_test).
+//   - No reference model exists when klCoef == 0 (not even allocated). It is frozen, so
+//     it stays replicated on every rank whatever the sharding stage.
+//   - The model, its flat parameter group (sharded per spec.sharding: stage, offload),
+//     the sharded AdamW and the generation cache are built once in the constructor and
+//     live for the whole run. Every rank starts from rank 0's weights.
+//   - Collective: the constructor and RunStep() are called by every rank, in step order.
+//   - Stage 3: the model's parameters are gathered for the rollout, the log-probs and
+//     each mini-batch's forward/backward, and released when the step ends; between
+//     steps (and so when a checkpoint is saved) a rank holds only its shard.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +32,10 @@
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
 #include "worker/grpo/policy_update.h"
-#include "worker/model/flat_parameters.h"
 #include "worker/model/transformer.h"
 #include "worker/rollout/rollout_engine.h"
+#include "worker/sharding/flat_parameter_group.h"
+#include "worker/sharding/sharded_adamw.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -52,11 +66,12 @@ class GrpoTrainer {
   // Padded tokens this rank processes in a step: known before the step runs.
   int64_t TokensPerStep() const;
   int64_t local_prompts() const { return local_prompts_; }
-  int64_t first_local_prompt() const { return first_local_prompt_; }
+  // The global index of this rank's `local`-th prompt of step `step`.
+  int64_t GlobalPrompt(int64_t step, int64_t local) const;
 
   Transformer& model() { return model_; }
-  const FlatParameters& flat_parameters() const { return *flat_; }
-  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  FlatParameterGroup& parameter_group() { return *group_; }
+  ShardedAdamW& optimizer() { return *optimizer_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
   const RolloutEngine& rollout_engine() const { return *rollout_; }
   const Task& task() const { return *task_; }
@@ -70,13 +85,12 @@ class GrpoTrainer {
   std::unique_ptr<Task> task_;
   Transformer model_{nullptr};
   Transformer reference_{nullptr};
-  std::unique_ptr<FlatParameters> flat_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<FlatParameterGroup> group_;
+  std::unique_ptr<ShardedAdamW> optimizer_;
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;
   torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
   int64_t local_prompts_ = 0;
-  int64_t first_local_prompt_ = 0;
 };
 
 // The sampling key of one sample: a function of the task seed and its global index only.

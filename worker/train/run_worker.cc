@@ -158,7 +158,14 @@ int Run(const WorkerOptions& options) {
   }
   spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
                job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
-               trainer->flat_parameters().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
+               trainer->parameter_group().layout().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
+  {
+    ShardedBytes held = trainer->parameter_group().ResidentBytes();
+    held.optimizer = trainer->optimizer().resident_bytes();
+    spdlog::info("sharding: stage {} over {} rank{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
+                 spec.sharding.stage, comm->world_size(), comm->world_size() == 1 ? "" : "s", held.parameters,
+                 held.gradients, held.optimizer);
+  }
 
   // 5. Resume from `latest` when the checkpoint directory has one. Steps count finished
   // steps: a checkpoint of step N holds the state after N steps, and the run goes on
@@ -196,7 +203,7 @@ int Run(const WorkerOptions& options) {
                   {"micro_batch_size", spec.grpo.micro_batch_size},
                   {"stage", spec.sharding.stage}};
     CheckpointSaveStats stats =
-        writer->Save(meta, TrainingStateSlices(*trainer, comm->rank(), comm->world_size()), CpuRngState());
+        writer->Save(meta, TrainingStateSlices(*trainer), CpuRngState());
     saved_step = done;
     spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
                  stats.dir.string());
@@ -259,7 +266,12 @@ int Run(const WorkerOptions& options) {
     }
     const int64_t done = step + 1;
     const int every = spec.checkpoint.every_steps;
-    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) save(done);
+    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) {
+      if (auto saved = save(done)) {
+        record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
+        record.checkpoint_seconds = saved->seconds;
+      }
+    }
     step_log.Write(record);
     if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
     pending = decision;  // acted on at the next boundary, with every rank (none after the last step)

@@ -1,10 +1,11 @@
 // The trainer's state as checkpoint tensors, and back (design.md, "Checkpoints").
 //
-// Names: "model.<param>" for every parameter, "optim.exp_avg.<param>",
-// "optim.exp_avg_sq.<param>" and "optim.step.<param>" (1-element int64) for every
-// parameter AdamW holds state for. Parameters and AdamW state are replicated over ranks,
-// so each rank saves its even 1/world slice (EvenSliceOf) and a resume reads whole
-// tensors (ReadFull): any world size, micro-batch size or sharding stage loads it.
+// The model and optimizer are sharded (worker/sharding/): each rank saves the slices of
+// its owned range and a resume reads the ranges its own layout needs, so a checkpoint
+// saved by N ranks at any stage loads on M ranks at any stage. Tensor names and the
+// format are sharded_state_checkpoint.h's. A resume with the same world size and stage
+// continues bit for bit: parameters, both AdamW moments and the step count are restored
+// exactly (the reference model is rebuilt from the spec, as on a fresh start).
 #pragma once
 
 #include <string>
@@ -16,12 +17,12 @@
 
 namespace headroom::worker {
 
-// This rank's slices of the model and optimizer state.
-std::vector<TensorSlice> TrainingStateSlices(GrpoTrainer& trainer, int rank, int world);
+// This rank's slices of the model and optimizer state (views: save before the next step).
+std::vector<TensorSlice> TrainingStateSlices(GrpoTrainer& trainer);
 
-// Copies every saved parameter and AdamW state entry into `trainer`, so the next
-// optimizer step continues bias correction where the saved run left off. Throws
-// std::runtime_error naming the tensor when one is missing or has another shape.
+// Collective-free. Loads every parameter and the optimizer state into `trainer`, so the
+// next optimizer step continues bias correction where the saved run left off. Throws
+// CheckpointError naming the tensor when one is missing or has another shape.
 void RestoreTrainingState(const CheckpointReader& reader, GrpoTrainer& trainer);
 
 // The global CPU generator's state, as opaque bytes, and back.

@@ -1,0 +1,186 @@
+// Data-parallel GRPO is the same GRPO: the trainer at ZeRO stage 0, 1, 2 and 3 on 1 and
+// 2 Gloo ranks ends a few steps (two mini-batches each, micro-batched, KL to a reference
+// model on) with the parameters of stage 0 on 1 rank, up to float rounding.
+//
+// Why that can hold: every sample is keyed by its global index (grpo_trainer.h), so the
+// rollouts do not depend on which rank ran them; the loss denominators are global
+// (policy_update.h); the gradient is summed over ranks and clipped by the global norm;
+// AdamW is element-wise. What may differ is the order of float sums (the per-rank
+// gradient sum, the norm), hence a tolerance, set far below how far the parameters move.
+//
+// Each configuration runs as forked children (tests/worker/helpers/multirank.h); rank 0
+// writes the final parameters as raw fp32 bytes, and the parent compares them without
+// LibTorch (it must not start a thread pool before it forks again).
+#include <spdlog/spdlog.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tests/worker/helpers/multirank.h"
+#include "tests/worker/helpers/sharding_fixture.h"
+#include "worker/comm/communicator_factory.h"
+#include "worker/train/grpo_trainer.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using headroom::testing::Describe;
+using headroom::testing::Expect;
+using headroom::testing::FreePort;
+using headroom::testing::RankContext;
+using headroom::testing::RunRanks;
+using namespace std::chrono_literals;
+
+constexpr int kSteps = 3;
+// |a - b| <= kAtol + kRtol * |b| elementwise, as torch::allclose.
+constexpr double kAtol = 2e-5;
+constexpr double kRtol = 1e-4;
+
+spec::TrainingJobSpec Job(int stage, bool offload) {
+  spec::TrainingJobSpec spec;
+  spec.model.preset = "tiny";
+  spec.task = {"reverse", 2, 3};
+  spec.grpo.prompts_per_step = 4;  // 2 per rank at world 2
+  spec.grpo.group_size = 4;
+  spec.grpo.max_prompt_length = 4;
+  spec.grpo.max_response_length = 4;
+  spec.grpo.micro_batch_size = 3;  // uneven micro-batches on both world sizes
+  spec.grpo.updates_per_step = 2;
+  spec.grpo.learning_rate = 3e-3;
+  spec.grpo.kl_coef = 0.05;
+  spec.sharding.stage = stage;
+  spec.sharding.offload_params = offload;
+  spec.sharding.offload_optimizer = offload;
+  return spec;
+}
+
+// All parameters flattened in layout order, with the attention key biases zeroed. Why:
+// a key bias adds q . b_k to every score of a query, which softmax ignores, so its true
+// gradient is exactly 0 and what backward computes for it is rounding noise (~1e-9).
+// AdamW divides by the gradient's own scale, turning that noise into lr-sized steps
+// whose sign depends on the summation order: the key bias legitimately differs between
+// world sizes by up to 2 lr per step. (Measured: every element out of tolerance was a
+// key bias; everything else agreed within 0.2 of the tolerance.)
+torch::Tensor Comparable(Transformer& model) {
+  std::vector<torch::Tensor> parts;
+  const int64_t hidden = model->config().hidden;
+  for (const auto& [name, p] : model->OrderedParameters()) {
+    auto flat = p.detach().reshape({-1}).clone();
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, ".qkv.bias") == 0) flat.narrow(0, hidden, hidden).zero_();
+    parts.push_back(flat);
+  }
+  return torch::cat(parts);
+}
+
+std::vector<float> ReadFloats(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+class TrainerShardingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("headroom-trainer-sharding-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `world` ranks at `stage` for kSteps; returns rank 0's parameters before (init)
+  // and after, flattened in layout order.
+  std::pair<std::vector<float>, std::vector<float>> Train(int world, int stage, bool offload = false) {
+    const std::string name = std::to_string(world) + "-" + std::to_string(stage) + (offload ? "-offload" : "");
+    const fs::path before = dir_ / (name + ".init"), after = dir_ / (name + ".final");
+    const int port = FreePort();
+    auto results = RunRanks(world, [&](const RankContext& ctx) {
+      torch::set_num_threads(1);
+      auto comm = world == 1 ? MakeLocalCommunicator()
+                             : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
+      GrpoTrainer trainer(Job(stage, offload), *comm, torch::kCPU);
+      auto& group = trainer.parameter_group();
+      // All ranks gather (collective at stage 3); rank 0 writes.
+      auto dump = [&](const fs::path& path) {
+        group.Gather();
+        if (ctx.rank == 0) headroom::testing::WriteBytes(path.string(), Comparable(trainer.model()));
+        group.Release();
+      };
+      dump(before);
+      for (int step = 0; step < kSteps; ++step) {
+        const StepResult r = trainer.RunStep(step);
+        Expect(std::isfinite(r.loss) && r.grad_norm > 0, "step " + std::to_string(step) + ": loss " +
+                                                             std::to_string(r.loss) + ", grad norm " +
+                                                             std::to_string(r.grad_norm));
+        if (stage == 3) {
+          for (const auto& [n, p] : trainer.model()->OrderedParameters()) {
+            Expect(p.numel() == 0, "stage 3 parameter " + n + " still gathered after the step");
+          }
+        }
+      }
+      Expect(trainer.optimizer().step() == kSteps * 2, "two optimizer steps per GRPO step");
+      dump(after);
+    }, 120s);
+    for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << name << "\n" << Describe(results);
+    return {ReadFloats(before), ReadFloats(after)};
+  }
+
+  fs::path dir_;
+};
+
+// The largest violation of |a - b| <= atol + rtol |b|, as a multiple of the allowance
+// (<= 1 passes), and the largest |a - b|.
+std::pair<double, double> Compare(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, max_abs = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    max_abs = std::max(max_abs, d);
+    worst = std::max(worst, d / (kAtol + kRtol * std::abs(static_cast<double>(b[i]))));
+  }
+  return {worst, max_abs};
+}
+
+TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const auto [init, reference] = Train(1, 0);
+  if (HasFailure()) return;
+  ASSERT_FALSE(reference.empty());
+  ASSERT_EQ(init.size(), reference.size());
+  // The comparison means something only if training moved the parameters well past it.
+  const auto [moved, moved_abs] = Compare(init, reference);
+  std::printf("stage 0, 1 rank: parameters moved up to %.3g from init (%.0fx the tolerance)\n", moved_abs, moved);
+  ASSERT_GT(moved, 100.0) << "the parameters barely moved; the comparison would prove nothing";
+
+  struct Case {
+    int world, stage;
+    bool offload;
+  };
+  for (const Case c : {Case{1, 1, false}, Case{1, 2, false}, Case{1, 3, false}, Case{2, 0, false},
+                       Case{2, 1, false}, Case{2, 2, false}, Case{2, 3, false}, Case{2, 3, true}}) {
+    SCOPED_TRACE("world " + std::to_string(c.world) + " stage " + std::to_string(c.stage) +
+                 (c.offload ? " offload" : ""));
+    const auto [start, got] = Train(c.world, c.stage, c.offload);
+    if (HasFailure()) return;
+    ASSERT_EQ(start, init) << "every configuration starts from the same weights";
+    ASSERT_EQ(got.size(), reference.size());
+    const auto [worst, max_abs] = Compare(got, reference);
+    std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance)\n", c.stage, c.world,
+                c.world == 1 ? "" : "s", c.offload ? ", offload" : "", max_abs, worst);
+    EXPECT_LE(worst, 1.0) << "max |param - reference| = " << max_abs;
+  }
+}
+
+}  // namespace
+}  // namespace headroom::worker
