@@ -14,8 +14,7 @@
 #include "worker/grpo/policy_loss.h"
 #include "worker/grpo/policy_update.h"
 #include "worker/model/transformer.h"
-#include "worker/sharding/flat_parameter_group.h"
-#include "worker/sharding/sharded_adamw.h"
+#include "worker/sharding/model_shards.h"
 
 namespace headroom::worker {
 namespace {
@@ -150,14 +149,13 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
     // The updater, with a huge clip norm and lr 0 so the gradient is left to inspect.
     Transformer model(TinyConfig());
     auto comm = MakeLocalCommunicator();
-    FlatParameterGroup group(model->OrderedParameters(), *comm, Stage0());
-    ShardedAdamW adamw(group, Frozen());
+    ModelShards shards(model, *comm, Stage0(), Frozen());
     PolicyUpdateConfig config;
     config.kl_coef = 0.1;
     config.aggregation = mode;
     config.micro_batch_size = 2;
     config.max_grad_norm = 1e9;
-    PolicyUpdater updater(model, group, adamw, config);
+    PolicyUpdater updater(model, shards, config);
     const auto stats = updater.Update(batch);
     EXPECT_NEAR(stats.loss, AggregateLoss(loss_mat, batch.response_mask, mode).item<double>(), 1e-5);
     auto params = model->OrderedParameters();
@@ -178,14 +176,14 @@ TEST(PolicyUpdater, ClipsTheGlobalGradientNormToOne) {
   batch.old_logp = torch::zeros({4, 4}) - 2.0;
   Transformer model(TinyConfig());
   auto comm = MakeLocalCommunicator();
-  FlatParameterGroup group(model->OrderedParameters(), *comm, Stage0());
-  ShardedAdamW adamw(group, Frozen());
+  ModelShards shards(model, *comm, Stage0(), Frozen());
   PolicyUpdateConfig config;
   config.micro_batch_size = 4;
-  PolicyUpdater updater(model, group, adamw, config);
+  PolicyUpdater updater(model, shards, config);
   const auto stats = updater.Update(batch);
   EXPECT_GT(stats.grad_norm, 1.0);
   // The optimizer stepped on the clipped gradient, which stage 0 leaves in place.
+  FlatParameterGroup& group = *shards.parts().front().group;
   EXPECT_NEAR(group.Gradient({0, group.layout().padded_numel()}).norm().item<double>(), 1.0, 1e-4);
 }
 
@@ -199,14 +197,14 @@ TEST(PolicyUpdater, MiniBatchesEachTakeAnOptimizerStep) {
   Transformer model(TinyConfig());
   batch.old_logp = ResponseLogProbsNoGrad(model, batch.sequences, 3, 1.0, 2);
   auto comm = MakeLocalCommunicator();
-  FlatParameterGroup group(model->OrderedParameters(), *comm, Stage0());
   AdamWConfig adamw_config;
   adamw_config.lr = 1e-2;
-  ShardedAdamW adamw(group, adamw_config);
+  ModelShards shards(model, *comm, Stage0(), adamw_config);
   PolicyUpdateConfig config;
   config.updates_per_step = 2;
   config.micro_batch_size = 1;
-  PolicyUpdater updater(model, group, adamw, config);
+  PolicyUpdater updater(model, shards, config);
+  FlatParameterGroup& group = *shards.parts().front().group;
   const FlatRange all{0, group.layout().padded_numel()};
   auto before = group.Parameters(all).clone();
   const auto stats = updater.Update(batch);
@@ -214,7 +212,7 @@ TEST(PolicyUpdater, MiniBatchesEachTakeAnOptimizerStep) {
   // The second mini-batch runs on already-updated weights: its ratios move off 1, while
   // the first mini-batch's were exactly 1 (old log-probs from the same weights).
   EXPECT_GE(stats.clip_fraction, 0.0);
-  EXPECT_EQ(adamw.step(), 2);
+  EXPECT_EQ(shards.optimizer_step(), 2);
 }
 
 }  // namespace

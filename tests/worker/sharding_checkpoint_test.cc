@@ -88,7 +88,7 @@ void LoadAndDump(int world, int stage, const fs::path& root, const fs::path& out
     auto reader = CheckpointReader::OpenLatest(root);
     Expect(reader.has_value(), "no checkpoint under " + root.string());
     reader->RequireSpecHash("hash-1");
-    LoadShardedState(*reader, group, optimizer);
+    LoadShardedState(*reader, {{&group, &optimizer}});
     Dump(out.string(), params, group, optimizer);
   });
 }
@@ -116,7 +116,7 @@ TEST(ShardedStateCheckpointTest, SavedByTwoAtStage2LoadsOnThreeAndOneAtAnyStage)
     CheckpointMetadata meta;
     meta.step = 3;
     meta.spec_hash = "hash-1";
-    CheckpointWriter(root, comm).Save(meta, ShardedStateSlices(group, optimizer), "rng-" + std::to_string(ctx.rank));
+    CheckpointWriter(root, comm).Save(meta, ShardedStateSlices({{&group, &optimizer}}), "rng-" + std::to_string(ctx.rank));
     Dump((root / "saved.bin").string(), params, group, optimizer);
   });
   if (HasFatalFailure()) return;
@@ -144,13 +144,13 @@ TEST(ShardedStateCheckpointTest, ShapeMismatchIsRefusedNamingTheTensor) {
     CheckpointMetadata meta;
     meta.step = 1;
     meta.spec_hash = "h";
-    CheckpointWriter(root, comm).Save(meta, ShardedStateSlices(group, optimizer), "");
+    CheckpointWriter(root, comm).Save(meta, ShardedStateSlices({{&group, &optimizer}}), "");
 
     headroom::testing::NamedParams other = {{"a.weight", torch::zeros({7, 5}, torch::requires_grad())}};
     FlatParameterGroup wrong(other, comm, Stage(0));
     ShardedAdamW wrong_opt(wrong, {});
     try {
-      LoadShardedState(*CheckpointReader::OpenLatest(root), wrong, wrong_opt);
+      LoadShardedState(*CheckpointReader::OpenLatest(root), {{&wrong, &wrong_opt}});
       throw std::runtime_error("loaded a [7, 5] model from a [5, 7] checkpoint");
     } catch (const CheckpointError& e) {
       const std::string what = e.what();

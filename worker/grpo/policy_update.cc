@@ -8,9 +8,8 @@
 
 namespace headroom::worker {
 
-PolicyUpdater::PolicyUpdater(Transformer model, FlatParameterGroup& group, ShardedAdamW& optimizer,
-                             PolicyUpdateConfig config)
-    : model_(std::move(model)), group_(group), optimizer_(optimizer), config_(config) {
+PolicyUpdater::PolicyUpdater(Transformer model, ModelShards& shards, PolicyUpdateConfig config)
+    : model_(std::move(model)), shards_(shards), config_(config) {
   if (config_.micro_batch_size < 1) throw std::invalid_argument("spec.grpo.microBatchSize: must be >= 1");
   if (config_.updates_per_step < 1) throw std::invalid_argument("spec.grpo.updatesPerStep: must be >= 1");
 }
@@ -31,12 +30,12 @@ PolicyUpdateStats PolicyUpdater::Update(const PolicyBatch& batch) {
     // Contiguous, near-equal mini-batches: every row is used once per step.
     const int64_t begin = rows * u / updates;
     const int64_t end = rows * (u + 1) / updates;
-    group_.Gather();  // stage 3: the previous mini-batch's step released the parameters
-    group_.ZeroGrad();
+    shards_.Gather();  // stage 3: the previous mini-batch's step released the parameters
+    shards_.ZeroGrad();
     PolicyUpdateStats mini;
     AccumulateMiniBatch(batch, begin, end - begin, mini);
-    group_.ReduceGradients();
-    mini.grad_norm = optimizer_.Step(config_.max_grad_norm);
+    shards_.ReduceGradients();
+    mini.grad_norm = shards_.Step(config_.max_grad_norm);
     total.loss += mini.loss / static_cast<double>(updates);
     total.kl += mini.kl / static_cast<double>(updates);
     total.clip_fraction += mini.clip_fraction / static_cast<double>(updates);
@@ -50,7 +49,7 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
   // Global denominators: every rank's share of this mini-batch, summed.
   MiniBatchTotals local = CountTotals(mask);
   auto totals_tensor = torch::tensor({local.tokens, local.sequences}, torch::kFloat64);
-  group_.comm().all_reduce(totals_tensor);
+  shards_.comm().all_reduce(totals_tensor);
   const MiniBatchTotals totals{totals_tensor[0].item<double>(), totals_tensor[1].item<double>()};
 
   double loss_sum = 0, kl_sum = 0, clipped_sum = 0;

@@ -1,12 +1,13 @@
 // The optimisation half of a GRPO step: updatesPerStep mini-batches over one rollout
 // batch, each accumulated over micro-batches, reduced over the ranks by the sharded
-// parameter group, clipped to a global gradient norm of 1.0, and applied with AdamW on
-// the range this rank owns.
+// model state, clipped to a global gradient norm of 1.0, and applied with AdamW on the
+// ranges this rank owns.
 //
-// Per mini-batch (every rank, in the same order; see flat_parameter_group.h):
-//   Gather (stage 3) -> ZeroGrad -> forward/backward per micro-batch -> ReduceGradients
-//   (stage 0/1 all_reduce, 2/3 reduce_scatter) -> ShardedAdamW::Step (global norm over the
-//   owned ranges, clip, update, PublishOwnedParameters; stage 3 releases the parameters).
+// Per mini-batch (every rank, in the same order; see model_shards.h):
+//   Gather (stage 3: the outer parameters) -> ZeroGrad -> forward/backward per
+//   micro-batch (stage 3: blocks gathered, recomputed and reduced one at a time) ->
+//   ReduceGradients (stage 0/1 all_reduce, 2/3 reduce_scatter) -> Step (global norm over
+//   the owned ranges, clip, update, publish; stage 3 ends released).
 //
 // Contract:
 //   - old_logp (and ref_logp when kl_coef > 0) were computed once, without grad, before
@@ -15,7 +16,7 @@
 //     the whole mini-batch (all ranks' rows), whatever microBatchSize is: micro-batch
 //     losses are scaled by global denominators (see policy_loss.h), and gradients are
 //     summed across ranks by the group's reduction.
-//   - `model`'s parameters are the group's parameters (the group was built from them).
+//   - `shards` was built from `model`.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,7 @@
 
 #include "worker/grpo/policy_loss.h"
 #include "worker/model/transformer.h"
-#include "worker/sharding/flat_parameter_group.h"
-#include "worker/sharding/sharded_adamw.h"
+#include "worker/sharding/model_shards.h"
 
 namespace headroom::worker {
 
@@ -60,7 +60,7 @@ struct PolicyUpdateStats {
 
 class PolicyUpdater {
  public:
-  PolicyUpdater(Transformer model, FlatParameterGroup& group, ShardedAdamW& optimizer, PolicyUpdateConfig config);
+  PolicyUpdater(Transformer model, ModelShards& shards, PolicyUpdateConfig config);
 
   // Collective.
   PolicyUpdateStats Update(const PolicyBatch& batch);
@@ -68,12 +68,11 @@ class PolicyUpdater {
   const PolicyUpdateConfig& config() const { return config_; }
 
  private:
-  // Sums micro-batch gradients of rows [begin, begin + n) into the group's gradient.
+  // Sums micro-batch gradients of rows [begin, begin + n) into the sharded gradient.
   void AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
 
   Transformer model_;
-  FlatParameterGroup& group_;
-  ShardedAdamW& optimizer_;
+  ModelShards& shards_;
   PolicyUpdateConfig config_;
 };
 

@@ -119,27 +119,33 @@ NamedTensors TransformerImpl::OrderedParameters() const {
   return out;
 }
 
-torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache) {
+torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache) {
+  auto& b = *block_list_.at(static_cast<size_t>(layer));
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
   const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
+  auto [q, k, v] = SplitHeads(b.qkv(b.ln1(x)), config_.heads);
+  if (cache) {
+    cache->Append(layer, k, v);
+    k = cache->Keys(layer, start + t);
+    v = cache->Values(layer, start + t);
+  }
+  auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
+  if (mask.defined()) att = att + mask;
+  auto y = torch::matmul(torch::softmax(att, -1), v);          // [B, heads, t, D]
+  y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
+  auto h = x + b.out(y);
+  return h + b.fc2(torch::gelu(b.fc1(b.ln2(h))));
+}
+
+torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache) {
+  const int64_t t = x.size(1);
+  const int64_t start = cache ? cache->length() : 0;
   // A single new position attends to everything cached: no mask needed.
   torch::Tensor mask;
   if (t > 1) mask = causal_mask_.narrow(0, start, t).narrow(1, 0, start + t);
-  for (size_t l = 0; l < block_list_.size(); ++l) {
-    auto& b = *block_list_[l];
-    auto [q, k, v] = SplitHeads(b.qkv(b.ln1(x)), config_.heads);
-    if (cache) {
-      cache->Append(static_cast<int64_t>(l), k, v);
-      k = cache->Keys(static_cast<int64_t>(l), start + t);
-      v = cache->Values(static_cast<int64_t>(l), start + t);
-    }
-    auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
-    if (mask.defined()) att = att + mask;
-    auto y = torch::matmul(torch::softmax(att, -1), v);          // [B, heads, t, D]
-    y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
-    x = x + b.out(y);
-    x = x + b.fc2(torch::gelu(b.fc1(b.ln2(x))));
+  for (int64_t l = 0; l < static_cast<int64_t>(block_list_.size()); ++l) {
+    x = executor_ ? executor_->RunBlock(*this, l, x, mask, cache) : Block(l, x, mask, cache);
   }
   if (cache) cache->Advance(t);
   return x;

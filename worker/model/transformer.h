@@ -10,6 +10,10 @@
 //   - OrderedParameters() lists (name, tensor) in one fixed order — the order a flat
 //     buffer, a shard map and a checkpoint use.
 //   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
+//   - Block l's parameters are exactly those named "blocks.<l>.*"; everything else
+//     (embeddings, final norm, head) is used outside the blocks. A BlockExecutor, when
+//     set, runs every block (ZeRO stage 3 gathers a block's parameters around it); the
+//     result must equal Block() on the same input.
 #pragma once
 
 #include <string>
@@ -24,6 +28,16 @@
 namespace headroom::worker {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+class TransformerImpl;
+
+// Runs one block of a Transformer in the forward pass (see TransformerImpl::Block).
+class BlockExecutor {
+ public:
+  virtual ~BlockExecutor() = default;
+  virtual torch::Tensor RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x,
+                                 const torch::Tensor& mask, KvCache* cache) = 0;
+};
 
 struct TransformerBlockImpl : torch::nn::Module {
   explicit TransformerBlockImpl(const TransformerConfig& c);
@@ -42,6 +56,13 @@ class TransformerImpl : public torch::nn::Module {
   NamedTensors OrderedParameters() const;
   const TransformerConfig& config() const { return config_; }
 
+  // Block `layer` on x [B, t, H]: attention (causal `mask` [t, start + t], undefined for
+  // a single cached position) and MLP, each with its residual. With a cache, appends the
+  // block's keys/values at cache->length() and attends over everything cached.
+  torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache);
+  // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
+  void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
+
  private:
   // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache);
@@ -54,6 +75,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};
   torch::Tensor causal_mask_;  // [max_seq, max_seq], 0 on and below the diagonal, -inf above
   std::vector<TransformerBlock> block_list_;
+  BlockExecutor* executor_ = nullptr;
 };
 TORCH_MODULE(Transformer);
 

@@ -80,6 +80,9 @@ void FlatParameterGroup::DetachGradients() {
 
 void FlatParameterGroup::Gather() {
   if (options_.stage != 3 || flat_.defined()) return;
+  // Called inside the rollout's InferenceMode too (per-layer gathering): the buffer must
+  // be a normal tensor, since the same parameters later take part in autograd.
+  c10::InferenceMode normal_tensors(false);
   torch::NoGradGuard no_grad;
   flat_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
   AllGatherInto(param_shard_, flat_);
@@ -89,6 +92,7 @@ void FlatParameterGroup::Gather() {
 
 void FlatParameterGroup::Release() {
   if (options_.stage != 3 || !flat_.defined()) return;
+  c10::InferenceMode normal_tensors(false);  // as in Gather()
   torch::NoGradGuard no_grad;
   DetachGradients();
   auto empty = torch::empty({0}, torch::TensorOptions().dtype(dtype_).device(device_));
@@ -98,18 +102,26 @@ void FlatParameterGroup::Release() {
 }
 
 void FlatParameterGroup::ZeroGrad() {
-  if (options_.stage >= 2) {
-    if (!flat_grad_.defined()) {
-      flat_grad_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
-    } else {
-      flat_grad_.zero_();
-    }
-    // Stage 3 before Gather(): parameters are empty, so the views attach at Gather time
-    // only if the shapes match; attach whenever the parameters are materialised.
-    if (options_.stage < 3 || flat_.defined()) AttachGradients();
-    return;
+  ZeroOwnedGradient();
+  BeginGradient();
+}
+
+void FlatParameterGroup::ZeroOwnedGradient() {
+  torch::NoGradGuard no_grad;
+  (options_.stage >= 2 ? grad_shard_ : flat_grad_).zero_();
+}
+
+void FlatParameterGroup::BeginGradient() {
+  if (options_.stage < 2) return;
+  torch::NoGradGuard no_grad;
+  if (!flat_grad_.defined()) {
+    flat_grad_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
+  } else {
+    flat_grad_.zero_();
   }
-  flat_grad_.zero_();
+  // Stage 3 before Gather(): parameters are empty, so the views attach at Gather time
+  // only if the shapes match; attach whenever the parameters are materialised.
+  if (options_.stage < 3 || flat_.defined()) AttachGradients();
 }
 
 void FlatParameterGroup::ReduceGradients() {
@@ -130,8 +142,9 @@ void FlatParameterGroup::ReduceGradients() {
   for (int64_t off = 0; off < shard; off += bucket) {
     const int64_t len = std::min(bucket, shard - off);
     auto input = by_rank.narrow(1, off, len).contiguous();
-    auto out = grad_shard_.narrow(0, off, len);
-    comm_.reduce_scatter(input.view({-1}), out);
+    auto reduced = torch::empty({len}, grad_shard_.options());
+    comm_.reduce_scatter(input.view({-1}), reduced);
+    grad_shard_.narrow(0, off, len).add_(reduced);
   }
   DetachGradients();
   flat_grad_ = torch::Tensor();  // the full gradient is not kept between steps

@@ -11,12 +11,12 @@
 //   stage 1: full parameters, full gradients           (optimizer: owned range)
 //   stage 2: full parameters, owned gradient range     (optimizer: owned range)
 //   stage 3: owned parameter range, owned gradient range (optimizer: owned range)
-// Stage 2/3 allocate the full gradient buffer in ZeroGrad() for backward and free it in
-// ReduceGradients() once it is reduce_scattered into the owned range.
+// Stage 2/3 allocate the full gradient buffer for a backward (ZeroGrad/BeginGradient)
+// and free it in ReduceGradients(), which reduce_scatters it and adds the result to the
+// owned range; several backward/reduce rounds accumulate until the next ZeroGrad.
 // Stage 3 allocates the full parameter buffer in Gather() and frees it in Release().
-// Simplification (honest): stage 3 gathers the whole model at once, not one layer at a
-// time, so the peak during forward/backward is a full parameter copy; the saving is
-// between uses (rollout ends -> Release, update ends -> Release).
+// One group gathers all its parameters at once: to gather one layer at a time, give each
+// layer its own group (model_shards.h does, one per transformer block).
 //
 // Contract:
 //   - Collective: the constructor, Gather (stage 3), ReduceGradients and
@@ -74,10 +74,19 @@ class FlatParameterGroup {
   void Release();
   bool gathered() const { return flat_.defined(); }
 
-  // Zero the gradients before a backward (stage 2/3: allocate the full buffer first).
+  // Zero the gradients before a mini-batch and get ready for its backward:
+  // ZeroOwnedGradient() then BeginGradient().
   void ZeroGrad();
-  // Sum the gradients over the ranks: stage 0/1 all_reduce the full buffer in buckets;
-  // stage 2/3 reduce_scatter it into the owned range in buckets, then free it.
+  // Zero what the optimizer will read: the full buffer at stage 0/1, the owned range at
+  // stage 2/3 (no full buffer is allocated).
+  void ZeroOwnedGradient();
+  // Stage 2/3: allocate the full gradient buffer (zeros) for one backward and attach it
+  // as the parameters' .grad (stage 3: now if gathered, else at Gather()). Stage 0/1:
+  // nothing (their full buffer is permanent and accumulates until ZeroGrad).
+  void BeginGradient();
+  // Sum the gradients over the ranks: stage 0/1 all_reduce the full buffer in buckets
+  // (once per ZeroGrad); stage 2/3 reduce_scatter it in buckets, add that to the owned
+  // range, and free the full buffer (once per BeginGradient).
   void ReduceGradients();
 
   // The reduced gradient of `range` after ReduceGradients(): any range of the full

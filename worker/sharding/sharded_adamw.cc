@@ -20,32 +20,41 @@ ShardedAdamW::ShardedAdamW(FlatParameterGroup& group, AdamWConfig config) : grou
   exp_avg_sq_ = torch::zeros({range_.numel()}, opts);
 }
 
-double ShardedAdamW::GlobalGradNorm() {
-  // Each rank sums the squares of its owned range once (at stage 0/1 every rank has the
-  // whole reduced gradient, but owned ranges still partition it), then one all_reduce.
+double ShardedAdamW::LocalSquaredGradNorm() {
   // In fp64 for accuracy, a chunk at a time: converting the whole range at once would
   // hold two fp64 copies of it (the cast and its square), 4x the gradient's own bytes,
   // at the step's peak.
+  torch::NoGradGuard no_grad;
   auto grad = group_.Gradient(group_.owned());
   const int64_t chunk = group_.options().bucket_numel;
   auto sq = torch::zeros({1}, grad.options().dtype(torch::kFloat64));
   for (int64_t off = 0; off < grad.numel(); off += chunk) {
     sq += grad.narrow(0, off, std::min(chunk, grad.numel() - off)).to(torch::kFloat64).pow(2).sum();
   }
-  sq = sq.to(group_.device());
+  return sq.item<double>();
+}
+
+double ShardedAdamW::GlobalGradNorm() {
+  // Each rank sums the squares of its owned range once (at stage 0/1 every rank has the
+  // whole reduced gradient, but owned ranges still partition it), then one all_reduce.
+  auto sq = torch::full({1}, LocalSquaredGradNorm(),
+                        torch::TensorOptions().dtype(torch::kFloat64).device(group_.comm().device()));
   group_.comm().all_reduce(sq);
-  return std::sqrt(sq.item<double>());
+  return std::sqrt(sq.cpu().item<double>());
 }
 
 double ShardedAdamW::Step(double max_grad_norm) {
-  torch::NoGradGuard no_grad;
   const double norm = GlobalGradNorm();
-  auto grad = group_.Gradient(range_);
   // torch::nn::utils::clip_grad_norm_: scale by max/(norm + 1e-6) when that is < 1.
-  if (max_grad_norm > 0) {
-    const double coef = max_grad_norm / (norm + 1e-6);
-    if (coef < 1.0) grad.mul_(coef);
-  }
+  const double coef = max_grad_norm / (norm + 1e-6);
+  ApplyScaled(max_grad_norm > 0 && coef < 1.0 ? coef : 1.0);
+  return norm;
+}
+
+void ShardedAdamW::ApplyScaled(double grad_scale) {
+  torch::NoGradGuard no_grad;
+  auto grad = group_.Gradient(range_);
+  if (grad_scale != 1.0) grad.mul_(grad_scale);
   auto params = group_.Parameters(range_);
 
   ++step_;
@@ -73,7 +82,6 @@ double ShardedAdamW::Step(double max_grad_norm) {
   }
 
   group_.PublishOwnedParameters();
-  return norm;
 }
 
 int64_t ShardedAdamW::resident_bytes() const {

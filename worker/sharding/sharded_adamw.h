@@ -47,6 +47,13 @@ class ShardedAdamW {
 
   // The global L2 norm of the reduced gradient (collective; no side effects).
   double GlobalGradNorm();
+  // This rank's share of the squared norm (no collective): the sum of g^2 over the owned
+  // range in fp64. The owned ranges partition the buffer, so the all_reduce (SUM) of it
+  // over the ranks is the squared global norm, at every stage.
+  double LocalSquaredGradNorm();
+  // Collective (it publishes). Multiplies the gradient by `grad_scale` (when != 1: the
+  // clip coefficient, for a norm taken over several groups), then updates and publishes.
+  void ApplyScaled(double grad_scale);
 
   const AdamWConfig& config() const { return config_; }
   void set_lr(double lr) { config_.lr = lr; }

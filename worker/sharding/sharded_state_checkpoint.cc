@@ -49,43 +49,55 @@ void ReadSlices(const CheckpointReader& reader, const FlatLayout& layout, const 
 
 }  // namespace
 
-std::vector<TensorSlice> ShardedStateSlices(FlatParameterGroup& group, const ShardedAdamW& optimizer) {
-  const FlatLayout& layout = group.layout();
-  const FlatRange owned = group.owned();
+std::vector<TensorSlice> ShardedStateSlices(const std::vector<ShardedStatePart>& parts) {
+  if (parts.empty()) throw std::invalid_argument("sharded checkpoint: no parameter groups");
   std::vector<TensorSlice> slices;
-  AppendSlices(layout, kModelTensorPrefix, owned, group.Parameters(owned), slices);  // the owned range at every stage
-  // Moments: the owned range, whatever range the optimizer steps (stage 0 holds all of it).
-  const FlatRange opt = optimizer.range();
-  const int64_t at = owned.begin - opt.begin;
-  AppendSlices(layout, kExpAvgTensorPrefix, owned, optimizer.exp_avg().narrow(0, at, owned.numel()), slices);
-  AppendSlices(layout, kExpAvgSqTensorPrefix, owned, optimizer.exp_avg_sq().narrow(0, at, owned.numel()), slices);
-  if (group.comm().rank() == 0) {
-    slices.push_back(WholeTensor(kOptimizerStepTensor, torch::tensor({optimizer.step()}, torch::kInt64)));
+  for (const ShardedStatePart& part : parts) {
+    FlatParameterGroup& group = *part.group;
+    const ShardedAdamW& optimizer = *part.optimizer;
+    const FlatLayout& layout = group.layout();
+    const FlatRange owned = group.owned();
+    AppendSlices(layout, kModelTensorPrefix, owned, group.Parameters(owned), slices);  // owned range at every stage
+    // Moments: the owned range, whatever range the optimizer steps (stage 0 holds all of it).
+    const FlatRange opt = optimizer.range();
+    const int64_t at = owned.begin - opt.begin;
+    AppendSlices(layout, kExpAvgTensorPrefix, owned, optimizer.exp_avg().narrow(0, at, owned.numel()), slices);
+    AppendSlices(layout, kExpAvgSqTensorPrefix, owned, optimizer.exp_avg_sq().narrow(0, at, owned.numel()), slices);
+  }
+  if (parts.front().group->comm().rank() == 0) {
+    slices.push_back(
+        WholeTensor(kOptimizerStepTensor, torch::tensor({parts.front().optimizer->step()}, torch::kInt64)));
   }
   return slices;
 }
 
-void LoadShardedState(const CheckpointReader& reader, FlatParameterGroup& group, ShardedAdamW& optimizer) {
+void LoadShardedState(const CheckpointReader& reader, const std::vector<ShardedStatePart>& parts) {
   torch::NoGradGuard no_grad;
-  const FlatLayout& layout = group.layout();
-  for (const auto& slot : layout.slots()) {
-    for (const char* prefix : {kModelTensorPrefix, kExpAvgTensorPrefix, kExpAvgSqTensorPrefix}) {
-      RequireShape(reader, prefix + slot.name, slot.shape);
+  for (const ShardedStatePart& part : parts) {
+    for (const auto& slot : part.group->layout().slots()) {
+      for (const char* prefix : {kModelTensorPrefix, kExpAvgTensorPrefix, kExpAvgSqTensorPrefix}) {
+        RequireShape(reader, prefix + slot.name, slot.shape);
+      }
     }
   }
   RequireShape(reader, kOptimizerStepTensor, {1});
-
-  group.Release();  // stage 3: the shard is the truth; a gathered copy would go stale
-  const FlatRange needed = group.stage() == 3 ? group.owned() : FlatRange{0, layout.padded_numel()};
-  ReadSlices(reader, layout, kModelTensorPrefix, needed, group.Parameters(needed));
-
-  const FlatRange opt = optimizer.range();
-  auto exp_avg = torch::zeros({opt.numel()}, optimizer.exp_avg().options());
-  auto exp_avg_sq = torch::zeros({opt.numel()}, optimizer.exp_avg_sq().options());
-  ReadSlices(reader, layout, kExpAvgTensorPrefix, opt, exp_avg);
-  ReadSlices(reader, layout, kExpAvgSqTensorPrefix, opt, exp_avg_sq);
   const int64_t step = reader.ReadFull(kOptimizerStepTensor).item<int64_t>();
-  optimizer.SetState(step, exp_avg, exp_avg_sq);
+
+  for (const ShardedStatePart& part : parts) {
+    FlatParameterGroup& group = *part.group;
+    ShardedAdamW& optimizer = *part.optimizer;
+    const FlatLayout& layout = group.layout();
+    group.Release();  // stage 3: the shard is the truth; a gathered copy would go stale
+    const FlatRange needed = group.stage() == 3 ? group.owned() : FlatRange{0, layout.padded_numel()};
+    ReadSlices(reader, layout, kModelTensorPrefix, needed, group.Parameters(needed));
+
+    const FlatRange opt = optimizer.range();
+    auto exp_avg = torch::zeros({opt.numel()}, optimizer.exp_avg().options());
+    auto exp_avg_sq = torch::zeros({opt.numel()}, optimizer.exp_avg_sq().options());
+    ReadSlices(reader, layout, kExpAvgTensorPrefix, opt, exp_avg);
+    ReadSlices(reader, layout, kExpAvgSqTensorPrefix, opt, exp_avg_sq);
+    optimizer.SetState(step, exp_avg, exp_avg_sq);
+  }
 }
 
 }  // namespace headroom::worker

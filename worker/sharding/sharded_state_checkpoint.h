@@ -14,6 +14,9 @@
 // too, where it holds everything: the owned ranges tile the buffer, so replicated state
 // is written once, in parallel). Loading reads what the new layout needs: the full
 // parameters at stages 0-2, the owned range at stage 3; the optimizer's range().
+// A model may be split into several groups (one per layer at stage 3, model_shards.h),
+// each with its own optimizer stepped in lockstep: since every tensor is named per
+// parameter, how the parameters are grouped is not in the checkpoint either.
 #pragma once
 
 #include <string>
@@ -31,13 +34,20 @@ inline constexpr const char* kExpAvgTensorPrefix = "optim.exp_avg.";
 inline constexpr const char* kExpAvgSqTensorPrefix = "optim.exp_avg_sq.";
 inline constexpr const char* kOptimizerStepTensor = "optim.step";
 
-// This rank's slices, to pass to CheckpointWriter::Save (views, not copies: save before
-// the next update). Reads the owned range, so stage 3 needs no Gather().
-std::vector<TensorSlice> ShardedStateSlices(FlatParameterGroup& group, const ShardedAdamW& optimizer);
+// One group of a model and the optimizer over it.
+struct ShardedStatePart {
+  FlatParameterGroup* group;
+  ShardedAdamW* optimizer;
+};
 
-// Loads parameters and optimizer state saved by any world size/stage. Throws
-// CheckpointError when a tensor is missing or its shape differs from the model's
+// This rank's slices, to pass to CheckpointWriter::Save (views, not copies: save before
+// the next update). Reads the owned range, so stage 3 needs no Gather(). The step count
+// is the first part's (all step together).
+std::vector<TensorSlice> ShardedStateSlices(const std::vector<ShardedStatePart>& parts);
+
+// Loads parameters and optimizer state saved by any world size, stage and grouping.
+// Throws CheckpointError when a tensor is missing or its shape differs from the model's
 // (naming it). Stage 3: leaves the parameters released.
-void LoadShardedState(const CheckpointReader& reader, FlatParameterGroup& group, ShardedAdamW& optimizer);
+void LoadShardedState(const CheckpointReader& reader, const std::vector<ShardedStatePart>& parts);
 
 }  // namespace headroom::worker

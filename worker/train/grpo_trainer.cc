@@ -69,10 +69,9 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   sharding.stage = spec_.sharding.stage;
   sharding.offload_params = spec_.sharding.offload_params;
   sharding.offload_optimizer = spec_.sharding.offload_optimizer;
-  group_ = std::make_unique<FlatParameterGroup>(model_->OrderedParameters(), comm_, sharding);
   AdamWConfig adamw;
   adamw.lr = g.learning_rate;
-  optimizer_ = std::make_unique<ShardedAdamW>(*group_, adamw);
+  shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
   rollout_ = std::make_unique<RolloutEngine>(config, local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
   // Responses are digits and EOS: the policy's action space (see CharTokenizer).
@@ -89,7 +88,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   uc.updates_per_step = g.updates_per_step;
   uc.temperature = g.temperature;
   uc.logit_bias = response_bias_;
-  updater_ = std::make_unique<PolicyUpdater>(model_, *group_, *optimizer_, uc);
+  updater_ = std::make_unique<PolicyUpdater>(model_, *shards_, uc);
 }
 
 int64_t GrpoTrainer::GlobalPrompt(int64_t step, int64_t local) const {
@@ -121,11 +120,10 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
     }
   }
 
-  // 2. Rollout. Stage 3: the parameters stay gathered from here through the first
-  // mini-batch's forward/backward (its optimizer step releases them), so the step
-  // gathers once per mini-batch and not once more for the rollout.
+  // 2. Rollout. Stage 3: the outer parameters stay gathered from here through the first
+  // mini-batch (its optimizer step releases them); blocks gather as they run.
   auto t0 = std::chrono::steady_clock::now();
-  group_->Gather();
+  shards_->Gather();
   model_->eval();
   Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature);
   result.rollout_seconds = SecondsSince(t0);
@@ -162,8 +160,8 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   // 6. Updates.
   t0 = std::chrono::steady_clock::now();
   PolicyUpdateStats stats = updater_->Update(batch);
-  group_->Release();  // stage 3: a no-op after the last optimizer step released them; the
-                     // step ends with only the shard whatever the optimizer does
+  shards_->Release();  // stage 3: a no-op after the last optimizer step released them; the
+                      // step ends with only the shards whatever the optimizer does
   result.update_seconds = SecondsSince(t0);
 
   result.reward_mean = rewards.mean().item<double>();

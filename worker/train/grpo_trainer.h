@@ -14,13 +14,14 @@
 //     trains the same parameters as one rank, up to rounding (trainer_sharding_test).
 //   - No reference model exists when klCoef == 0 (not even allocated). It is frozen, so
 //     it stays replicated on every rank whatever the sharding stage.
-//   - The model, its flat parameter group (sharded per spec.sharding: stage, offload),
-//     the sharded AdamW and the generation cache are built once in the constructor and
-//     live for the whole run. Every rank starts from rank 0's weights.
+//   - The model, its sharded state (parameters, gradients and AdamW moments, per
+//     spec.sharding: stage, offload) and the generation cache are built once in the
+//     constructor and live for the whole run. Every rank starts from rank 0's weights.
 //   - Collective: the constructor and RunStep() are called by every rank, in step order.
-//   - Stage 3: the model's parameters are gathered for the rollout, the log-probs and
-//     each mini-batch's forward/backward, and released when the step ends; between
-//     steps (and so when a checkpoint is saved) a rank holds only its shard.
+//   - Stage 3: each block's parameters are gathered only while it runs (rollout,
+//     log-probs, forward and recomputed backward), the outer ones (embeddings, head) for
+//     the step; between steps (and so when a checkpoint is saved) a rank holds only its
+//     shards (model_shards.h).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,7 @@
 #include "worker/grpo/policy_update.h"
 #include "worker/model/transformer.h"
 #include "worker/rollout/rollout_engine.h"
-#include "worker/sharding/flat_parameter_group.h"
-#include "worker/sharding/sharded_adamw.h"
+#include "worker/sharding/model_shards.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -70,8 +70,7 @@ class GrpoTrainer {
   int64_t GlobalPrompt(int64_t step, int64_t local) const;
 
   Transformer& model() { return model_; }
-  FlatParameterGroup& parameter_group() { return *group_; }
-  ShardedAdamW& optimizer() { return *optimizer_; }
+  ModelShards& shards() { return *shards_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
   const RolloutEngine& rollout_engine() const { return *rollout_; }
   const Task& task() const { return *task_; }
@@ -85,8 +84,7 @@ class GrpoTrainer {
   std::unique_ptr<Task> task_;
   Transformer model_{nullptr};
   Transformer reference_{nullptr};
-  std::unique_ptr<FlatParameterGroup> group_;
-  std::unique_ptr<ShardedAdamW> optimizer_;
+  std::unique_ptr<ModelShards> shards_;
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;
   torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise

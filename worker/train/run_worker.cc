@@ -158,12 +158,12 @@ int Run(const WorkerOptions& options) {
   }
   spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
                job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
-               trainer->parameter_group().layout().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
+               trainer->shards().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
   {
-    ShardedBytes held = trainer->parameter_group().ResidentBytes();
-    held.optimizer = trainer->optimizer().resident_bytes();
-    spdlog::info("sharding: stage {} over {} rank{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
-                 spec.sharding.stage, comm->world_size(), comm->world_size() == 1 ? "" : "s", held.parameters,
+    const ShardedBytes held = trainer->shards().ResidentBytes();
+    spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
+                 spec.sharding.stage, comm->world_size(), comm->world_size() == 1 ? "" : "s",
+                 trainer->shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters,
                  held.gradients, held.optimizer);
   }
 

@@ -11,11 +11,11 @@
 namespace headroom::worker {
 
 std::vector<TensorSlice> TrainingStateSlices(GrpoTrainer& trainer) {
-  return ShardedStateSlices(trainer.parameter_group(), trainer.optimizer());
+  return ShardedStateSlices(trainer.shards().parts());
 }
 
 void RestoreTrainingState(const CheckpointReader& reader, GrpoTrainer& trainer) {
-  LoadShardedState(reader, trainer.parameter_group(), trainer.optimizer());
+  LoadShardedState(reader, trainer.shards().parts());
 }
 
 std::string CpuRngState() {

@@ -1,0 +1,168 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/sharding/model_shards.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace headroom::worker {
+namespace {
+
+using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// The layer of a parameter named "blocks.<l>.…", or -1 for an outer parameter.
+int64_t BlockOf(const std::string& name) {
+  static const std::string kPrefix = "blocks.";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  const size_t dot = name.find('.', kPrefix.size());
+  return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
+}
+
+void Add(ShardedBytes& into, const ShardedBytes& b) {
+  into.parameters += b.parameters;
+  into.gradients += b.gradients;
+  into.optimizer += b.optimizer;
+}
+
+}  // namespace
+
+ModelShards::ModelShards(Transformer model, Communicator& comm, ShardingOptions options, AdamWConfig adamw)
+    : model_(std::move(model)), comm_(comm), options_(options) {
+  const NamedTensors all = model_->OrderedParameters();
+  std::vector<NamedParams> split(1);
+  if (per_layer()) {
+    split.resize(static_cast<size_t>(1 + model_->config().layers));
+    for (const auto& [name, p] : all) {
+      const int64_t layer = BlockOf(name);
+      if (layer >= model_->config().layers) throw std::logic_error("model shards: parameter " + name + " past the last block");
+      split[static_cast<size_t>(1 + layer)].emplace_back(name, p);
+    }
+  } else {
+    split[0] = all;
+  }
+  for (const NamedParams& params : split) {
+    groups_.push_back(std::make_unique<FlatParameterGroup>(params, comm_, options_));
+    optimizers_.push_back(std::make_unique<ShardedAdamW>(*groups_.back(), adamw));
+  }
+  if (per_layer()) model_->set_block_executor(this);
+  ResetPeak();
+}
+
+ModelShards::~ModelShards() {
+  if (per_layer()) model_->set_block_executor(nullptr);
+}
+
+int64_t ModelShards::numel() const {
+  int64_t n = 0;
+  for (const auto& g : groups_) n += g->layout().numel();
+  return n;
+}
+
+void ModelShards::Gather() {
+  groups_.front()->Gather();
+  NotePeak();
+}
+
+void ModelShards::GatherAll() {
+  for (auto& g : groups_) g->Gather();
+  NotePeak();
+}
+
+void ModelShards::Release() {
+  for (auto& g : groups_) g->Release();
+}
+
+void ModelShards::ZeroGrad() {
+  groups_.front()->ZeroGrad();
+  // Blocks: only the owned gradient; each backward through a block brings its own full
+  // buffer (Backward below).
+  for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->ZeroOwnedGradient();
+  NotePeak();
+}
+
+void ModelShards::ReduceGradients() { groups_.front()->ReduceGradients(); }
+
+double ModelShards::Step(double max_grad_norm) {
+  // The clip of torch::nn::utils::clip_grad_norm_ over all parameters: one norm over
+  // every group (one all_reduce of the summed squares), one coefficient for all.
+  double local = 0;
+  for (auto& o : optimizers_) local += o->LocalSquaredGradNorm();
+  auto sq = torch::full({1}, local, torch::TensorOptions().dtype(torch::kFloat64).device(comm_.device()));
+  comm_.all_reduce(sq);
+  const double norm = std::sqrt(sq.cpu().item<double>());
+  const double coef = max_grad_norm / (norm + 1e-6);
+  const double scale = max_grad_norm > 0 && coef < 1.0 ? coef : 1.0;
+  for (auto& o : optimizers_) o->ApplyScaled(scale);
+  return norm;
+}
+
+std::vector<ShardedStatePart> ModelShards::parts() {
+  std::vector<ShardedStatePart> out;
+  for (size_t i = 0; i < groups_.size(); ++i) out.push_back({groups_[i].get(), optimizers_[i].get()});
+  return out;
+}
+
+ShardedBytes ModelShards::ResidentBytes() const {
+  ShardedBytes total;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    ShardedBytes b = groups_[i]->ResidentBytes();
+    b.optimizer = optimizers_[i]->resident_bytes();
+    Add(total, b);
+  }
+  return total;
+}
+
+void ModelShards::ResetPeak() { peak_ = ResidentBytes(); }
+
+void ModelShards::NotePeak() {
+  const ShardedBytes now = ResidentBytes();
+  if (now.total() > peak_.total()) peak_ = now;
+}
+
+torch::Tensor ModelShards::RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x,
+                                    const torch::Tensor& mask, KvCache* cache) {
+  if (cache) {
+    // Generation appends to the cache: a side effect a recompute must not repeat, and it
+    // runs without autograd anyway.
+    if (torch::GradMode::is_enabled()) throw std::logic_error("model shards: a cached forward under autograd");
+    FlatParameterGroup& group = block_group(layer);
+    group.Gather();
+    NotePeak();
+    torch::Tensor y = model.Block(layer, x, mask, cache);
+    group.Release();
+    return y;
+  }
+  return RecomputedBlock(*this, layer, x, mask);
+}
+
+torch::Tensor ModelShards::ForwardNoGrad(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask) {
+  FlatParameterGroup& group = block_group(layer);
+  group.Gather();
+  NotePeak();
+  torch::Tensor y = model_->Block(layer, x, mask, nullptr);
+  group.Release();
+  return y;
+}
+
+torch::Tensor ModelShards::Backward(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                                    const torch::Tensor& grad_y) {
+  FlatParameterGroup& group = block_group(layer);
+  group.Gather();
+  group.BeginGradient();  // the block's full gradient, attached as its parameters' .grad
+  NotePeak();
+  torch::Tensor dx;
+  {
+    torch::AutoGradMode autograd(true);  // the engine runs backward functions without it
+    torch::Tensor input = x.detach().requires_grad_(true);
+    torch::Tensor y = model_->Block(layer, input, mask, nullptr);
+    torch::autograd::backward({y}, {grad_y});
+    dx = input.grad();
+  }
+  group.ReduceGradients();  // adds this micro-batch's block gradient to the owned range
+  group.Release();
+  return dx;
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,105 @@
+// A Transformer's trainable state sharded over the ranks, ZeRO-style: parameters and
+// gradients in flat parameter groups (flat_parameter_group.h), AdamW moments in one
+// ShardedAdamW per group, all stepped together after one clip by the global norm.
+//
+// Groups. Stages 0-2: every parameter in one group (the fewest, largest collectives).
+// Stage 3: the outer parameters (embeddings, final norm, head) in one group and each
+// transformer block in its own, and this object becomes the model's BlockExecutor, so a
+// block's parameters are gathered just before the block runs and released right after,
+// in every forward: the rollout (once per generated token), the log-probs and the update.
+// Under autograd a block runs as a RecomputedBlock (recomputed_block.h): its backward
+// re-gathers the block, recomputes it, back-propagates, reduce_scatters the block's
+// gradient into the owned range (adding over micro-batches) and releases both again.
+// So at most one block's full parameters and gradient exist at a time, beside the
+// outer group, which stays gathered through a mini-batch (the head is used last in
+// forward and first in backward). That is what the planner's stage 3 assumes ("one full
+// layer gathered at a time"). The price: collectives per block per forward (and per
+// generated token) instead of per step, and each block's forward runs twice.
+//
+// Contract:
+//   - Collective: the constructor, Gather, GatherAll, ReduceGradients, Step and every
+//     forward/backward through the model (stage 3) run on every rank in the same order
+//     (the same number of micro-batches of the same model on every rank).
+//   - Per mini-batch: Gather -> ZeroGrad -> forward/backward per micro-batch ->
+//     ReduceGradients -> Step. Stage 3 ends the step with nothing gathered.
+//   - `model` outlives this object; the destructor uninstalls the executor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/comm/communicator.h"
+#include "worker/model/transformer.h"
+#include "worker/sharding/flat_parameter_group.h"
+#include "worker/sharding/recomputed_block.h"
+#include "worker/sharding/sharded_adamw.h"
+#include "worker/sharding/sharded_state_checkpoint.h"
+
+namespace headroom::worker {
+
+class ModelShards : public BlockExecutor, private BlockRecomputer {
+ public:
+  // Every rank starts from rank 0's parameters (the groups broadcast them).
+  ModelShards(Transformer model, Communicator& comm, ShardingOptions options, AdamWConfig adamw);
+  ~ModelShards() override;
+  ModelShards(const ModelShards&) = delete;
+  ModelShards& operator=(const ModelShards&) = delete;
+
+  const ShardingOptions& options() const { return options_; }
+  Communicator& comm() { return comm_; }
+  // Whether blocks are gathered one at a time (stage 3).
+  bool per_layer() const { return options_.stage == 3; }
+  int64_t numel() const;  // every parameter, unpadded
+
+  // What a forward needs up front: stage 3 gathers the outer group (blocks gather as
+  // they run); other stages hold everything already.
+  void Gather();
+  // Every parameter materialised (stage 3: a full copy), e.g. to compare or export.
+  void GatherAll();
+  // Drops every gathered copy (stage 3).
+  void Release();
+
+  void ZeroGrad();
+  // Sums over the ranks what the groups have not reduced yet (stage 3: the outer group;
+  // blocks reduce in their backward).
+  void ReduceGradients();
+  // Clips every group's gradient by the global norm over all of them, steps AdamW,
+  // publishes the parameters. Returns the pre-clip norm.
+  double Step(double max_grad_norm);
+  int64_t optimizer_step() const { return optimizers_.front()->step(); }
+
+  // For checkpoints (sharded_state_checkpoint.h).
+  std::vector<ShardedStatePart> parts();
+
+  // Group buffers this rank holds now, and the most held at once since ResetPeak()
+  // (tensor storage of parameters and gradients; .optimizer is the moments' bytes).
+  ShardedBytes ResidentBytes() const;
+  ShardedBytes PeakBytes() const { return peak_; }
+  void ResetPeak();
+
+  // BlockExecutor (stage 3).
+  torch::Tensor RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                         KvCache* cache) override;
+
+ private:
+  // BlockRecomputer.
+  torch::Tensor ForwardNoGrad(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask) override;
+  torch::Tensor Backward(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                         const torch::Tensor& grad_y) override;
+
+  FlatParameterGroup& block_group(int64_t layer) { return *groups_.at(static_cast<size_t>(1 + layer)); }
+  void NotePeak();
+
+  Transformer model_;
+  Communicator& comm_;
+  ShardingOptions options_;
+  // [0]: every parameter (stages 0-2) or the outer ones (stage 3); [1 + l]: block l.
+  std::vector<std::unique_ptr<FlatParameterGroup>> groups_;
+  std::vector<std::unique_ptr<ShardedAdamW>> optimizers_;  // one per group
+  ShardedBytes peak_;
+};
+
+}  // namespace headroom::worker
