@@ -50,8 +50,6 @@ func TestDashboardStructure(t *testing.T) {
 			known[n+suffix] = true
 		}
 	}
-	// Series the operator exports beyond design.md's list (add, never rename).
-	known["headroom_operator_workqueue_depth"] = true
 
 	uids := map[string]string{}
 	used := map[string]bool{}
@@ -187,7 +185,9 @@ func serveClusterFixtures(t *testing.T, jobName string) (port int, stop func()) 
 		}
 		line(`headroom_operator_reconcile_duration_seconds_sum %f`, 0.01*n)
 		line(`headroom_operator_reconcile_duration_seconds_count %d`, int(10*n))
-		line(`headroom_operator_workqueue_depth 3`)
+		line(`headroom_operator_workqueue_depth{name="trainingjob"} 3`)
+		line(`headroom_operator_workqueue_waiting{name="trainingjob"} 12`)
+		line(`headroom_operator_workqueue_processing{name="trainingjob"} 1`)
 		line(`headroom_operator_jobs{phase="Running"} 1`)
 		line(`headroom_operator_jobs{phase="Restarting"} 0`)
 		line(`headroom_operator_guard_actions_total{action="restart",reason="host_forecast"} %d`, int(n/3))
