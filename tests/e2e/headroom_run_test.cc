@@ -183,13 +183,14 @@ TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {
   // predicts it. The limit must put the 1-worker *level* over the threshold: model state
   // that does not fit (were only the in-step peak over it, the guard would rightly say
   // more workers do not shrink a batch's spike). The 1-worker peak must stay under the
-  // limit (step 1 runs before the guard can act), with 3% to spare, and the 2-worker
-  // peak under the threshold (the reshard is enough).
+  // limit (step 1 runs before the guard can act) with 20% to spare, because a 5 ms
+  // sampler misses the top of short spikes (at 10% the kernel OOM-killed step 1 on a
+  // fresh clone); and the 2-worker peak under the threshold (the reshard is enough).
   const HostUse one = MeasuredHost(ws, job);
   const double ratio = static_cast<double>(guard::PlanMemory(job.spec, 2).host_total_bytes) /
                        static_cast<double>(guard::PlanMemory(job.spec, 1).host_total_bytes);
   const double two = static_cast<double>(one.peak) * ratio;
-  const double low = std::max(two, threshold * 1.03 * static_cast<double>(one.peak));
+  const double low = std::max(two, threshold * 1.2 * static_cast<double>(one.peak));
   const double high = static_cast<double>(one.level);
   ASSERT_LT(low, high) << "no limit puts the 1-worker level (" << one.level << " bytes) over the threshold while "
                        << "its peak (" << one.peak << ") fits under the limit and the 2-worker peak (about "
