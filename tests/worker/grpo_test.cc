@@ -166,6 +166,45 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
   }
 }
 
+// With one update per rollout the trainer skips the old-log-prob forward: the updater
+// then takes its own log-probs, detached, as the old ones. The gradient must be the one
+// the explicitly computed old log-probs give; and two mini-batches without them are refused.
+TEST(PolicyUpdater, OnPolicyUpdateWithoutOldLogProbsMatchesComputedOnes) {
+  torch::manual_seed(3);
+  PolicyBatch batch;
+  batch.prompt_length = 3;
+  batch.sequences = torch::randint(3, 16, {6, 7}, torch::kInt64);
+  batch.response_mask = torch::ones({6, 4});
+  batch.response_mask[2][3] = 0;
+  batch.advantages = torch::randn({6});
+  auto gradients = [&](bool with_old) {
+    Transformer model(TinyConfig());
+    PolicyBatch b = batch;
+    if (with_old) b.old_logp = ResponseLogProbsNoGrad(model, b.sequences, 3, 1.0, 2);
+    auto comm = MakeLocalCommunicator();
+    ModelShards shards(model, *comm, Stage0(), Frozen());
+    PolicyUpdateConfig config;
+    config.micro_batch_size = 2;
+    config.max_grad_norm = 1e9;
+    PolicyUpdater updater(model, shards, config);
+    const auto stats = updater.Update(b);
+    EXPECT_EQ(stats.clip_fraction, 0.0);
+    FlatParameterGroup& group = *shards.parts().front().group;
+    return group.Gradient({0, group.layout().padded_numel()}).clone();
+  };
+  const torch::Tensor computed = gradients(true), skipped = gradients(false);
+  EXPECT_GT(computed.norm().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(skipped, computed, 1e-5, 1e-7));
+
+  Transformer model(TinyConfig());
+  auto comm = MakeLocalCommunicator();
+  ModelShards shards(model, *comm, Stage0(), Frozen());
+  PolicyUpdateConfig two;
+  two.updates_per_step = 2;
+  PolicyUpdater updater(model, shards, two);
+  EXPECT_THROW(updater.Update(batch), std::invalid_argument);
+}
+
 TEST(PolicyUpdater, ClipsTheGlobalGradientNormToOne) {
   torch::manual_seed(1);
   PolicyBatch batch;

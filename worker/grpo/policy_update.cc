@@ -21,6 +21,10 @@ PolicyUpdateStats PolicyUpdater::Update(const PolicyBatch& batch) {
     throw std::invalid_argument("policy update: " + std::to_string(rows) + " sequences cannot form " +
                                 std::to_string(updates) + " mini-batches");
   }
+  if (!batch.old_logp.defined() && updates > 1) {
+    throw std::invalid_argument("policy update: " + std::to_string(updates) +
+                                " mini-batches per rollout need the old log-probs computed before the first");
+  }
   if (config_.kl_coef > 0 && !batch.ref_logp.defined()) {
     throw std::invalid_argument("policy update: klCoef > 0 needs reference log-probs");
   }
@@ -58,7 +62,8 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
     auto seq = batch.sequences.narrow(0, start, m);
     auto mmask = batch.response_mask.narrow(0, start, m);
     auto logp = ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias);
-    auto terms = ClippedSurrogate(logp, batch.old_logp.narrow(0, start, m), batch.advantages.narrow(0, start, m),
+    auto old_logp = batch.old_logp.defined() ? batch.old_logp.narrow(0, start, m) : logp.detach();
+    auto terms = ClippedSurrogate(logp, old_logp, batch.advantages.narrow(0, start, m),
                                   config_.clip_low, config_.clip_high);
     auto loss_mat = terms.loss;
     if (config_.kl_coef > 0) {

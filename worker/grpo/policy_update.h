@@ -11,7 +11,10 @@
 //
 // Contract:
 //   - old_logp (and ref_logp when kl_coef > 0) were computed once, without grad, before
-//     the first update; they are inputs here, never recomputed.
+//     the first update; they are inputs here, never recomputed. With updates_per_step 1,
+//     old_logp may be left undefined: the policy that sampled is the one being updated,
+//     so the update's own log-probs, detached, are the old ones (ratio exactly 1, as
+//     on-policy GRPO) and a whole extra forward over the batch is saved.
 //   - The gradient applied for a mini-batch equals the gradient of AggregateLoss() over
 //     the whole mini-batch (all ranks' rows), whatever microBatchSize is: micro-batch
 //     losses are scaled by global denominators (see policy_loss.h), and gradients are
@@ -46,7 +49,7 @@ struct PolicyBatch {
   torch::Tensor sequences;      // [N, P + R]
   torch::Tensor response_mask;  // [N, R]
   torch::Tensor advantages;     // [N]
-  torch::Tensor old_logp;       // [N, R]
+  torch::Tensor old_logp;       // [N, R]; may be undefined when updates_per_step == 1
   torch::Tensor ref_logp;       // [N, R]; undefined when kl_coef == 0
   int64_t prompt_length = 0;
 };

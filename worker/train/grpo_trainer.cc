@@ -147,10 +147,14 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   batch.prompt_length = rollout.prompt_length;
   batch.advantages = GroupAdvantages(rewards, group).to(device_);
 
-  // 5. Old (and reference) log-probs: once, without grad, before any update.
+  // 5. Old (and reference) log-probs: once, without grad, before any update. With one
+  // update per rollout the policy being updated is the one that sampled, so the update's
+  // own log-probs serve as the old ones (policy_update.h) and this forward is skipped.
   t0 = std::chrono::steady_clock::now();
-  batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
-                                          g.micro_batch_size, response_bias_);
+  if (g.updates_per_step > 1) {
+    batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
+                                            g.micro_batch_size, response_bias_);
+  }
   if (has_reference_model()) {
     batch.ref_logp = ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
                                             g.micro_batch_size, response_bias_);
