@@ -3,16 +3,22 @@
 // limit). Prints one JSON object per preset; bench/worker/run.sh compares it with
 // grpo_eager.py, the same step in PyTorch eager.
 //
-//   grpo_step_bench [--preset tiny|small] [--steps N] [--warmup N] [--threads N]
+//   grpo_step_bench [--preset tiny|small] [--steps N] [--warmup N] [--threads N] [--profile FILE]
+//
+// --profile writes a Chrome trace of every operator in the timed steps (LibTorch's
+// legacy profiler; it slows the steps, so its timings are not the benchmark's).
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "worker/comm/communicator.h"
 #include "worker/train/grpo_trainer.h"
+
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 using namespace headroom::worker;
 
@@ -51,11 +57,13 @@ double MatmulFlops(int64_t m, int64_t k, int64_t n) {
 int main(int argc, char** argv) {
   std::string preset = "tiny";
   int steps = 10, warmup = 2, threads = 2;
+  std::string profile;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--preset")) preset = argv[i + 1];
     else if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--warmup")) warmup = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--profile")) profile = argv[i + 1];
   }
   torch::set_num_threads(threads);
   // The step both implementations run: reverse 3 digits, 16 prompts x 8 samples, prompt
@@ -76,6 +84,8 @@ int main(int argc, char** argv) {
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
   double total = 0, rollout = 0, logprob = 0, update = 0;
   int64_t tokens = 0, generated = 0;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> recording;
+  if (!profile.empty()) recording = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
   for (int s = 0; s < steps; ++s) {
     auto start = std::chrono::steady_clock::now();
     StepResult r = trainer.RunStep(warmup + s);
@@ -86,6 +96,7 @@ int main(int argc, char** argv) {
     tokens += r.tokens;
     generated += r.generated_tokens;
   }
+  recording.reset();
   const int64_t rows = spec.grpo.prompts_per_step * spec.grpo.group_size;
   const int64_t seq = 5 + 6 - 1;  // the training forward sees P + R - 1 positions
   // Update phase = forward + backward (~3x the forward's FLOPs) per step.
