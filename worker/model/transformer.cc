@@ -2,6 +2,8 @@
 
 #include "worker/model/transformer.h"
 
+#include "worker/model/fused_attention.h"
+
 #include <cmath>
 #include <limits>
 
@@ -47,6 +49,15 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SplitHeads(const torch::
   const int64_t b = qkv.size(0), t = qkv.size(1), h3 = qkv.size(2);
   auto parts = qkv.view({b, t, 3, heads, h3 / (3 * heads)}).permute({2, 0, 3, 1, 4});
   return {parts[0], parts[1], parts[2]};
+}
+
+// x W^T + b as one addmm over every position. LibTorch 1.13's Linear on a 3-D input runs
+// a matmul and then a separate bias add (one more pass over the output); 2.x fuses it.
+torch::Tensor Affine(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  auto y = torch::addmm(layer->bias, x.reshape({-1, x.size(-1)}), layer->weight.t());
+  auto sizes = x.sizes().vec();
+  sizes.back() = y.size(1);
+  return y.view(sizes);
 }
 
 }  // namespace
@@ -124,18 +135,31 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
   const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
-  auto [q, k, v] = SplitHeads(b.qkv(b.ln1(x)), config_.heads);
-  if (cache) {
-    cache->Append(layer, k, v);
-    k = cache->Keys(layer, start + t);
-    v = cache->Values(layer, start + t);
+  auto qkv = Affine(b.qkv, b.ln1(x));
+  torch::Tensor y;  // [B, t, H]
+  if (FusedAttentionApplies(qkv, start + t)) {
+    // Short sequences on the CPU (fused_attention.h); causal by position, as `mask` is.
+    if (cache) {
+      auto [q, k, v] = SplitHeads(qkv, config_.heads);
+      cache->Append(layer, k, v);
+      y = FusedCachedAttention(q, cache->Keys(layer, start + t), cache->Values(layer, start + t), start);
+    } else {
+      y = FusedSelfAttention(qkv, config_.heads);
+    }
+  } else {
+    auto [q, k, v] = SplitHeads(qkv, config_.heads);
+    if (cache) {
+      cache->Append(layer, k, v);
+      k = cache->Keys(layer, start + t);
+      v = cache->Values(layer, start + t);
+    }
+    auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
+    if (mask.defined()) att = att + mask;
+    y = torch::matmul(torch::softmax(att, -1), v);                  // [B, heads, t, D]
+    y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
   }
-  auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
-  if (mask.defined()) att = att + mask;
-  auto y = torch::matmul(torch::softmax(att, -1), v);          // [B, heads, t, D]
-  y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
-  auto h = x + b.out(y);
-  return h + b.fc2(torch::gelu(b.fc1(b.ln2(h))));
+  auto h = x + Affine(b.out, y);
+  return h + Affine(b.fc2, torch::gelu(Affine(b.fc1, b.ln2(h))));
 }
 
 torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache) {
@@ -157,7 +181,7 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
   TORCH_CHECK(t <= config_.max_seq_len, "sequence of ", t, " tokens exceeds max_seq_len ", config_.max_seq_len);
   auto positions = torch::arange(t, tokens.options());
   auto x = tok_emb_(tokens) + pos_emb_(positions);
-  return head_(ln_f_(Blocks(x, nullptr)));
+  return Affine(head_, ln_f_(Blocks(x, nullptr)));
 }
 
 torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
@@ -166,7 +190,7 @@ torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCach
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
   auto positions = torch::arange(cache.length(), cache.length() + t, tokens.options());
   auto x = Blocks(tok_emb_(tokens) + pos_emb_(positions), &cache);
-  return head_(ln_f_(x.select(1, t - 1)));
+  return Affine(head_, ln_f_(x.select(1, t - 1)));
 }
 
 }  // namespace headroom::worker

@@ -1,0 +1,146 @@
+// The fused CPU attention against plain matmul + mask + softmax + matmul: outputs and
+// gradients for several shapes (head widths that are not a multiple of the kernels'
+// 8-wide lanes included), the cached path from a KV-cache-like strided buffer, the
+// errors it names, and the transformer agreeing with itself across the two paths.
+#include <spdlog/spdlog.h>
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "worker/model/fused_attention.h"
+#include "worker/model/transformer.h"
+
+namespace headroom::worker {
+namespace {
+
+// The matmul path on q, k, v [B, heads, T, D]: queries at positions start.., causal.
+torch::Tensor Reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int64_t start) {
+  const int64_t tq = q.size(2), tk = k.size(2), b = q.size(0), heads = q.size(1), dim = q.size(3);
+  auto mask = torch::full({tk, tk}, -std::numeric_limits<float>::infinity()).triu(1).narrow(0, start, tq);
+  auto att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dim)) + mask;
+  return torch::matmul(torch::softmax(att, -1), v).transpose(1, 2).reshape({b, tq, heads * dim});
+}
+
+// q, k, v of a packed [B, T, 3H] projection, as TransformerImpl::Block splits it.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Split(const torch::Tensor& qkv, int64_t heads) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), dim = qkv.size(2) / (3 * heads);
+  auto parts = qkv.view({b, t, 3, heads, dim}).permute({2, 0, 3, 1, 4});
+  return {parts[0], parts[1], parts[2]};
+}
+
+struct Shape {
+  int64_t batch, t, heads, dim;
+};
+
+class FusedSelfAttentionTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(FusedSelfAttentionTest, OutputAndGradientsEqualTheMatmulPath) {
+  const Shape s = GetParam();
+  torch::manual_seed(7);
+  auto qkv = torch::randn({s.batch, s.t, 3 * s.heads * s.dim});
+  auto upstream = torch::randn({s.batch, s.t, s.heads * s.dim});
+
+  auto fused_in = qkv.clone().requires_grad_(true);
+  auto fused = FusedSelfAttention(fused_in, s.heads);
+  (fused * upstream).sum().backward();
+
+  auto ref_in = qkv.clone().requires_grad_(true);
+  auto [q, k, v] = Split(ref_in, s.heads);
+  auto ref = Reference(q, k, v, 0);
+  (ref * upstream).sum().backward();
+
+  ASSERT_EQ(fused.sizes(), ref.sizes());
+  EXPECT_TRUE(torch::allclose(fused, ref, 1e-5, 1e-5)) << (fused - ref).abs().max().item<float>();
+  EXPECT_TRUE(torch::allclose(fused_in.grad(), ref_in.grad(), 1e-4, 1e-5))
+      << (fused_in.grad() - ref_in.grad()).abs().max().item<float>();
+  // Not a vacuous comparison: every part of q, k and v gets a gradient.
+  EXPECT_GT(ref_in.grad().abs().sum().item<float>(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedSelfAttentionTest,
+                         ::testing::Values(Shape{1, 1, 1, 8},      // one position attends to itself
+                                           Shape{3, 7, 2, 12},     // head width with a 4-wide tail
+                                           Shape{16, 10, 4, 16},   // the tiny preset's shape
+                                           Shape{2, 10, 8, 64},    // the small preset's heads
+                                           Shape{2, kFusedAttentionMaxKeys, 2, 5}));
+
+TEST(FusedSelfAttention, WithoutGradItKeepsNothingForBackward) {
+  torch::manual_seed(3);
+  auto qkv = torch::randn({2, 6, 3 * 2 * 8});
+  torch::Tensor out;
+  {
+    torch::NoGradGuard no_grad;
+    out = FusedSelfAttention(qkv.clone().requires_grad_(true), 2);
+  }
+  EXPECT_FALSE(out.requires_grad());
+  auto [q, k, v] = Split(qkv, 2);
+  EXPECT_TRUE(torch::allclose(out, Reference(q, k, v, 0), 1e-5, 1e-5));
+}
+
+TEST(FusedCachedAttention, QueriesAfterCachedPositionsEqualTheMatmulPath) {
+  torch::manual_seed(11);
+  const int64_t b = 3, heads = 4, dim = 12, max_seq = 20;
+  // A KV-cache-like buffer [B, heads, max_seq, D] read through its first start + t rows.
+  auto storage = torch::randn({2, b, heads, max_seq, dim});
+  auto q_all = torch::randn({b, heads, max_seq, dim});
+  torch::NoGradGuard no_grad;
+  for (int64_t start : {0, 1, 9}) {
+    for (int64_t t : {1, 3}) {
+      auto keys = storage[0].narrow(2, 0, start + t);
+      auto values = storage[1].narrow(2, 0, start + t);
+      auto q = q_all.narrow(2, start, t);
+      auto fused = FusedCachedAttention(q, keys, values, start);
+      auto ref = Reference(q, keys, values, start);
+      EXPECT_TRUE(torch::allclose(fused, ref, 1e-5, 1e-5))
+          << "start " << start << " t " << t << ": " << (fused - ref).abs().max().item<float>();
+    }
+  }
+}
+
+TEST(FusedAttention, AppliesToShortFp32CpuAttentionOnly) {
+  auto f = torch::zeros({1, 1, 3});
+  EXPECT_TRUE(FusedAttentionApplies(f, 1));
+  EXPECT_TRUE(FusedAttentionApplies(f, kFusedAttentionMaxKeys));
+  EXPECT_FALSE(FusedAttentionApplies(f, kFusedAttentionMaxKeys + 1));
+  EXPECT_FALSE(FusedAttentionApplies(f.to(torch::kFloat64), 1));
+}
+
+TEST(FusedAttention, NamesWhatIsWrong) {
+  auto expect_error = [](const std::function<void()>& call, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; wanted one naming " << needle;
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 10}), 2); }, "is not [B, T, 3 * heads * head_dim]");
+  expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 12}, torch::kFloat64), 2); }, "fp32 CPU tensor");
+  auto kv = torch::zeros({1, 1, 4, 8});
+  expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 2, 8}), kv, kv, 1); }, "need 3 keys");
+  expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 1, 8}).requires_grad_(true), kv, kv, 3); },
+               "no backward");
+}
+
+TEST(FusedAttention, TransformerAgreesAcrossThePaths) {
+  // The first positions of a sequence longer than the fused limit (matmul path) must see
+  // exactly what a short forward over those positions (fused path) sees: causality.
+  TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 32;
+  c.heads = 4;
+  c.ffn_hidden = 64;
+  c.max_seq_len = kFusedAttentionMaxKeys + 8;
+  Transformer model(c);
+  torch::manual_seed(5);
+  auto tokens = torch::randint(3, c.vocab_size, {2, kFusedAttentionMaxKeys + 4}, torch::kInt64);
+  torch::NoGradGuard no_grad;
+  auto long_logits = model->forward(tokens).narrow(1, 0, 10);
+  auto short_logits = model->forward(tokens.narrow(1, 0, 10));
+  EXPECT_TRUE(torch::allclose(long_logits, short_logits, 1e-4, 1e-5))
+      << (long_logits - short_logits).abs().max().item<float>();
+}
+
+}  // namespace
+}  // namespace headroom::worker
