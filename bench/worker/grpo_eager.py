@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import random
+import statistics
 import time
 
 import torch
@@ -154,17 +155,20 @@ def main():
         step(model, opt, cache, s, args)
     total = rollout = logprob = update = 0.0
     tokens = generated = 0
+    step_seconds = []
     for s in range(args.steps):
         t = time.perf_counter()
         ro, lp, up, tok, gen = step(model, opt, cache, args.warmup + s, args)
-        total += time.perf_counter() - t
+        step_seconds.append(time.perf_counter() - t)
+        total += step_seconds[-1]
         rollout, logprob, update, tokens, generated = rollout + ro, logprob + lp, update + up, tokens + tok, generated + gen
     print(json.dumps({
         "impl": "python-eager", "preset": args.preset, "threads": args.threads, "steps": args.steps,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "step_seconds": total / args.steps, "rollout_seconds": rollout / args.steps,
+        "step_seconds_median": statistics.median(step_seconds), "step_seconds": total / args.steps, "rollout_seconds": rollout / args.steps,
         "logprob_seconds": logprob / args.steps, "update_seconds": update / args.steps,
-        "tokens_per_second": tokens / total, "generated_tokens_per_step": generated / args.steps,
+        # The median step, as grpo_step_bench: a noisy neighbour moves the mean.
+        "tokens_per_second": tokens / args.steps / statistics.median(step_seconds), "generated_tokens_per_step": generated / args.steps,
         "torch": torch.__version__,
     }))
 

@@ -9,13 +9,16 @@
 // legacy profiler; it slows the steps, so its timings are not the benchmark's).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "worker/comm/communicator.h"
+#include "worker/telemetry/heap_trim.h"
 #include "worker/train/grpo_trainer.h"
 
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -52,6 +55,12 @@ double MatmulFlops(int64_t m, int64_t k, int64_t n) {
   return 2.0 * m * k * n * reps / Seconds(start);
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -82,14 +91,21 @@ int main(int argc, char** argv) {
   GrpoTrainer trainer(spec, *comm, torch::kCPU);
   const TransformerConfig config = trainer.model()->config();
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
-  double total = 0, rollout = 0, logprob = 0, update = 0;
+  double total = 0, rollout = 0, logprob = 0, update = 0, trim = 0;
   int64_t tokens = 0, generated = 0;
+  std::vector<double> step_seconds;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> recording;
   if (!profile.empty()) recording = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
   for (int s = 0; s < steps; ++s) {
     auto start = std::chrono::steady_clock::now();
     StepResult r = trainer.RunStep(warmup + s);
-    total += Seconds(start);
+    step_seconds.push_back(Seconds(start));
+    total += step_seconds.back();
+    // The worker returns freed heap after every step (heap_trim.h), so the next step
+    // faults its memory back in; timed apart, as it is memory policy, not the GRPO step.
+    auto trim_start = std::chrono::steady_clock::now();
+    ReturnFreedHeapToSystem();
+    trim += Seconds(trim_start);
     rollout += r.rollout_seconds;
     logprob += r.logprob_seconds;
     update += r.update_seconds;
@@ -103,13 +119,16 @@ int main(int argc, char** argv) {
   const double update_flops = 3.0 * ForwardFlops(config, rows, seq) * steps;
   const double achieved = update_flops / update;
   const double matmul = MatmulFlops(rows * seq, config.hidden, config.ffn_hidden);
+  // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
+  // the mean); every step of this fixed-shape batch has the same token count.
+  const double median = Median(step_seconds);
   std::printf(
       "{\"impl\":\"cpp\",\"preset\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
-      "\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,\"update_seconds\":%.5f,"
-      "\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
+      "\"step_seconds_median\":%.5f,\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,\"update_seconds\":%.5f,"
+      "\"trim_seconds\":%.5f,\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
       "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f}\n",
-      preset.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps, total / steps, rollout / steps,
-      logprob / steps, update / steps, static_cast<double>(tokens) / total,
+      preset.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps, median, total / steps,
+      rollout / steps, logprob / steps, update / steps, trim / steps, static_cast<double>(tokens) / steps / median,
       static_cast<double>(generated) / steps, achieved, matmul, achieved / matmul);
   return 0;
 }
