@@ -1,5 +1,6 @@
 // Telemetry: the step log's keys, the Prometheus endpoint (names, labels, /healthz) over
-// real HTTP, and the debug host leak showing up in resident memory.
+// real HTTP, the debug host leak showing up in resident memory, and the step-end heap
+// trim returning freed memory only when it matters.
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
@@ -9,13 +10,17 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/memory/host_memory.h"
 #include "core/metrics/names.h"
 #include "worker/telemetry/debug_leaks.h"
+#include "worker/telemetry/heap_trim.h"
 #include "worker/telemetry/step_log.h"
 #include "worker/telemetry/worker_metrics.h"
 
@@ -123,6 +128,37 @@ TEST(DebugLeaks, GpuLeakIgnoredOnCpu) {
   DebugLeaks leaks(0, 1 << 20, torch::kCPU);
   leaks.Step();
   EXPECT_EQ(leaks.gpu_leaked_bytes(), 0);
+}
+
+TEST(HeapTrim, ThresholdIsASixtyFourthOfTheLimitAtMost64MiB) {
+  EXPECT_EQ(HeapTrimThreshold(0), 64 << 20);                   // no limit known
+  EXPECT_EQ(HeapTrimThreshold(int64_t{1} << 30), 16 << 20);    // 1 GiB
+  EXPECT_EQ(HeapTrimThreshold(int64_t{64} << 30), 64 << 20);   // 64 GiB: capped
+}
+
+TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
+  // 96 MiB in 64 KiB blocks (under glibc's mmap threshold, so from the heap), touched, then
+  // freed behind a block that stays: they coalesce below the heap's top, so glibc keeps
+  // them resident until a trim.
+  constexpr size_t kBlock = 64 << 10, kBlocks = (96 << 20) / kBlock;
+  std::vector<char*> blocks;
+  for (size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char*>(std::malloc(kBlock)));
+    std::memset(blocks.back(), 1, kBlock);
+  }
+  char* pin = static_cast<char*>(std::malloc(kBlock));
+  std::memset(pin, 1, kBlock);
+  for (char* b : blocks) std::free(b);
+  const int64_t free_bytes = FreeHeapBytes();
+  ASSERT_GE(free_bytes, 90 << 20) << "glibc reports " << free_bytes << " free heap bytes";
+
+  const int64_t held = memory::ReadProcMemory().working_set_bytes;
+  EXPECT_FALSE(ReturnFreedHeapToSystem(free_bytes + (64 << 20))) << "trimmed below its threshold";
+  EXPECT_GT(memory::ReadProcMemory().working_set_bytes, held - (16 << 20)) << "memory went back without a trim";
+  EXPECT_TRUE(ReturnFreedHeapToSystem(64 << 20));
+  const int64_t returned = held - memory::ReadProcMemory().working_set_bytes;
+  EXPECT_GT(returned, 80 << 20) << "the trim returned only " << returned << " bytes";
+  std::free(pin);
 }
 
 }  // namespace

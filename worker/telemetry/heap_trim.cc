@@ -1,14 +1,35 @@
 #include "worker/telemetry/heap_trim.h"
 
+#include <algorithm>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace headroom::worker {
 
-void ReturnFreedHeapToSystem() {
+int64_t FreeHeapBytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  return static_cast<int64_t>(::mallinfo2().fordblks);
+#else
+  return -1;
+#endif
+}
+
+int64_t HeapTrimThreshold(int64_t host_limit_bytes) {
+  constexpr int64_t kMost = int64_t{64} << 20;
+  return host_limit_bytes > 0 ? std::min(kMost, host_limit_bytes / 64) : kMost;
+}
+
+bool ReturnFreedHeapToSystem(int64_t min_free_bytes) {
 #if defined(__GLIBC__)
+  const int64_t free_bytes = min_free_bytes > 0 ? FreeHeapBytes() : -1;
+  if (free_bytes >= 0 && free_bytes < min_free_bytes) return false;
   ::malloc_trim(0);
+  return true;
+#else
+  (void)min_free_bytes;
+  return false;
 #endif
 }
 

@@ -1,4 +1,4 @@
-// Returning freed heap to the system at the end of every step.
+// Returning freed heap to the system at the end of a step.
 //
 // Why: glibc keeps freed memory in its arenas (its mmap threshold rises to 32 MiB after
 // large frees, so most tensors end up in the heap, not in their own mappings). Without a
@@ -7,12 +7,28 @@
 // more workers or a restart) from an activation peak that a smaller micro-batch fixes.
 // It is also memory another process on the node (or the page cache) can use between steps.
 //
-// Cost: one malloc_trim(0) per step, a few milliseconds at most for the heaps here.
+// Cost: the trim itself is about a millisecond, but the next step faults every page it
+// returned back in, zeroed. For a tiny model that was a quarter of the step (~5 of 20 ms)
+// to return ~20 MB, which no guard decision hinges on. So the worker trims only when the
+// step left enough free heap to matter against the memory limit: at most that much stays
+// resident after a step (HeapTrimThreshold), and the level the guard reads is off by no
+// more.
 #pragma once
+
+#include <cstdint>
 
 namespace headroom::worker {
 
-// Gives free heap pages back to the kernel; a no-op where the C library cannot.
-void ReturnFreedHeapToSystem();
+// Bytes free inside the C library's heaps (every arena, pages returned or not); -1 where
+// the C library cannot say.
+int64_t FreeHeapBytes();
+
+// The free heap worth returning for a host memory limit (0: none known): 1/64 of the
+// limit, at most 64 MiB.
+int64_t HeapTrimThreshold(int64_t host_limit_bytes);
+
+// Gives free heap pages back to the kernel when at least `min_free_bytes` are free (or the
+// amount is unknown). Returns whether it trimmed; a no-op where the C library cannot.
+bool ReturnFreedHeapToSystem(int64_t min_free_bytes = 0);
 
 }  // namespace headroom::worker

@@ -213,6 +213,7 @@ int Run(const WorkerOptions& options) {
   // 6. Steps. Every boundary: honour a stop request, then after the step ask the guard.
   const int64_t tokens_per_step = trainer->TokensPerStep();
   guard::Decision pending;  // this rank's guard decision after the last step
+  int64_t host_limit_bytes = spec.resources.memory_bytes;  // as the last step read it
   for (int64_t step = first_step; step < spec.grpo.steps; ++step) {
     // Every boundary, every rank: one agreement, so all leave at the same step.
     const StopKind stop = AgreeOnStop(*comm, StopRequested(), pending.acts());
@@ -237,9 +238,12 @@ int Run(const WorkerOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     leaks.Step();
     const StepResult result = trainer->RunStep(step);
-    ReturnFreedHeapToSystem();  // so the end-of-step reading is the level, not the peak
+    // So the end-of-step reading is the level, not the peak: when what the step freed
+    // matters against the limit (heap_trim.h).
+    ReturnFreedHeapToSystem(HeapTrimThreshold(host_limit_bytes));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const StepMemoryReading mem = monitor.EndStep();
+    host_limit_bytes = mem.host_limit_bytes;
     const bool last = step + 1 == spec.grpo.steps;
     StepRecord record = MakeRecord(result, mem, seconds, last ? 0 : tokens_per_step, comm->world_size(),
                                    options.rank, spec.grpo.micro_batch_size);
