@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
   double total = 0, rollout = 0, logprob = 0, update = 0, trim = 0;
   int trims = 0;
-  int64_t tokens = 0, generated = 0;
+  int64_t tokens = 0, generated = 0, update_rows = 0;
   std::vector<double> step_seconds;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> recording;
   if (!profile.empty()) recording = std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
@@ -113,12 +113,14 @@ int main(int argc, char** argv) {
     update += r.update_seconds;
     tokens += r.tokens;
     generated += r.generated_tokens;
+    update_rows += r.update_sequences;
   }
   recording.reset();
   const int64_t rows = spec.grpo.prompts_per_step * spec.grpo.group_size;
   const int64_t seq = 5 + 6 - 1;  // the training forward sees P + R - 1 positions
-  // Update phase = forward + backward (~3x the forward's FLOPs) per step.
-  const double update_flops = 3.0 * ForwardFlops(config, rows, seq) * steps;
+  // Update phase = forward + backward (~3x the forward's FLOPs) over the rows it ran:
+  // rows of all-equal-reward groups are skipped (policy_update.h) and do no FLOPs.
+  const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq);
   const double achieved = update_flops / update;
   const double matmul = MatmulFlops(rows * seq, config.hidden, config.ffn_hidden);
   // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
@@ -127,10 +129,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\":\"cpp\",\"preset\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
       "\"step_seconds_median\":%.5f,\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,\"update_seconds\":%.5f,"
-      "\"trim_seconds\":%.5f,\"trimmed_steps\":%d,\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
+      "\"update_rows_per_step\":%.1f,\"trim_seconds\":%.5f,\"trimmed_steps\":%d,\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
       "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f}\n",
       preset.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps, median, total / steps,
-      rollout / steps, logprob / steps, update / steps, trim / steps, trims, static_cast<double>(tokens) / steps / median,
+      rollout / steps, logprob / steps, update / steps, static_cast<double>(update_rows) / steps, trim / steps, trims, static_cast<double>(tokens) / steps / median,
       static_cast<double>(generated) / steps, achieved, matmul, achieved / matmul);
   return 0;
 }

@@ -31,6 +31,11 @@ TEST(Advantages, BesselCorrectedGroupNormalisation) {
   // Group of 2: rewards 1, 0: std = sqrt(0.5) = 0.7071.
   auto b = GroupAdvantages(T({1, 0}), 2);
   EXPECT_NEAR(b[0].item<float>(), 0.5 / (std::sqrt(0.5) + 1e-6), 1e-5);
+  // All-equal rewards give exactly 0, not r - mean's rounding residue over eps (a
+  // group of 3 x 1/3 does not sum exactly), so the update can skip those rows.
+  auto c = GroupAdvantages(T({1.0f / 3, 1.0f / 3, 1.0f / 3, 0.1f, 0.1f, 0.7f}), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c[i].item<float>(), 0.0f) << c;
+  EXPECT_NE(c[5].item<float>(), 0.0f);
   EXPECT_THROW(GroupAdvantages(T({1, 0, 1}), 2), std::invalid_argument);
   EXPECT_THROW(GroupAdvantages(T({1, 0}), 1), std::invalid_argument);
 }
@@ -158,6 +163,53 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
     PolicyUpdater updater(model, shards, config);
     const auto stats = updater.Update(batch);
     EXPECT_NEAR(stats.loss, AggregateLoss(loss_mat, batch.response_mask, mode).item<double>(), 1e-5);
+    auto params = model->OrderedParameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6))
+          << params[i].first << " mode " << static_cast<int>(mode);
+    }
+  }
+}
+
+// Without KL, rows with advantage 0 are left out of forward and backward; the loss, its
+// gradient and the clip fraction over the whole mini-batch must not change, for every
+// aggregation mode, and a micro-batch of only such rows still runs one row.
+TEST(PolicyUpdater, RowsWithZeroAdvantageAreSkippedWithTheSameGradient) {
+  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
+                    LossAggregation::kSeqMeanTokenSumNorm}) {
+    torch::manual_seed(5);
+    PolicyBatch batch;
+    batch.prompt_length = 3;
+    batch.sequences = torch::randint(3, 16, {6, 7}, torch::kInt64);
+    batch.response_mask = torch::ones({6, 4});
+    batch.response_mask[1][3] = 0;
+    batch.advantages = torch::randn({6});
+    batch.advantages[1] = 0;  // micro-batch [0, 1]: one of two rows skipped
+    batch.advantages[2] = 0;  // micro-batch [2, 3]: every row skipped
+    batch.advantages[3] = 0;
+    batch.old_logp = -torch::rand({6, 4}) * 3;  // ratios far from 1: some clipped
+
+    Transformer reference(TinyConfig());
+    auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
+    auto terms = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28);
+    AggregateLoss(terms.loss, batch.response_mask, mode).backward();
+    std::vector<torch::Tensor> expected;
+    for (auto& [n, p] : reference->OrderedParameters()) expected.push_back(p.grad().clone());
+
+    Transformer model(TinyConfig());
+    auto comm = MakeLocalCommunicator();
+    ModelShards shards(model, *comm, Stage0(), Frozen());
+    PolicyUpdateConfig config;
+    config.aggregation = mode;
+    config.micro_batch_size = 2;
+    config.max_grad_norm = 1e9;
+    PolicyUpdater updater(model, shards, config);
+    const auto stats = updater.Update(batch);
+    EXPECT_EQ(stats.sequences_run, 1 + 1 + 2);
+    EXPECT_NEAR(stats.loss, AggregateLoss(terms.loss, batch.response_mask, mode).item<double>(), 1e-5);
+    const double clip = MaskedMean(terms.clipped, batch.response_mask);
+    EXPECT_GT(clip, 0.0);
+    EXPECT_NEAR(stats.clip_fraction, clip, 1e-6);
     auto params = model->OrderedParameters();
     for (size_t i = 0; i < params.size(); ++i) {
       EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6))

@@ -1,6 +1,6 @@
 // GRPO's group-relative advantage, as verl computes it (compute_grpo_outcome_advantage):
 //   A_i = (r_i - mean(group)) / (std(group) + eps),  std with Bessel's correction (n - 1).
-// A group whose rewards are all equal gets advantage 0 for every member.
+// A group whose rewards are all equal gets advantage exactly 0 for every member.
 #pragma once
 
 #include <torch/torch.h>

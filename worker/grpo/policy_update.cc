@@ -44,6 +44,7 @@ PolicyUpdateStats PolicyUpdater::Update(const PolicyBatch& batch) {
     total.kl += mini.kl / static_cast<double>(updates);
     total.clip_fraction += mini.clip_fraction / static_cast<double>(updates);
     total.grad_norm += mini.grad_norm / static_cast<double>(updates);
+    total.sequences_run += mini.sequences_run;
   }
   return total;
 }
@@ -61,10 +62,23 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
     const int64_t m = std::min(config_.micro_batch_size, begin + n - start);
     auto seq = batch.sequences.narrow(0, start, m);
     auto mmask = batch.response_mask.narrow(0, start, m);
+    auto adv = batch.advantages.narrow(0, start, m);
+    auto old = batch.old_logp.defined() ? batch.old_logp.narrow(0, start, m) : torch::Tensor();
+    if (config_.kl_coef == 0) {
+      // Only rows that can move the loss (policy_update.h); one at least.
+      auto rows = adv.ne(0).nonzero().squeeze(1);
+      if (rows.size(0) == 0) rows = torch::zeros({1}, rows.options());
+      if (rows.size(0) < m) {
+        seq = seq.index_select(0, rows);
+        mmask = mmask.index_select(0, rows);
+        adv = adv.index_select(0, rows);
+        if (old.defined()) old = old.index_select(0, rows);
+      }
+    }
+    sums.sequences_run += seq.size(0);
     auto logp = ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias);
-    auto old_logp = batch.old_logp.defined() ? batch.old_logp.narrow(0, start, m) : logp.detach();
-    auto terms = ClippedSurrogate(logp, old_logp, batch.advantages.narrow(0, start, m),
-                                  config_.clip_low, config_.clip_high);
+    auto old_logp = old.defined() ? old : logp.detach();
+    auto terms = ClippedSurrogate(logp, old_logp, adv, config_.clip_low, config_.clip_high);
     auto loss_mat = terms.loss;
     if (config_.kl_coef > 0) {
       auto kl = KlK3(logp, batch.ref_logp.narrow(0, start, m));

@@ -19,6 +19,12 @@
 //     the whole mini-batch (all ranks' rows), whatever microBatchSize is: micro-batch
 //     losses are scaled by global denominators (see policy_loss.h), and gradients are
 //     summed across ranks by the group's reduction.
+//   - Rows with advantage exactly 0 (a group whose rewards were all equal) are left out
+//     of the forward and backward when kl_coef is 0: their surrogate is 0 whatever the
+//     ratio, so the loss, its gradient and the clip fraction are the same without them,
+//     and the denominators still count their tokens. At least one row of every
+//     micro-batch still runs, so every rank makes the same collectives (stage 3). Late
+//     in training most groups are all correct, and the update shrinks with them.
 //   - `shards` was built from `model`.
 #pragma once
 
@@ -58,6 +64,7 @@ struct PolicyUpdateStats {
   double loss = 0;           // mean over mini-batches of the aggregated loss
   double kl = 0;             // token-mean k3 KL to the reference (0 without one)
   double clip_fraction = 0;  // token-mean share of clipped ratios
+  int64_t sequences_run = 0;  // rows that went through forward and backward, summed over mini-batches
   double grad_norm = 0;      // mean pre-clip global gradient norm
 };
 

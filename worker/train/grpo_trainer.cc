@@ -177,6 +177,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.sequences = n;
   result.tokens = TokensPerStep();
   result.generated_tokens = rollout.generated_tokens;
+  result.update_sequences = stats.sequences_run;
   return result;
 }
 

@@ -51,6 +51,7 @@ struct StepResult {
   int64_t sequences = 0;         // this rank's sequences
   int64_t tokens = 0;            // padded tokens processed: sequences * (prompt + maxResponse)
   int64_t generated_tokens = 0;  // response tokens actually sampled (EOS included)
+  int64_t update_sequences = 0;  // rows the update ran forward/backward (advantage-0 rows skipped)
   double rollout_seconds = 0;
   double logprob_seconds = 0;
   double update_seconds = 0;
