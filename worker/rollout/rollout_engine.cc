@@ -21,13 +21,16 @@ RolloutEngine::RolloutEngine(const TransformerConfig& config, int64_t max_batch,
 
 torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const {
   const int64_t b = static_cast<int64_t>(sample_keys.size());
-  auto noise = torch::empty({b, max_response_, vocab}, torch::kFloat32);
-  float* out = noise.data_ptr<float>();
+  // The uniforms come from each sample's own counter stream; the two logs run
+  // vectorised over the whole tensor (two scalar std::log per entry were ~5% of a
+  // tiny-preset step). In fp64: a uniform near 1 would round to 1.0f and give inf.
+  auto uniform = torch::empty({b, max_response_, vocab}, torch::kFloat64);
+  double* out = uniform.data_ptr<double>();
   for (int64_t i = 0; i < b; ++i) {
     CounterRng rng(sample_keys[i]);
-    for (int64_t j = 0; j < max_response_ * vocab; ++j) *out++ = static_cast<float>(-std::log(-std::log(rng.Uniform())));
+    for (int64_t j = 0; j < max_response_ * vocab; ++j) *out++ = rng.Uniform();
   }
-  return noise.to(device_);
+  return uniform.log_().neg_().log_().neg_().to(device_, torch::kFloat32);
 }
 
 Rollout RolloutEngine::Generate(Transformer& model, const torch::Tensor& prompts,
