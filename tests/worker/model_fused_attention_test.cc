@@ -58,6 +58,28 @@ TEST_P(FusedSelfAttentionTest, OutputAndGradientsEqualTheMatmulPath) {
   EXPECT_GT(ref_in.grad().abs().sum().item<float>(), 0);
 }
 
+TEST_P(FusedSelfAttentionTest, QueriesFromALaterPositionEqualTheMatmulPathRows) {
+  const Shape s = GetParam();
+  const int64_t first = s.t / 2;
+  torch::manual_seed(8);
+  auto qkv = torch::randn({s.batch, s.t, 3 * s.heads * s.dim});
+  auto upstream = torch::randn({s.batch, s.t - first, s.heads * s.dim});
+
+  auto fused_in = qkv.clone().requires_grad_(true);
+  auto fused = FusedSelfAttention(fused_in, s.heads, first);
+  (fused * upstream).sum().backward();
+
+  auto ref_in = qkv.clone().requires_grad_(true);
+  auto [q, k, v] = Split(ref_in, s.heads);
+  auto ref = Reference(q, k, v, 0).narrow(1, first, s.t - first);
+  (ref * upstream).sum().backward();
+
+  ASSERT_EQ(fused.sizes(), ref.sizes());
+  EXPECT_TRUE(torch::allclose(fused, ref, 1e-5, 1e-5)) << (fused - ref).abs().max().item<float>();
+  EXPECT_TRUE(torch::allclose(fused_in.grad(), ref_in.grad(), 1e-4, 1e-5))
+      << (fused_in.grad() - ref_in.grad()).abs().max().item<float>();
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedSelfAttentionTest,
                          ::testing::Values(Shape{1, 1, 1, 8},      // one position attends to itself
                                            Shape{3, 7, 2, 12},     // head width with a 4-wide tail
@@ -117,10 +139,44 @@ TEST(FusedAttention, NamesWhatIsWrong) {
   };
   expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 10}), 2); }, "is not [B, T, 3 * heads * head_dim]");
   expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 12}, torch::kFloat64), 2); }, "fp32 CPU tensor");
+  expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 12}), 2, 3); }, "first query 3 outside the 3 positions");
   auto kv = torch::zeros({1, 1, 4, 8});
   expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 2, 8}), kv, kv, 1); }, "need 3 keys");
   expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 1, 8}).requires_grad_(true), kv, kv, 3); },
                "no backward");
+}
+
+// forward(tokens, first) is the full forward's tail, values and gradients, on both
+// attention paths (short: fused; longer than the fused limit: matmul).
+TEST(FusedAttention, TransformerTailForwardEqualsTheFullForwardsTail) {
+  for (int64_t t : {int64_t{10}, kFusedAttentionMaxKeys + 6}) {
+    TransformerConfig c;
+    c.layers = 2;
+    c.hidden = 32;
+    c.heads = 4;
+    c.ffn_hidden = 64;
+    c.max_seq_len = kFusedAttentionMaxKeys + 8;
+    const int64_t first = t - 5;
+    torch::manual_seed(6);
+    auto tokens = torch::randint(3, c.vocab_size, {3, t}, torch::kInt64);
+    auto upstream = torch::randn({3, t - first, c.vocab_size});
+    auto grads = [&](Transformer& model) {
+      std::vector<torch::Tensor> out;
+      for (auto& [n, p] : model->OrderedParameters()) out.push_back(p.grad().clone());
+      return out;
+    };
+    Transformer full(c), tail(c);
+    auto full_logits = full->forward(tokens).narrow(1, first, t - first);
+    (full_logits * upstream).sum().backward();
+    auto tail_logits = tail->forward(tokens, first);
+    (tail_logits * upstream).sum().backward();
+    ASSERT_EQ(tail_logits.sizes(), full_logits.sizes());
+    EXPECT_TRUE(torch::allclose(tail_logits, full_logits, 1e-4, 1e-5)) << "T " << t;
+    auto g_full = grads(full), g_tail = grads(tail);
+    for (size_t i = 0; i < g_full.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(g_tail[i], g_full[i], 1e-4, 1e-5)) << "T " << t << " parameter " << i;
+    }
+  }
 }
 
 TEST(FusedAttention, TransformerAgreesAcrossThePaths) {

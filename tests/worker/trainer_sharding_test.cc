@@ -44,8 +44,14 @@ using headroom::testing::RunRanks;
 using namespace std::chrono_literals;
 
 constexpr int kSteps = 3;
-// |a - b| <= kAtol + kRtol * |b| elementwise, as torch::allclose.
-constexpr double kAtol = 2e-5;
+// |a - b| <= kAtol + kRtol * |b| elementwise, as torch::allclose. Rounding differs more
+// than the per-rank sum order: OpenBLAS picks kernels and blockings by matrix shape, so a
+// row's forward depends (in its last bits) on how many rows share its micro-batch, and
+// the last block computes only response positions at stage 0-2 but whole blocks at
+// stage 3. AdamW turns those bits into up to ~3e-5 over the test's 6 steps (netlib's
+// shape-independent loops gave ~5e-6). 1e-4 is still 1/30 of one AdamW step (lr 3e-3),
+// and the parameters move ~180x it.
+constexpr double kAtol = 1e-4;
 constexpr double kRtol = 1e-4;
 
 spec::TrainingJobSpec Job(int stage, bool offload) {
@@ -161,15 +167,34 @@ class TrainerShardingTest : public ::testing::Test {
 };
 
 // The largest violation of |a - b| <= atol + rtol |b|, as a multiple of the allowance
-// (<= 1 passes), and the largest |a - b|.
-std::pair<double, double> Compare(const std::vector<float>& a, const std::vector<float>& b) {
+// (<= 1 passes), the largest |a - b|, and where the worst violation is.
+struct Comparison {
   double worst = 0, max_abs = 0;
+  size_t at = 0;
+};
+Comparison CompareAt(const std::vector<float>& a, const std::vector<float>& b) {
+  Comparison c;
   for (size_t i = 0; i < a.size(); ++i) {
     const double d = std::abs(static_cast<double>(a[i]) - b[i]);
-    max_abs = std::max(max_abs, d);
-    worst = std::max(worst, d / (kAtol + kRtol * std::abs(static_cast<double>(b[i]))));
+    c.max_abs = std::max(c.max_abs, d);
+    const double v = d / (kAtol + kRtol * std::abs(static_cast<double>(b[i])));
+    if (v > c.worst) c.worst = v, c.at = i;
   }
-  return {worst, max_abs};
+  return c;
+}
+std::pair<double, double> Compare(const std::vector<float>& a, const std::vector<float>& b) {
+  const Comparison c = CompareAt(a, b);
+  return {c.worst, c.max_abs};
+}
+
+// "blocks.0.qkv.weight[123]": which parameter a flat index of Comparable() falls in.
+std::string NameOf(size_t index) {
+  Transformer model(ConfigFromSpec(Job(0, false)));
+  for (const auto& [name, p] : model->OrderedParameters()) {
+    if (index < static_cast<size_t>(p.numel())) return name + "[" + std::to_string(index) + "]";
+    index -= static_cast<size_t>(p.numel());
+  }
+  return "past the end";
 }
 
 TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank) {
@@ -197,10 +222,11 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
     if (HasFailure()) return;
     ASSERT_EQ(start, init) << "every configuration starts from the same weights";
     ASSERT_EQ(got.size(), reference.size());
-    const auto [worst, max_abs] = Compare(got, reference);
-    std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance)\n", c.stage, c.world,
-                c.world == 1 ? "" : "s", c.offload ? ", offload" : "", max_abs, worst);
-    EXPECT_LE(worst, 1.0) << "max |param - reference| = " << max_abs;
+    const Comparison cmp = CompareAt(got, reference);
+    std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance, worst at %s)\n",
+                c.stage, c.world, c.world == 1 ? "" : "s", c.offload ? ", offload" : "", cmp.max_abs, cmp.worst,
+                NameOf(cmp.at).c_str());
+    EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
   }
 }
 
@@ -219,10 +245,10 @@ TEST_F(TrainerShardingTest, AStage3CheckpointOnTwoRanksResumesAtStage0OnOneRank)
   const auto [resumed, got] = Train(1, 0, false, {kSteps - 1, kSteps, false});
   if (HasFailure()) return;
   ASSERT_EQ(resumed, saved) << "the resume must load exactly what was saved";
-  const auto [worst, max_abs] = Compare(got, reference);
-  std::printf("stage 3 on 2 ranks, resumed at stage 0 on 1: max |param - reference| = %.3g (%.2f of the tolerance)\n",
-              max_abs, worst);
-  EXPECT_LE(worst, 1.0) << "max |param - reference| = " << max_abs;
+  const Comparison cmp = CompareAt(got, reference);
+  std::printf("stage 3 on 2 ranks, resumed at stage 0 on 1: max |param - reference| = %.3g (%.2f of the tolerance, "
+              "worst at %s)\n", cmp.max_abs, cmp.worst, NameOf(cmp.at).c_str());
+  EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -299,6 +300,13 @@ std::unique_ptr<Communicator> MakeGlooCommunicator(const CommunicatorOptions& op
     throw CommunicatorError("gloo: rank " + std::to_string(options.rank) + " out of range for world size " +
                             std::to_string(options.world_size));
   }
+  // Gloo's TCP transport writes with plain write(): to a peer that died, that raises
+  // SIGPIPE, whose default action killed this rank (signal 13) before Gloo could report
+  // the broken pair, so the survivor of a dead peer died instead of throwing
+  // CommunicatorError. Ignored, the write fails with EPIPE and Gloo throws. Process-wide,
+  // and only when nobody installed a handler.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
   return std::make_unique<GlooCommunicator>(options);
 }
 

@@ -10,7 +10,8 @@ torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequence
                                double temperature, const torch::Tensor& logit_bias) {
   const int64_t total = sequences.size(1);
   const int64_t r = total - prompt_length;
-  auto logits = model->forward(sequences.narrow(1, 0, total - 1)).narrow(1, prompt_length - 1, r).to(torch::kFloat32);
+  // Logits of the positions that predict response tokens only (transformer.h).
+  auto logits = model->forward(sequences.narrow(1, 0, total - 1), prompt_length - 1).to(torch::kFloat32);
   if (logit_bias.defined()) logits = logits + logit_bias;
   if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
   // Positions after a response's stop hold PAD, which the logit bias may exclude (-inf):

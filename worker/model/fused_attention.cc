@@ -91,25 +91,27 @@ void ForwardHead(const float* q, int64_t qst, const float* k, int64_t kst, const
   }
 }
 
-// The backward of one (sequence, head) of self-attention (start 0): from the output's
-// gradient and the saved softmax, accumulates into dq, dk, dv (zeroed by the caller).
+// The backward of one (sequence, head): queries 0..tq-1 at positions start.. (rows
+// start.. of q and dq), keys 0..start+tq-1. From the output's gradient and the saved
+// softmax rows [tq, start + tq], accumulates into dq, dk, dv (zeroed by the caller).
 //   dP = dO V^T;  dS = P * (dP - rowsum(P * dP));  dQ = scale dS K;  dK = scale dS^T Q;
-//   dV = P^T dO.  `dp` holds t floats.
+//   dV = P^T dO.  `dp` holds start + tq floats.
 HEADROOM_VECTOR_CLONES
 void BackwardHead(const float* q, const float* k, const float* v, int64_t st, const float* go, int64_t gst,
-                  const float* probs, float* dq, float* dk, float* dv, int64_t t, int64_t dim, float scale,
-                  float* dp) {
-  for (int64_t i = 0; i < t; ++i) {
-    const int64_t visible = i + 1;
+                  const float* probs, float* dq, float* dk, float* dv, int64_t tq, int64_t start, int64_t dim,
+                  float scale, float* dp) {
+  const int64_t tk = start + tq;
+  for (int64_t i = 0; i < tq; ++i) {
+    const int64_t visible = start + i + 1;
     const float* goi = go + i * gst;
-    const float* pi = probs + i * t;
+    const float* pi = probs + i * tk;
     float weighted = 0;
     for (int64_t j = 0; j < visible; ++j) {
       dp[j] = Dot(goi, v + j * st, dim);
       weighted += pi[j] * dp[j];
     }
-    float* dqi = dq + i * st;
-    const float* qi = q + i * st;
+    float* dqi = dq + (start + i) * st;
+    const float* qi = q + (start + i) * st;
     for (int64_t j = 0; j < visible; ++j) {
       const float ds = pi[j] * (dp[j] - weighted) * scale;
       Axpy(dqi, ds, k + j * st, dim);
@@ -129,23 +131,25 @@ void CheckInput(const torch::Tensor& x, const char* what) {
               " must be an fp32 CPU tensor, got ", x.toString());
 }
 
-torch::Tensor SelfAttentionForward(const torch::Tensor& qkv, int64_t heads, torch::Tensor* probs_out) {
+// Queries at positions first..t-1 over keys 0..t-1, all from the packed projection.
+torch::Tensor SelfAttentionForward(const torch::Tensor& qkv, int64_t heads, int64_t first, torch::Tensor* probs_out) {
   const int64_t b = qkv.size(0), t = qkv.size(1), hidden = qkv.size(2) / 3, dim = hidden / heads;
-  auto out = torch::empty({b, t, hidden}, qkv.options());
+  const int64_t tq = t - first;
+  auto out = torch::empty({b, tq, hidden}, qkv.options());
   float* probs = nullptr;
   if (probs_out) {
-    *probs_out = torch::empty({b, heads, t, t}, qkv.options());
+    *probs_out = torch::empty({b, heads, tq, t}, qkv.options());
     probs = probs_out->data_ptr<float>();
   }
   const PackedQkv in = ViewsOf(qkv.data_ptr<float>(), t, hidden, dim);
-  const HeadView o{out.data_ptr<float>(), t * hidden, dim, hidden};
+  const HeadView o{out.data_ptr<float>(), tq * hidden, dim, hidden};
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  at::parallel_for(0, b * heads, GrainFor(t, t, dim), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, b * heads, GrainFor(tq, t, dim), [&](int64_t begin, int64_t end) {
     std::vector<float> scores(static_cast<size_t>(t));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t s = bh / heads, h = bh % heads;
-      ForwardHead(in.q.at(s, h), in.q.st, in.k.at(s, h), in.k.st, in.v.at(s, h), in.v.st, o.at(s, h), o.st,
-                  probs ? probs + bh * t * t : nullptr, t, /*start=*/0, dim, scale, scores.data());
+      ForwardHead(in.q.at(s, h) + first * in.q.st, in.q.st, in.k.at(s, h), in.k.st, in.v.at(s, h), in.v.st,
+                  o.at(s, h), o.st, probs ? probs + bh * tq * t : nullptr, tq, first, dim, scale, scores.data());
     }
   });
   return out;
@@ -153,11 +157,13 @@ torch::Tensor SelfAttentionForward(const torch::Tensor& qkv, int64_t heads, torc
 
 class FusedSelfAttentionFunction : public torch::autograd::Function<FusedSelfAttentionFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, int64_t heads) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, int64_t heads,
+                               int64_t first) {
     torch::Tensor probs;
-    auto out = SelfAttentionForward(qkv, heads, &probs);
+    auto out = SelfAttentionForward(qkv, heads, first, &probs);
     ctx->save_for_backward({qkv, probs});
     ctx->saved_data["heads"] = heads;
+    ctx->saved_data["first"] = first;
     return out;
   }
 
@@ -167,23 +173,25 @@ class FusedSelfAttentionFunction : public torch::autograd::Function<FusedSelfAtt
     const torch::Tensor& qkv = saved[0];
     const torch::Tensor& probs = saved[1];
     const int64_t heads = ctx->saved_data["heads"].toInt();
+    const int64_t first = ctx->saved_data["first"].toInt();
     const int64_t b = qkv.size(0), t = qkv.size(1), hidden = qkv.size(2) / 3, dim = hidden / heads;
+    const int64_t tq = t - first;
     auto grad_out = grads[0].contiguous();
     auto grad_qkv = torch::zeros_like(qkv);
     const PackedQkv in = ViewsOf(qkv.data_ptr<float>(), t, hidden, dim);
     const PackedQkv g = ViewsOf(grad_qkv.data_ptr<float>(), t, hidden, dim);
-    const HeadView go{grad_out.data_ptr<float>(), t * hidden, dim, hidden};
+    const HeadView go{grad_out.data_ptr<float>(), tq * hidden, dim, hidden};
     const float* p = probs.data_ptr<float>();
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    at::parallel_for(0, b * heads, GrainFor(t, t, dim), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, b * heads, GrainFor(tq, t, dim), [&](int64_t begin, int64_t end) {
       std::vector<float> dp(static_cast<size_t>(t));
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t s = bh / heads, h = bh % heads;
-        BackwardHead(in.q.at(s, h), in.k.at(s, h), in.v.at(s, h), in.q.st, go.at(s, h), go.st, p + bh * t * t,
-                     g.q.at(s, h), g.k.at(s, h), g.v.at(s, h), t, dim, scale, dp.data());
+        BackwardHead(in.q.at(s, h), in.k.at(s, h), in.v.at(s, h), in.q.st, go.at(s, h), go.st, p + bh * tq * t,
+                     g.q.at(s, h), g.k.at(s, h), g.v.at(s, h), tq, first, dim, scale, dp.data());
       }
     });
-    return {grad_qkv, torch::Tensor()};
+    return {grad_qkv, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -193,15 +201,17 @@ bool FusedAttentionApplies(const torch::Tensor& like, int64_t keys) {
   return like.device().is_cpu() && like.scalar_type() == torch::kFloat32 && keys <= kFusedAttentionMaxKeys;
 }
 
-torch::Tensor FusedSelfAttention(const torch::Tensor& qkv, int64_t heads) {
+torch::Tensor FusedSelfAttention(const torch::Tensor& qkv, int64_t heads, int64_t first_query) {
   CheckInput(qkv, "qkv");
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * heads) == 0, "fused attention: qkv ", qkv.sizes(),
               " is not [B, T, 3 * heads * head_dim] for ", heads, " heads");
+  TORCH_CHECK(first_query >= 0 && first_query < qkv.size(1), "fused attention: first query ", first_query,
+              " outside the ", qkv.size(1), " positions");
   auto packed = qkv.contiguous();
   if (torch::GradMode::is_enabled() && packed.requires_grad()) {
-    return FusedSelfAttentionFunction::apply(packed, heads);
+    return FusedSelfAttentionFunction::apply(packed, heads, first_query);
   }
-  return SelfAttentionForward(packed, heads, nullptr);
+  return SelfAttentionForward(packed, heads, first_query, nullptr);
 }
 
 torch::Tensor FusedCachedAttention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,

@@ -11,10 +11,11 @@
 // TransformerImpl::Block; FusedAttentionApplies() says which path a call takes.
 //
 // Contract (both functions equal the matmul path to float rounding):
-//   - FusedSelfAttention(qkv [B, T, 3H], heads): causal self-attention of T positions
-//     (position i attends to 0..i). qkv packs per position q, k, v, each `heads` heads of
-//     H / heads values (TransformerBlock::qkv's layout). Returns [B, T, H], the heads
-//     concatenated. Differentiable with respect to qkv.
+//   - FusedSelfAttention(qkv [B, T, 3H], heads, first_query): causal self-attention of T
+//     positions (position i attends to 0..i), for the queries at positions
+//     first_query..T-1 only (0: all). qkv packs per position q, k, v, each `heads` heads
+//     of H / heads values (TransformerBlock::qkv's layout). Returns [B, T - first_query,
+//     H], the heads concatenated. Differentiable with respect to qkv.
 //   - FusedCachedAttention(q [B, heads, t, D], keys, values [B, heads, start + t, D],
 //     start): query i sits at position start + i and attends to keys 0..start + i (the
 //     KV cache's layout; any strides with a contiguous last dimension). Returns
@@ -35,7 +36,7 @@ inline constexpr int64_t kFusedAttentionMaxKeys = 64;
 // Whether attention over `keys` positions of tensors like `like` takes the fused path.
 bool FusedAttentionApplies(const torch::Tensor& like, int64_t keys);
 
-torch::Tensor FusedSelfAttention(const torch::Tensor& qkv, int64_t heads);
+torch::Tensor FusedSelfAttention(const torch::Tensor& qkv, int64_t heads, int64_t first_query = 0);
 
 torch::Tensor FusedCachedAttention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                                    int64_t start);

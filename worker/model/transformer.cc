@@ -130,13 +130,18 @@ NamedTensors TransformerImpl::OrderedParameters() const {
   return out;
 }
 
-torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache) {
+torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
+                                     int64_t first_output) {
   auto& b = *block_list_.at(static_cast<size_t>(layer));
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
+  TORCH_CHECK(first_output == 0 || (!cache && first_output < t), "block ", layer, ": first output position ",
+              first_output, " needs an uncached forward over more than that many positions");
+  const int64_t out_t = t - first_output;
   const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
+  // Keys and values of every position; queries (and all that follows) of the outputs only.
   auto qkv = Affine(b.qkv, b.ln1(x));
-  torch::Tensor y;  // [B, t, H]
+  torch::Tensor y;  // [B, out_t, H]
   if (FusedAttentionApplies(qkv, start + t)) {
     // Short sequences on the CPU (fused_attention.h); causal by position, as `mask` is.
     if (cache) {
@@ -144,7 +149,7 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
       cache->Append(layer, k, v);
       y = FusedCachedAttention(q, cache->Keys(layer, start + t), cache->Values(layer, start + t), start);
     } else {
-      y = FusedSelfAttention(qkv, config_.heads);
+      y = FusedSelfAttention(qkv, config_.heads, first_output);
     }
   } else {
     auto [q, k, v] = SplitHeads(qkv, config_.heads);
@@ -153,35 +158,46 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
       k = cache->Keys(layer, start + t);
       v = cache->Values(layer, start + t);
     }
-    auto att = torch::matmul(q, k.transpose(-2, -1)).mul_(scale);
-    if (mask.defined()) att = att + mask;
-    y = torch::matmul(torch::softmax(att, -1), v);                  // [B, heads, t, D]
-    y = y.transpose(1, 2).reshape({x.size(0), t, config_.hidden});  // [B, t, H]
+    auto att = torch::matmul(q.narrow(2, first_output, out_t), k.transpose(-2, -1)).mul_(scale);
+    if (mask.defined()) att = att + mask.narrow(0, first_output, out_t);
+    y = torch::matmul(torch::softmax(att, -1), v);                      // [B, heads, out_t, D]
+    y = y.transpose(1, 2).reshape({x.size(0), out_t, config_.hidden});  // [B, out_t, H]
   }
-  auto h = x + Affine(b.out, y);
+  auto h = x.narrow(1, first_output, out_t) + Affine(b.out, y);
   return h + Affine(b.fc2, torch::gelu(Affine(b.fc1, b.ln2(h))));
 }
 
-torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache) {
+torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output) {
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
+  const int64_t last = static_cast<int64_t>(block_list_.size()) - 1;
   // A single new position attends to everything cached: no mask needed.
   torch::Tensor mask;
   if (t > 1) mask = causal_mask_.narrow(0, start, t).narrow(1, 0, start + t);
-  for (int64_t l = 0; l < static_cast<int64_t>(block_list_.size()); ++l) {
-    x = executor_ ? executor_->RunBlock(*this, l, x, mask, cache) : Block(l, x, mask, cache);
+  for (int64_t l = 0; l <= last; ++l) {
+    if (executor_) {
+      x = executor_->RunBlock(*this, l, x, mask, cache);
+      // The executor (stage 3) recomputes whole blocks; outputs are cut after the last.
+      if (l == last && first_output > 0) x = x.narrow(1, first_output, t - first_output);
+    } else {
+      // Only the last block's outputs are read at first_output..: earlier blocks feed
+      // every later position's keys and values.
+      x = Block(l, x, mask, cache, l == last ? first_output : 0);
+    }
   }
   if (cache) cache->Advance(t);
   return x;
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
   Bf16Autocast autocast(tokens.device());
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= config_.max_seq_len, "sequence of ", t, " tokens exceeds max_seq_len ", config_.max_seq_len);
+  TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
+              " positions");
   auto positions = torch::arange(t, tokens.options());
   auto x = tok_emb_(tokens) + pos_emb_(positions);
-  return Affine(head_, ln_f_(Blocks(x, nullptr)));
+  return Affine(head_, ln_f_(Blocks(x, nullptr, first_output)));
 }
 
 torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
@@ -189,7 +205,7 @@ torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCach
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
   auto positions = torch::arange(cache.length(), cache.length() + t, tokens.options());
-  auto x = Blocks(tok_emb_(tokens) + pos_emb_(positions), &cache);
+  auto x = Blocks(tok_emb_(tokens) + pos_emb_(positions), &cache, 0);
   return Affine(head_, ln_f_(x.select(1, t - 1)));
 }
 

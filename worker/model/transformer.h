@@ -3,7 +3,11 @@
 // Contract:
 //   - Construction is deterministic for config.seed: same seed, same weights, bit for bit
 //     (the global torch RNG is seeded and every tensor initialised in a fixed order).
-//   - forward(tokens [B, T]) -> logits [B, T, vocab], causal: position t sees 0..t only.
+//   - forward(tokens [B, T], first_output = 0) -> logits [B, T - first_output, vocab] of
+//     positions first_output..T-1, causal: position t sees 0..t only. The same values as
+//     the full forward's, computed without what only earlier positions' outputs need
+//     (the last block's queries, MLP, final norm and head there; not under a
+//     BlockExecutor, which runs whole blocks).
 //   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
 //     returns the logits of the last new position [B, vocab]; equal (to float rounding)
 //     to forward() on the whole prefix.
@@ -50,7 +54,7 @@ class TransformerImpl : public torch::nn::Module {
  public:
   explicit TransformerImpl(const TransformerConfig& config);
 
-  torch::Tensor forward(const torch::Tensor& tokens);
+  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0);
   torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache);
 
   NamedTensors OrderedParameters() const;
@@ -59,13 +63,16 @@ class TransformerImpl : public torch::nn::Module {
   // Block `layer` on x [B, t, H]: attention (causal `mask` [t, start + t], undefined for
   // a single cached position) and MLP, each with its residual. With a cache, appends the
   // block's keys/values at cache->length() and attends over everything cached.
-  torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache);
+  // first_output > 0 (uncached only): the block's output at positions first_output..
+  // only, [B, t - first_output, H]; keys and values still come from every position.
+  torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
+                      int64_t first_output = 0);
   // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
   void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
 
  private:
   // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
-  torch::Tensor Blocks(torch::Tensor x, KvCache* cache);
+  torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
   void InitWeights();
 
   TransformerConfig config_;
