@@ -31,15 +31,23 @@ double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Matmul FLOPs of one forward over `rows` sequences of `seq` tokens: projections, MLP,
-// head, and attention's two batched matmuls over the full (masked) square.
-double ForwardFlops(const TransformerConfig& c, int64_t rows, int64_t seq) {
-  const double tokens = static_cast<double>(rows * seq);
-  const double per_token = 2.0 * c.layers * (c.hidden * 3.0 * c.hidden + c.hidden * c.hidden +
-                                             2.0 * c.hidden * c.ffn_hidden) +
-                           2.0 * c.hidden * c.vocab_size;
-  const double attention = 2.0 * 2.0 * c.layers * static_cast<double>(rows) * seq * seq * c.hidden;
-  return tokens * per_token + attention;
+// Matmul FLOPs of the update's forward over `rows` sequences of `seq` positions whose
+// logits are read from `first` on (the positions predicting response tokens), counting
+// what the worker computes (transformer.h): every block but the last at every position;
+// the last block's q|k|v projection at every position, its attention queries, output
+// projection and MLP, the final norm and head at the read positions only; attention over
+// the causal pairs (query i sees keys 0..i), not the full square.
+double ForwardFlops(const TransformerConfig& c, int64_t rows, int64_t seq, int64_t first) {
+  const double h = static_cast<double>(c.hidden), f = static_cast<double>(c.ffn_hidden);
+  const double all = static_cast<double>(rows * seq), read = static_cast<double>(rows * (seq - first));
+  auto pairs = [](int64_t from, int64_t to) {  // sum over queries from..to-1 of visible keys
+    return static_cast<double>(to * (to + 1) / 2 - from * (from + 1) / 2);
+  };
+  const double qkv = 2.0 * h * 3.0 * h, rest = 2.0 * (h * h + 2.0 * h * f);
+  const double attention_per_pair = 4.0 * h;  // q.k and p.v over every head's dims
+  const double earlier = (c.layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
+  const double last = all * qkv + read * rest + rows * pairs(first, seq) * attention_per_pair;
+  return earlier + last + read * 2.0 * h * c.vocab_size;
 }
 
 // FLOP/s of the model's largest matmul shape ([tokens, hidden] x [hidden, ffn]).
@@ -120,7 +128,7 @@ int main(int argc, char** argv) {
   const int64_t seq = 5 + 6 - 1;  // the training forward sees P + R - 1 positions
   // Update phase = forward + backward (~3x the forward's FLOPs) over the rows it ran:
   // rows of all-equal-reward groups are skipped (policy_update.h) and do no FLOPs.
-  const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq);
+  const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq, /*first=*/5 - 1);
   const double achieved = update_flops / update;
   const double matmul = MatmulFlops(rows * seq, config.hidden, config.ffn_hidden);
   // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
