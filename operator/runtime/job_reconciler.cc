@@ -310,6 +310,9 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     }
   }
   if (finished == static_cast<int>(observed.ranks.size())) {
+    // Exit 0 means every step ran: the last ones may have finished between two reads of
+    // the workers' progress (a fast worker can do dozens between scrapes).
+    status_.step = std::max(status_.step, status_.total_steps);
     return Finish(JobPhase::kSucceeded, "all " + std::to_string(status_.total_steps) + " steps done");
   }
   if (crashed) return OnCrash(observed, *crashed, oom);

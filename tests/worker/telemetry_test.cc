@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,6 +20,7 @@
 
 #include "core/memory/host_memory.h"
 #include "core/metrics/names.h"
+#include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/telemetry/step_log.h"
@@ -159,6 +161,25 @@ TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
   const int64_t returned = held - memory::ReadProcMemory().working_set_bytes;
   EXPECT_GT(returned, 80 << 20) << "the trim returned only " << returned << " bytes";
   std::free(pin);
+}
+
+// DetectBlas names the library LibTorch's sgemm_ calls resolve to in this process
+// (run it with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/blas to see netlib named).
+TEST(BlasInfo, NamesTheBlasThatSgemmResolvesTo) {
+  torch::mm(torch::ones({4, 4}), torch::ones({4, 4}));  // LibTorch and its BLAS are loaded
+  const BlasInfo info = DetectBlas();
+  ASSERT_FALSE(info.name.empty());
+  const std::string path = BlasLibraryPath();
+  std::printf("sgemm_ from %s: %s\n", path.c_str(), info.name.c_str());
+  if (path.empty()) {
+    EXPECT_EQ(info.name, "built into LibTorch");
+  } else if (path.find("openblas") != std::string::npos) {
+    EXPECT_EQ(info.name.rfind("OpenBLAS", 0), 0u) << info.name;
+    EXPECT_FALSE(info.reference);
+  } else if (path.find("/blas/") != std::string::npos) {
+    EXPECT_TRUE(info.reference) << info.name;
+    EXPECT_NE(info.name.find(path), std::string::npos) << info.name;
+  }
 }
 
 }  // namespace

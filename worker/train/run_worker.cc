@@ -16,6 +16,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/gpu_memory_source.h"
+#include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/telemetry/memory_monitor.h"
 #include "worker/telemetry/step_log.h"
@@ -159,6 +160,15 @@ int Run(const WorkerOptions& options) {
   spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
                job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
                trainer->shards().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
+  if (device.is_cpu()) {
+    const BlasInfo blas = DetectBlas();
+    if (blas.reference) {
+      spdlog::warn("CPU matmuls run on {}: ~28x slower than an optimised BLAS; install one "
+                   "(Debian: apt-get install libopenblas0-openmp)", blas.name);
+    } else {
+      spdlog::info("CPU matmuls run on {}", blas.name);
+    }
+  }
   {
     const ShardedBytes held = trainer->shards().ResidentBytes();
     spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
