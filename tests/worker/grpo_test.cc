@@ -126,6 +126,32 @@ TransformerConfig TinyConfig() {
   return c;
 }
 
+// Runs PolicyUpdater on `batch` with micro-batches of 2, lr 0 and no clip, so the
+// accumulated gradient stays on `model`'s parameters to inspect.
+PolicyUpdateStats UpdateWithoutStepping(Transformer& model, const PolicyBatch& batch, PolicyUpdateConfig config) {
+  auto comm = MakeLocalCommunicator();
+  ModelShards shards(model, *comm, Stage0(), Frozen());
+  config.micro_batch_size = 2;
+  config.max_grad_norm = 1e9;
+  PolicyUpdater updater(model, shards, config);
+  return updater.Update(batch);
+}
+
+// Each parameter's gradient of `got` against `expected` (in OrderedParameters order).
+void ExpectSameGradients(Transformer& got, const std::vector<torch::Tensor>& expected, const std::string& what) {
+  auto params = got->OrderedParameters();
+  ASSERT_EQ(params.size(), expected.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6)) << params[i].first << " " << what;
+  }
+}
+
+std::vector<torch::Tensor> Gradients(Transformer& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& [n, p] : model->OrderedParameters()) out.push_back(p.grad().clone());
+  return out;
+}
+
 // The updater's accumulated gradient (micro-batches of 2) equals autograd on the whole
 // mini-batch's AggregateLoss, for every aggregation mode, with KL on.
 TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
@@ -148,26 +174,14 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
     auto loss_mat = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28).loss +
                     0.1 * KlK3(logp, batch.ref_logp);
     AggregateLoss(loss_mat, batch.response_mask, mode).backward();
-    std::vector<torch::Tensor> expected;
-    for (auto& [n, p] : reference->OrderedParameters()) expected.push_back(p.grad().clone());
 
-    // The updater, with a huge clip norm and lr 0 so the gradient is left to inspect.
     Transformer model(TinyConfig());
-    auto comm = MakeLocalCommunicator();
-    ModelShards shards(model, *comm, Stage0(), Frozen());
     PolicyUpdateConfig config;
     config.kl_coef = 0.1;
     config.aggregation = mode;
-    config.micro_batch_size = 2;
-    config.max_grad_norm = 1e9;
-    PolicyUpdater updater(model, shards, config);
-    const auto stats = updater.Update(batch);
+    const auto stats = UpdateWithoutStepping(model, batch, config);
     EXPECT_NEAR(stats.loss, AggregateLoss(loss_mat, batch.response_mask, mode).item<double>(), 1e-5);
-    auto params = model->OrderedParameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6))
-          << params[i].first << " mode " << static_cast<int>(mode);
-    }
+    ExpectSameGradients(model, Gradients(reference), "mode " + std::to_string(static_cast<int>(mode)));
   }
 }
 
@@ -193,28 +207,17 @@ TEST(PolicyUpdater, RowsWithZeroAdvantageAreSkippedWithTheSameGradient) {
     auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
     auto terms = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28);
     AggregateLoss(terms.loss, batch.response_mask, mode).backward();
-    std::vector<torch::Tensor> expected;
-    for (auto& [n, p] : reference->OrderedParameters()) expected.push_back(p.grad().clone());
 
     Transformer model(TinyConfig());
-    auto comm = MakeLocalCommunicator();
-    ModelShards shards(model, *comm, Stage0(), Frozen());
     PolicyUpdateConfig config;
     config.aggregation = mode;
-    config.micro_batch_size = 2;
-    config.max_grad_norm = 1e9;
-    PolicyUpdater updater(model, shards, config);
-    const auto stats = updater.Update(batch);
+    const auto stats = UpdateWithoutStepping(model, batch, config);
     EXPECT_EQ(stats.sequences_run, 1 + 1 + 2);
     EXPECT_NEAR(stats.loss, AggregateLoss(terms.loss, batch.response_mask, mode).item<double>(), 1e-5);
     const double clip = MaskedMean(terms.clipped, batch.response_mask);
     EXPECT_GT(clip, 0.0);
     EXPECT_NEAR(stats.clip_fraction, clip, 1e-6);
-    auto params = model->OrderedParameters();
-    for (size_t i = 0; i < params.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(params[i].second.grad(), expected[i], 1e-4, 1e-6))
-          << params[i].first << " mode " << static_cast<int>(mode);
-    }
+    ExpectSameGradients(model, Gradients(reference), "mode " + std::to_string(static_cast<int>(mode)));
   }
 }
 

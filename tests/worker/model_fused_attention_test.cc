@@ -146,16 +146,22 @@ TEST(FusedAttention, NamesWhatIsWrong) {
                "no backward");
 }
 
+// A model whose sequences can run past the fused limit, onto the matmul path.
+TransformerConfig SmallModel() {
+  TransformerConfig c;
+  c.layers = 2;
+  c.hidden = 32;
+  c.heads = 4;
+  c.ffn_hidden = 64;
+  c.max_seq_len = kFusedAttentionMaxKeys + 8;
+  return c;
+}
+
 // forward(tokens, first) is the full forward's tail, values and gradients, on both
 // attention paths (short: fused; longer than the fused limit: matmul).
 TEST(FusedAttention, TransformerTailForwardEqualsTheFullForwardsTail) {
   for (int64_t t : {int64_t{10}, kFusedAttentionMaxKeys + 6}) {
-    TransformerConfig c;
-    c.layers = 2;
-    c.hidden = 32;
-    c.heads = 4;
-    c.ffn_hidden = 64;
-    c.max_seq_len = kFusedAttentionMaxKeys + 8;
+    const TransformerConfig c = SmallModel();
     const int64_t first = t - 5;
     torch::manual_seed(6);
     auto tokens = torch::randint(3, c.vocab_size, {3, t}, torch::kInt64);
@@ -182,12 +188,7 @@ TEST(FusedAttention, TransformerTailForwardEqualsTheFullForwardsTail) {
 TEST(FusedAttention, TransformerAgreesAcrossThePaths) {
   // The first positions of a sequence longer than the fused limit (matmul path) must see
   // exactly what a short forward over those positions (fused path) sees: causality.
-  TransformerConfig c;
-  c.layers = 2;
-  c.hidden = 32;
-  c.heads = 4;
-  c.ffn_hidden = 64;
-  c.max_seq_len = kFusedAttentionMaxKeys + 8;
+  const TransformerConfig c = SmallModel();
   Transformer model(c);
   torch::manual_seed(5);
   auto tokens = torch::randint(3, c.vocab_size, {2, kFusedAttentionMaxKeys + 4}, torch::kInt64);
