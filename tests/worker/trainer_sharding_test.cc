@@ -172,7 +172,7 @@ struct Comparison {
   double worst = 0, max_abs = 0;
   size_t at = 0;
 };
-Comparison CompareAt(const std::vector<float>& a, const std::vector<float>& b) {
+Comparison Compare(const std::vector<float>& a, const std::vector<float>& b) {
   Comparison c;
   for (size_t i = 0; i < a.size(); ++i) {
     const double d = std::abs(static_cast<double>(a[i]) - b[i]);
@@ -181,10 +181,6 @@ Comparison CompareAt(const std::vector<float>& a, const std::vector<float>& b) {
     if (v > c.worst) c.worst = v, c.at = i;
   }
   return c;
-}
-std::pair<double, double> Compare(const std::vector<float>& a, const std::vector<float>& b) {
-  const Comparison c = CompareAt(a, b);
-  return {c.worst, c.max_abs};
 }
 
 // "blocks.0.qkv.weight[123]": which parameter a flat index of Comparable() falls in.
@@ -206,9 +202,10 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
   ASSERT_FALSE(reference.empty());
   ASSERT_EQ(init.size(), reference.size());
   // The comparison means something only if training moved the parameters well past it.
-  const auto [moved, moved_abs] = Compare(init, reference);
-  std::printf("stage 0, 1 rank: parameters moved up to %.3g from init (%.0fx the tolerance)\n", moved_abs, moved);
-  ASSERT_GT(moved, 100.0) << "the parameters barely moved; the comparison would prove nothing";
+  const Comparison moved = Compare(init, reference);
+  std::printf("stage 0, 1 rank: parameters moved up to %.3g from init (%.0fx the tolerance)\n", moved.max_abs,
+              moved.worst);
+  ASSERT_GT(moved.worst, 100.0) << "the parameters barely moved; the comparison would prove nothing";
 
   struct Case {
     int world, stage;
@@ -222,7 +219,7 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
     if (HasFailure()) return;
     ASSERT_EQ(start, init) << "every configuration starts from the same weights";
     ASSERT_EQ(got.size(), reference.size());
-    const Comparison cmp = CompareAt(got, reference);
+    const Comparison cmp = Compare(got, reference);
     std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance, worst at %s)\n",
                 c.stage, c.world, c.world == 1 ? "" : "s", c.offload ? ", offload" : "", cmp.max_abs, cmp.worst,
                 NameOf(cmp.at).c_str());
@@ -245,7 +242,7 @@ TEST_F(TrainerShardingTest, AStage3CheckpointOnTwoRanksResumesAtStage0OnOneRank)
   const auto [resumed, got] = Train(1, 0, false, {kSteps - 1, kSteps, false});
   if (HasFailure()) return;
   ASSERT_EQ(resumed, saved) << "the resume must load exactly what was saved";
-  const Comparison cmp = CompareAt(got, reference);
+  const Comparison cmp = Compare(got, reference);
   std::printf("stage 3 on 2 ranks, resumed at stage 0 on 1: max |param - reference| = %.3g (%.2f of the tolerance, "
               "worst at %s)\n", cmp.max_abs, cmp.worst, NameOf(cmp.at).c_str());
   EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);

@@ -138,7 +138,6 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
   TORCH_CHECK(first_output == 0 || (!cache && first_output < t), "block ", layer, ": first output position ",
               first_output, " needs an uncached forward over more than that many positions");
   const int64_t out_t = t - first_output;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
   // Keys and values of every position; queries (and all that follows) of the outputs only.
   auto qkv = Affine(b.qkv, b.ln1(x));
   torch::Tensor y;  // [B, out_t, H]
@@ -158,6 +157,7 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
       k = cache->Keys(layer, start + t);
       v = cache->Values(layer, start + t);
     }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
     auto att = torch::matmul(q.narrow(2, first_output, out_t), k.transpose(-2, -1)).mul_(scale);
     if (mask.defined()) att = att + mask.narrow(0, first_output, out_t);
     y = torch::matmul(torch::softmax(att, -1), v);                      // [B, heads, out_t, D]
