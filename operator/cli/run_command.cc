@@ -10,7 +10,9 @@
 //               shows what the kernel cost: OOM kills and steps lost.
 //   --summary   also writes the summary JSON there (design.md keys).
 // The worker binary: $HEADROOM_WORKER_BIN, else headroom-worker beside this executable.
-// Exit: 0 all steps done; 1 failed (gave up, or the worker could not start); 2 a bad
+// Run from a build tree, it first checks that build is neither stale nor unfinished
+// (operator/local/build_freshness.h) and refuses to run old binaries otherwise.
+// Exit: 0 all steps done; 1 failed (gave up, the build is stale, or the worker could not start); 2 a bad
 // spec or usage; 130 stopped by Ctrl-C after a clean drain (rerun to resume) — a second
 // Ctrl-C kills the workers at once.
 #include <signal.h>
@@ -25,6 +27,7 @@
 
 #include "core/spec/training_job.h"
 #include "operator/cli/command_registry.h"
+#include "operator/local/build_freshness.h"
 #include "operator/local/local_run.h"
 
 namespace headroom::cli {
@@ -32,6 +35,29 @@ namespace {
 
 std::atomic<int> g_interrupts{0};
 void OnInterrupt(int) { g_interrupts.fetch_add(1); }
+
+std::filesystem::path SelfDirectory() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : self.parent_path();
+}
+
+// False (after saying why) when this build must not run: stale or unfinished.
+bool BuildIsRunnable() {
+  const std::filesystem::path dir = SelfDirectory();
+  if (dir.empty()) return true;
+  const local::BuildFreshness freshness = local::CheckBuildFreshness(dir, {"headroom", "headroom-worker"});
+  if (freshness.fresh) return true;
+  const char* allow = std::getenv(local::kAllowStaleBuildEnv);
+  if (allow && std::string(allow) == "1") {
+    std::cerr << "headroom: warning: " << freshness.problem << " (running it anyway: "
+              << local::kAllowStaleBuildEnv << "=1)\n";
+    return true;
+  }
+  std::cerr << "headroom: " << freshness.problem << " (or set " << local::kAllowStaleBuildEnv
+            << "=1 to run it as it is)\n";
+  return false;
+}
 
 std::string FindWorkerBinary() {
   if (const char* env = std::getenv("HEADROOM_WORKER_BIN"); env && *env) return env;
@@ -55,6 +81,7 @@ int RunRun(const RunFlags& flags) {
     return 2;
   }
   const spec::TrainingJob& job = *parsed.job;
+  if (!BuildIsRunnable()) return 1;
   local::LocalRunOptions options;
   options.workdir = flags.workdir.empty() ? "headroom-runs/" + job.metadata.name : flags.workdir;
   options.workdir = std::filesystem::absolute(options.workdir).lexically_normal().string();
