@@ -58,6 +58,20 @@ class KubeletTest : public ::testing::Test {
     ADD_FAILURE() << "timed out waiting on pod " << name << ": " << pod.dump();
     return pod;
   }
+  // A pod is Running once its process is exec'd, as in Kubernetes; a shell installs its
+  // trap a moment later. Scripts that must handle SIGTERM touch $HEADROOM_TERMINATION_LOG.ready
+  // after the trap, and the test sends the signal only once that file exists.
+  void WaitForTrapInstalled(const std::string& name, std::chrono::milliseconds timeout = 10s) {
+    const std::string ready = kubelet_->PodDir("ns1", name) + "/termination-log.ready";
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!std::ifstream(ready).good()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        ADD_FAILURE() << "pod " << name << " never installed its SIGTERM trap (" << ready << ")";
+        return;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
   static std::string Phase(const json& pod) {
     return pod.is_object() && pod.contains("status") ? pod["status"].value("phase", "") : "";
   }
@@ -94,8 +108,10 @@ TEST_F(KubeletTest, RunningPodReportsRunning) {
 TEST_F(KubeletTest, DeletionSendsSigtermAndFinalisesWhenTheProcessExits) {
   Pods().Create("ns1", ShellPod("drains",
                                 "trap 'echo drained > $HEADROOM_TERMINATION_LOG; exit 75' TERM; "
+                                ": > $HEADROOM_TERMINATION_LOG.ready; "
                                 "while true; do sleep 0.02; done"));
   WaitFor("drains", [](const json& p) { return Phase(p) == "Running"; });
+  WaitForTrapInstalled("drains");
   const auto t0 = std::chrono::steady_clock::now();
   Pods().Delete("ns1", "drains", {int64_t{20}, "", ""});
   WaitFor("drains", [](const json& p) { return p.is_null(); });
@@ -106,8 +122,10 @@ TEST_F(KubeletTest, DeletionSendsSigtermAndFinalisesWhenTheProcessExits) {
 }
 
 TEST_F(KubeletTest, ProcessIgnoringSigtermIsKilledAfterTheGracePeriod) {
-  Pods().Create("ns1", ShellPod("stubborn", "trap '' TERM; while true; do sleep 0.02; done"));
+  Pods().Create("ns1", ShellPod("stubborn", "trap '' TERM; : > $HEADROOM_TERMINATION_LOG.ready; "
+                                            "while true; do sleep 0.02; done"));
   WaitFor("stubborn", [](const json& p) { return Phase(p) == "Running"; });
+  WaitForTrapInstalled("stubborn");
   const auto t0 = std::chrono::steady_clock::now();
   Pods().Delete("ns1", "stubborn", {int64_t{1}, "", ""});
   WaitFor("stubborn", [](const json& p) { return p.is_null(); });

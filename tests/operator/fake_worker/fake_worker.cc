@@ -119,6 +119,10 @@ void WriteTermination(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all: a supervisor may send SIGTERM as soon as the process exists (the pod
+  // reports Running at exec), and the default action would kill us without a drain.
+  signal(SIGTERM, OnStopSignal);
+  signal(SIGINT, OnStopSignal);
   std::string job_path, checkpoint_dir, log_path, metrics_port;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -174,9 +178,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  signal(SIGTERM, OnStopSignal);
-  signal(SIGINT, OnStopSignal);
-
   std::unique_ptr<std::ostream> log_file;
   if (!log_path.empty()) log_file = std::make_unique<std::ofstream>(log_path, std::ios::app);
   std::ostream& log = log_file ? *log_file : std::cout;
