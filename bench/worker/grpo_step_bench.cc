@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "worker/comm/communicator.h"
+#include "worker/model/model_config.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/train/grpo_trainer.h"
 
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   spec.grpo.kl_coef = 0.0;
   auto comm = MakeLocalCommunicator();
   GrpoTrainer trainer(spec, *comm, torch::kCPU);
-  const TransformerConfig config = trainer.model()->config();
+  const TransformerConfig config = ConfigFromSpec(spec);
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
   double total = 0, rollout = 0, logprob = 0, update = 0, trim = 0;
   int trims = 0;

@@ -31,7 +31,7 @@ torch::Tensor Prompts(int64_t n) {
 TEST(Rollout, SampleDependsOnlyOnItsKey) {
   Transformer model(Config());
   model->eval();
-  RolloutEngine engine(Config(), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(KvCacheShapeOf(Config()), 8, 4, 6, torch::kCPU);
   torch::manual_seed(3);
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys{11, 12, 13, 14, 15, 16, 17, 18};
@@ -55,7 +55,7 @@ TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
       if (name == "head.bias") p[CharTokenizer::kEos] = 4.0;
     }
   }
-  RolloutEngine engine(Config(), 16, 4, 6, torch::kCPU);
+  RolloutEngine engine(KvCacheShapeOf(Config()), 16, 4, 6, torch::kCPU);
   std::vector<uint64_t> keys;
   for (uint64_t i = 0; i < 16; ++i) keys.push_back(100 + i);
   auto r = engine.Generate(model, Prompts(16), keys, 1.0);
@@ -82,7 +82,7 @@ TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
 
 TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
   Transformer model(Config());
-  RolloutEngine engine(Config(), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(KvCacheShapeOf(Config()), 8, 4, 6, torch::kCPU);
   const void* cache = engine.cache().data_ptr();
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys(8, 1), other(8, 2);
@@ -98,7 +98,7 @@ TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
 
 TEST(Rollout, OutputsCanBeUsedByAutograd) {
   Transformer model(Config());
-  RolloutEngine engine(Config(), 2, 4, 6, torch::kCPU);
+  RolloutEngine engine(KvCacheShapeOf(Config()), 2, 4, 6, torch::kCPU);
   auto r = engine.Generate(model, Prompts(2), {1, 2}, 1.0);
   auto loss = model->forward(r.sequences.narrow(1, 0, 9)).sum();
   EXPECT_NO_THROW(loss.backward());

@@ -14,6 +14,7 @@
 #include "tests/worker/helpers/sharding_fixture.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/model/kv_cache.h"
+#include "worker/model/transformer.h"
 #include "worker/sharding/model_shards.h"
 
 namespace headroom::worker {

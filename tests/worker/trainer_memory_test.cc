@@ -69,7 +69,7 @@ TEST(TrainerMemoryTest, ModelStatePerRankFollowsThePlan) {
         const ShardedBytes measured = shards.ResidentBytes();
         const ShardedBytes peak = shards.PeakBytes();
         const guard::Plan plan = guard::PlanMemory(spec, world);
-        const int64_t groups = shards.per_layer() ? 1 + trainer.model()->config().layers : 1;
+        const int64_t groups = shards.per_layer() ? 1 + trainer.model()->layers() : 1;
         std::ostringstream out;
         bool ok = plan.parameters == shards.numel();
         for (auto [name, bytes, top] : {std::tuple<std::string, int64_t, int64_t>{"parameters", measured.parameters,

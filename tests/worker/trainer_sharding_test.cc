@@ -29,6 +29,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/model/transformer.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/training_state.h"
 
@@ -79,11 +80,11 @@ spec::TrainingJobSpec Job(int stage, bool offload) {
 // whose sign depends on the summation order: the key bias legitimately differs between
 // world sizes by up to 2 lr per step. (Measured: every element out of tolerance was a
 // key bias; everything else agreed within 0.2 of the tolerance.)
-torch::Tensor Comparable(Transformer& model) {
+torch::Tensor Comparable(CausalLM model) {
   std::vector<torch::Tensor> parts;
-  const int64_t hidden = model->config().hidden;
   for (const auto& [name, p] : model->OrderedParameters()) {
     auto flat = p.detach().reshape({-1}).clone();
+    const int64_t hidden = flat.size(0) / 3;  // a qkv bias is [q | k | v], each `hidden` wide
     if (name.size() > 9 && name.compare(name.size() - 9, 9, ".qkv.bias") == 0) flat.narrow(0, hidden, hidden).zero_();
     parts.push_back(flat);
   }

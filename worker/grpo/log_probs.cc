@@ -6,11 +6,11 @@
 
 namespace headroom::worker {
 
-torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                double temperature, const torch::Tensor& logit_bias) {
   const int64_t total = sequences.size(1);
   const int64_t r = total - prompt_length;
-  // Logits of the positions that predict response tokens only (transformer.h).
+  // Logits of the positions that predict response tokens only (causal_lm.h).
   auto logits = model->forward(sequences.narrow(1, 0, total - 1), prompt_length - 1).to(torch::kFloat32);
   if (logit_bias.defined()) logits = logits + logit_bias;
   if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
@@ -23,7 +23,7 @@ torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequence
   return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
 }
 
-torch::Tensor ResponseLogProbsNoGrad(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                      double temperature, int64_t micro_batch,
                                      const torch::Tensor& logit_bias) {
   torch::NoGradGuard no_grad;

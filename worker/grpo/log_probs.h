@@ -10,16 +10,16 @@
 
 #include <torch/torch.h>
 
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 
 namespace headroom::worker {
 
 // With autograd (training). Returns [B, R].
-torch::Tensor ResponseLogProbs(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                double temperature, const torch::Tensor& logit_bias = {});
 
 // Without autograd, in chunks of micro_batch rows (old and reference log-probs).
-torch::Tensor ResponseLogProbsNoGrad(Transformer& model, const torch::Tensor& sequences, int64_t prompt_length,
+torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                      double temperature, int64_t micro_batch,
                                      const torch::Tensor& logit_bias = {});
 

@@ -8,7 +8,7 @@
 
 namespace headroom::worker {
 
-PolicyUpdater::PolicyUpdater(Transformer model, ModelShards& shards, PolicyUpdateConfig config)
+PolicyUpdater::PolicyUpdater(CausalLM model, ModelShards& shards, PolicyUpdateConfig config)
     : model_(std::move(model)), shards_(shards), config_(config) {
   if (config_.micro_batch_size < 1) throw std::invalid_argument("spec.grpo.microBatchSize: must be >= 1");
   if (config_.updates_per_step < 1) throw std::invalid_argument("spec.grpo.updatesPerStep: must be >= 1");

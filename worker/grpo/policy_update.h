@@ -33,7 +33,7 @@
 #include <torch/torch.h>
 
 #include "worker/grpo/policy_loss.h"
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 #include "worker/sharding/model_shards.h"
 
 namespace headroom::worker {
@@ -70,7 +70,7 @@ struct PolicyUpdateStats {
 
 class PolicyUpdater {
  public:
-  PolicyUpdater(Transformer model, ModelShards& shards, PolicyUpdateConfig config);
+  PolicyUpdater(CausalLM model, ModelShards& shards, PolicyUpdateConfig config);
 
   // Collective.
   PolicyUpdateStats Update(const PolicyBatch& batch);
@@ -81,7 +81,7 @@ class PolicyUpdater {
   // Sums micro-batch gradients of rows [begin, begin + n) into the sharded gradient.
   void AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
 
-  Transformer model_;
+  CausalLM model_;
   ModelShards& shards_;
   PolicyUpdateConfig config_;
 };

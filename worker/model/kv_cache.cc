@@ -7,15 +7,19 @@
 
 namespace headroom::worker {
 
-KvCache::KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
+KvCacheShape KvCacheShapeOf(const TransformerConfig& config) {
+  return {config.layers, config.heads, config.head_dim(), config.max_seq_len};
+}
+
+KvCache::KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, torch::Device device,
                  torch::Dtype dtype)
     : max_batch_(max_batch), max_seq_(max_seq) {
-  if (max_batch < 1 || max_seq < 1 || max_seq > config.max_seq_len) {
+  if (max_batch < 1 || max_seq < 1 || max_seq > shape.max_seq_len) {
     throw std::invalid_argument("kv cache: max_batch " + std::to_string(max_batch) + " and max_seq " +
                                 std::to_string(max_seq) + " must be >= 1 and max_seq <= model max_seq_len " +
-                                std::to_string(config.max_seq_len));
+                                std::to_string(shape.max_seq_len));
   }
-  storage_ = torch::zeros({config.layers, 2, max_batch, config.heads, max_seq, config.head_dim()},
+  storage_ = torch::zeros({shape.layers, 2, max_batch, shape.heads, max_seq, shape.head_dim},
                           torch::TensorOptions().dtype(dtype).device(device));
 }
 

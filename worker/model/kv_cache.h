@@ -6,7 +6,8 @@
 // Reset() only rewinds the fill level, it never reallocates (tests check the pointer).
 //
 // Layout: storage [layers, 2 (k|v), max_batch, heads, max_seq, head_dim]; the live region
-// is [:, :, :batch, :, :length, :].
+// is [:, :, :batch, :, :length, :]. `heads` are the key/value heads (fewer than the query
+// heads under grouped-query attention).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,24 @@
 
 namespace headroom::worker {
 
+// What a model caches per position: `layers` x (keys, values) of `heads` x `head_dim`,
+// for at most `max_seq_len` positions.
+struct KvCacheShape {
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_seq_len = 0;
+};
+KvCacheShape KvCacheShapeOf(const TransformerConfig& config);
+
 class KvCache {
  public:
-  KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
+  // Throws std::invalid_argument when max_batch < 1 or max_seq is outside [1, max_seq_len].
+  KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, torch::Device device,
           torch::Dtype dtype = torch::kFloat32);
+  KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
+          torch::Dtype dtype = torch::kFloat32)
+      : KvCache(KvCacheShapeOf(config), max_batch, max_seq, device, dtype) {}
 
   // Starts a new generation for `batch` sequences (<= max_batch). Throws std::out_of_range.
   void Reset(int64_t batch);

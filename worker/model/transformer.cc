@@ -124,6 +124,13 @@ void TransformerImpl::InitWeights() {
   }
 }
 
+int64_t TransformerImpl::LayerOfParameter(const std::string& name) const {
+  static const std::string kPrefix = "blocks.";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  const size_t dot = name.find('.', kPrefix.size());
+  return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
+}
+
 NamedTensors TransformerImpl::OrderedParameters() const {
   NamedTensors out;
   for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());

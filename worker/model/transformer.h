@@ -1,23 +1,12 @@
-// The policy network: a decoder-only, pre-norm transformer (architecture in model_config.h).
-//
-// Contract:
+// The presets' policy network: a decoder-only, pre-norm GPT-2-like transformer trained
+// from scratch (architecture in model_config.h). A CausalLM (causal_lm.h has the contract
+// every model keeps); in addition:
 //   - Construction is deterministic for config.seed: same seed, same weights, bit for bit
 //     (the global torch RNG is seeded and every tensor initialised in a fixed order).
-//   - forward(tokens [B, T], first_output = 0) -> logits [B, T - first_output, vocab] of
-//     positions first_output..T-1, causal: position t sees 0..t only. The same values as
-//     the full forward's, computed without what only earlier positions' outputs need
-//     (the last block's queries, MLP, final norm and head there; not under a
-//     BlockExecutor, which runs whole blocks).
-//   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
-//     returns the logits of the last new position [B, vocab]; equal (to float rounding)
-//     to forward() on the whole prefix.
-//   - OrderedParameters() lists (name, tensor) in one fixed order — the order a flat
-//     buffer, a shard map and a checkpoint use.
-//   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
-//   - Block l's parameters are exactly those named "blocks.<l>.*"; everything else
-//     (embeddings, final norm, head) is used outside the blocks. A BlockExecutor, when
-//     set, runs every block (ZeRO stage 3 gathers a block's parameters around it); the
-//     result must equal Block() on the same input.
+//   - forward(tokens, first_output) computes the same values as the full forward without
+//     what only earlier positions' outputs need (the last block's queries, MLP, final
+//     norm and head there; not under a BlockExecutor, which runs whole blocks).
+//   - Block l's parameters are exactly those named "blocks.<l>.*".
 #pragma once
 
 #include <string>
@@ -26,22 +15,11 @@
 
 #include <torch/torch.h>
 
+#include "worker/model/causal_lm.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/model_config.h"
 
 namespace headroom::worker {
-
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
-class TransformerImpl;
-
-// Runs one block of a Transformer in the forward pass (see TransformerImpl::Block).
-class BlockExecutor {
- public:
-  virtual ~BlockExecutor() = default;
-  virtual torch::Tensor RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x,
-                                 const torch::Tensor& mask, KvCache* cache) = 0;
-};
 
 struct TransformerBlockImpl : torch::nn::Module {
   explicit TransformerBlockImpl(const TransformerConfig& c);
@@ -50,14 +28,20 @@ struct TransformerBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
-class TransformerImpl : public torch::nn::Module {
+class TransformerImpl : public CausalLMImpl {
  public:
   explicit TransformerImpl(const TransformerConfig& config);
 
-  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0);
-  torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache);
+  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
 
-  NamedTensors OrderedParameters() const;
+  NamedTensors OrderedParameters() const override;
+  int64_t LayerOfParameter(const std::string& name) const override;
+  int64_t layers() const override { return config_.layers; }
+  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t max_seq_len() const override { return config_.max_seq_len; }
+  KvCacheShape kv_cache_shape() const override { return KvCacheShapeOf(config_); }
+  std::string Describe() const override { return "transformer " + config_.ToString(); }
   const TransformerConfig& config() const { return config_; }
 
   // Block `layer` on x [B, t, H]: attention (causal `mask` [t, start + t], undefined for
@@ -66,9 +50,7 @@ class TransformerImpl : public torch::nn::Module {
   // first_output > 0 (uncached only): the block's output at positions first_output..
   // only, [B, t - first_output, H]; keys and values still come from every position.
   torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
-                      int64_t first_output = 0);
-  // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
-  void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
+                      int64_t first_output = 0) override;
 
  private:
   // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
@@ -82,7 +64,6 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};
   torch::Tensor causal_mask_;  // [max_seq, max_seq], 0 on and below the diagonal, -inf above
   std::vector<TransformerBlock> block_list_;
-  BlockExecutor* executor_ = nullptr;
 };
 TORCH_MODULE(Transformer);
 

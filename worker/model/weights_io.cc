@@ -7,13 +7,13 @@
 
 namespace headroom::worker {
 
-void SaveWeights(const Transformer& model, const std::string& path) {
+void SaveWeights(const CausalLM& model, const std::string& path) {
   torch::serialize::OutputArchive archive;
   for (const auto& [name, t] : model->OrderedParameters()) archive.write(name, t.detach().cpu());
   archive.save_to(path);
 }
 
-void LoadWeights(Transformer& model, const std::string& path_or_dir) {
+void LoadWeights(CausalLM model, const std::string& path_or_dir) {
   std::string path = path_or_dir;
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "model.pt").string();
   if (!std::filesystem::exists(path)) throw std::runtime_error("model.initCheckpoint: " + path + " does not exist");

@@ -6,13 +6,13 @@
 
 #include <string>
 
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 
 namespace headroom::worker {
 
-void SaveWeights(const Transformer& model, const std::string& path);
+void SaveWeights(const CausalLM& model, const std::string& path);
 // Copies every named tensor into the model. Throws std::runtime_error naming the file
 // and the tensor when one is missing or has another shape.
-void LoadWeights(Transformer& model, const std::string& path_or_dir);
+void LoadWeights(CausalLM model, const std::string& path_or_dir);
 
 }  // namespace headroom::worker

@@ -10,9 +10,9 @@
 
 namespace headroom::worker {
 
-RolloutEngine::RolloutEngine(const TransformerConfig& config, int64_t max_batch, int64_t max_prompt,
+RolloutEngine::RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt,
                              int64_t max_response, torch::Device device)
-    : cache_(config, max_batch, max_prompt + max_response, device),
+    : cache_(cache_shape, max_batch, max_prompt + max_response, device),
       max_prompt_(max_prompt),
       max_response_(max_response),
       device_(device) {
@@ -33,7 +33,7 @@ torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_key
   return uniform.log_().neg_().log_().neg_().to(device_, torch::kFloat32);
 }
 
-Rollout RolloutEngine::Generate(Transformer& model, const torch::Tensor& prompts,
+Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
                                 const std::vector<uint64_t>& sample_keys, double temperature) {
   const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
   if (static_cast<int64_t>(sample_keys.size()) != b) {
@@ -44,7 +44,7 @@ Rollout RolloutEngine::Generate(Transformer& model, const torch::Tensor& prompts
     throw std::invalid_argument("rollout: prompt of " + std::to_string(p) + " tokens exceeds maxPromptLength " +
                                 std::to_string(max_prompt_));
   }
-  const int64_t vocab = model->config().vocab_size;
+  const int64_t vocab = model->vocab_size();
   torch::Tensor sequences, mask;
   {
     // Inference mode: no autograd bookkeeping at all while sampling; outputs are cloned

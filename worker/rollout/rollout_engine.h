@@ -18,7 +18,7 @@
 #include <torch/torch.h>
 
 #include "worker/model/kv_cache.h"
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 
 namespace headroom::worker {
 
@@ -34,11 +34,11 @@ struct Rollout {
 
 class RolloutEngine {
  public:
-  RolloutEngine(const TransformerConfig& config, int64_t max_batch, int64_t max_prompt, int64_t max_response,
+  RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
                 torch::Device device);
 
   // prompts [B, P] int64 (same length for every row), one key per row.
-  Rollout Generate(Transformer& model, const torch::Tensor& prompts, const std::vector<uint64_t>& sample_keys,
+  Rollout Generate(CausalLM model, const torch::Tensor& prompts, const std::vector<uint64_t>& sample_keys,
                    double temperature);
 
   // [vocab]: 0 for tokens a response may use, -inf for the rest; undefined = no restriction.

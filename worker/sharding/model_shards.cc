@@ -12,14 +12,6 @@ namespace {
 
 using NamedParams = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// The layer of a parameter named "blocks.<l>.…", or -1 for an outer parameter.
-int64_t BlockOf(const std::string& name) {
-  static const std::string kPrefix = "blocks.";
-  if (name.rfind(kPrefix, 0) != 0) return -1;
-  const size_t dot = name.find('.', kPrefix.size());
-  return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
-}
-
 void Add(ShardedBytes& into, const ShardedBytes& b) {
   into.parameters += b.parameters;
   into.gradients += b.gradients;
@@ -28,15 +20,15 @@ void Add(ShardedBytes& into, const ShardedBytes& b) {
 
 }  // namespace
 
-ModelShards::ModelShards(Transformer model, Communicator& comm, ShardingOptions options, AdamWConfig adamw)
+ModelShards::ModelShards(CausalLM model, Communicator& comm, ShardingOptions options, AdamWConfig adamw)
     : model_(std::move(model)), comm_(comm), options_(options) {
   const NamedTensors all = model_->OrderedParameters();
   std::vector<NamedParams> split(1);
   if (per_layer()) {
-    split.resize(static_cast<size_t>(1 + model_->config().layers));
+    split.resize(static_cast<size_t>(1 + model_->layers()));
     for (const auto& [name, p] : all) {
-      const int64_t layer = BlockOf(name);
-      if (layer >= model_->config().layers) throw std::logic_error("model shards: parameter " + name + " past the last block");
+      const int64_t layer = model_->LayerOfParameter(name);
+      if (layer >= model_->layers()) throw std::logic_error("model shards: parameter " + name + " past the last block");
       split[static_cast<size_t>(1 + layer)].emplace_back(name, p);
     }
   } else {
@@ -121,7 +113,7 @@ void ModelShards::NotePeak() {
   if (now.total() > peak_.total()) peak_ = now;
 }
 
-torch::Tensor ModelShards::RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x,
+torch::Tensor ModelShards::RunBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
                                     const torch::Tensor& mask, KvCache* cache) {
   if (cache) {
     // Generation appends to the cache: a side effect a recompute must not repeat, and it

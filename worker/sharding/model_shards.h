@@ -1,4 +1,4 @@
-// A Transformer's trainable state sharded over the ranks, ZeRO-style: parameters and
+// A model's trainable state sharded over the ranks, ZeRO-style: parameters and
 // gradients in flat parameter groups (flat_parameter_group.h), AdamW moments in one
 // ShardedAdamW per group, all stepped together after one clip by the global norm.
 //
@@ -32,7 +32,7 @@
 #include <torch/torch.h>
 
 #include "worker/comm/communicator.h"
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 #include "worker/sharding/flat_parameter_group.h"
 #include "worker/sharding/recomputed_block.h"
 #include "worker/sharding/sharded_adamw.h"
@@ -43,7 +43,7 @@ namespace headroom::worker {
 class ModelShards : public BlockExecutor, private BlockRecomputer {
  public:
   // Every rank starts from rank 0's parameters (the groups broadcast them).
-  ModelShards(Transformer model, Communicator& comm, ShardingOptions options, AdamWConfig adamw);
+  ModelShards(CausalLM model, Communicator& comm, ShardingOptions options, AdamWConfig adamw);
   ~ModelShards() override;
   ModelShards(const ModelShards&) = delete;
   ModelShards& operator=(const ModelShards&) = delete;
@@ -81,7 +81,7 @@ class ModelShards : public BlockExecutor, private BlockRecomputer {
   void ResetPeak();
 
   // BlockExecutor (stage 3).
-  torch::Tensor RunBlock(TransformerImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+  torch::Tensor RunBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
                          KvCache* cache) override;
 
  private:
@@ -93,7 +93,7 @@ class ModelShards : public BlockExecutor, private BlockRecomputer {
   FlatParameterGroup& block_group(int64_t layer) { return *groups_.at(static_cast<size_t>(1 + layer)); }
   void NotePeak();
 
-  Transformer model_;
+  CausalLM model_;
   Communicator& comm_;
   ShardingOptions options_;
   // [0]: every parameter (stages 0-2) or the outer ones (stage 3); [1 + l]: block l.

@@ -22,7 +22,7 @@ namespace headroom::worker {
 class BlockRecomputer {
  public:
   virtual ~BlockRecomputer() = default;
-  // Block `layer` on x, autograd off. `mask` as TransformerImpl::Block takes it.
+  // Block `layer` on x, autograd off. `mask` as CausalLMImpl::Block takes it.
   virtual torch::Tensor ForwardNoGrad(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask) = 0;
   // Recomputes block `layer` on x with autograd on, back-propagates grad_y, keeps the
   // parameter gradients, returns dL/dx.

@@ -8,6 +8,7 @@
 
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
+#include "worker/model/policy_model.h"
 #include "worker/model/weights_io.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/reward.h"
@@ -50,13 +51,12 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
                  g.max_response_length, spec_.task.name, task_->answer_tokens());
   }
 
-  const TransformerConfig config = ConfigFromSpec(spec_);
-  model_ = Transformer(config);
+  model_ = MakePolicyModel(spec_);
   if (spec_.model.init == "checkpoint") LoadWeights(model_, spec_.model.init_checkpoint);
   model_->to(device_);
   if (g.kl_coef > 0) {
     // A frozen copy of the initial policy; with klCoef == 0 it is never built.
-    reference_ = Transformer(config);
+    reference_ = MakePolicyModel(spec_);
     torch::NoGradGuard no_grad;
     auto src = model_->OrderedParameters();
     auto dst = reference_->OrderedParameters();
@@ -72,10 +72,10 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   AdamWConfig adamw;
   adamw.lr = g.learning_rate;
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
-  rollout_ = std::make_unique<RolloutEngine>(config, local_prompts_ * g.group_size, g.max_prompt_length,
+  rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
   // Responses are digits and EOS: the policy's action space (see CharTokenizer).
-  response_bias_ = torch::full({config.vocab_size}, -std::numeric_limits<float>::infinity());
+  response_bias_ = torch::full({model_->vocab_size()}, -std::numeric_limits<float>::infinity());
   for (int64_t id : CharTokenizer::ResponseTokens()) response_bias_[id] = 0.0f;
   response_bias_ = response_bias_.to(device_);
   rollout_->set_logit_bias(response_bias_);

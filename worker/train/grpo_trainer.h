@@ -33,7 +33,7 @@
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
 #include "worker/grpo/policy_update.h"
-#include "worker/model/transformer.h"
+#include "worker/model/causal_lm.h"
 #include "worker/rollout/rollout_engine.h"
 #include "worker/sharding/model_shards.h"
 #include "worker/tasks/task.h"
@@ -70,7 +70,7 @@ class GrpoTrainer {
   // The global index of this rank's `local`-th prompt of step `step`.
   int64_t GlobalPrompt(int64_t step, int64_t local) const;
 
-  Transformer& model() { return model_; }
+  CausalLM& model() { return model_; }
   ModelShards& shards() { return *shards_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
   const RolloutEngine& rollout_engine() const { return *rollout_; }
@@ -83,8 +83,8 @@ class GrpoTrainer {
   Communicator& comm_;
   torch::Device device_;
   std::unique_ptr<Task> task_;
-  Transformer model_{nullptr};
-  Transformer reference_{nullptr};
+  CausalLM model_{nullptr};
+  CausalLM reference_{nullptr};
   std::unique_ptr<ModelShards> shards_;
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;

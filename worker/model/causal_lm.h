@@ -1,0 +1,80 @@
+// What GRPO needs from a policy network, whatever its architecture: the trainer, the
+// rollout engine, the log-prob computation and the ZeRO shards see only this.
+//
+// Contract (every implementation):
+//   - forward(tokens [B, T], first_output = 0) -> logits [B, T - first_output, vocab] of
+//     positions first_output..T-1, causal: position t sees 0..t only.
+//   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
+//     returns the logits of the last new position [B, vocab]; equal (to float rounding)
+//     to forward() on the whole prefix. The cache has kv_cache_shape().
+//   - OrderedParameters() lists (name, tensor) in one fixed order: the order a flat
+//     buffer, a shard map and a checkpoint use. Names are the checkpoint's names.
+//   - LayerOfParameter(name) is the block a parameter belongs to, or -1 for parameters
+//     used outside the blocks (embeddings, final norm, head); a block's parameters are
+//     used by Block(l) and nothing else.
+//   - Block(l, x [B, t, H], mask, cache, first_output) runs block l alone: `mask` is the
+//     causal mask [t, start + t] (undefined for one cached position), start = the cache's
+//     length or 0. A BlockExecutor, when set, runs every block of a forward (ZeRO stage 3
+//     gathers a block's parameters around it); the result must equal Block().
+//   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "worker/model/kv_cache.h"
+
+namespace headroom::worker {
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+class CausalLMImpl;
+
+// Runs one block of a model in the forward pass (see CausalLMImpl::Block).
+class BlockExecutor {
+ public:
+  virtual ~BlockExecutor() = default;
+  virtual torch::Tensor RunBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
+                                 const torch::Tensor& mask, KvCache* cache) = 0;
+};
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) = 0;
+  virtual torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) = 0;
+  virtual torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
+                              int64_t first_output = 0) = 0;
+
+  virtual NamedTensors OrderedParameters() const = 0;
+  virtual int64_t LayerOfParameter(const std::string& name) const = 0;
+
+  virtual int64_t layers() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t max_seq_len() const = 0;
+  virtual KvCacheShape kv_cache_shape() const = 0;
+  // One line for logs: architecture and dimensions.
+  virtual std::string Describe() const = 0;
+
+  // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
+  void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
+
+ protected:
+  BlockExecutor* executor_ = nullptr;
+};
+
+// A shared handle to any CausalLMImpl; every concrete model's handle (Transformer, ...)
+// converts to it, so code written against CausalLM takes any of them.
+class CausalLM : public torch::nn::ModuleHolder<CausalLMImpl> {
+ public:
+  using torch::nn::ModuleHolder<CausalLMImpl>::ModuleHolder;
+  template <typename Impl, typename = std::enable_if_t<std::is_base_of_v<CausalLMImpl, Impl>>>
+  /* implicit */ CausalLM(const torch::nn::ModuleHolder<Impl>& model) : ModuleHolder(std::shared_ptr<CausalLMImpl>(model.ptr())) {}
+};
+
+}  // namespace headroom::worker
