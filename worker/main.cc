@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "worker/train/exit_codes.h"
+#include "core/protocol/exit_codes.h"
 #include "worker/train/run_worker.h"
 
 int main(int argc, char** argv) {
@@ -21,16 +21,16 @@ int main(int argc, char** argv) {
   app.add_option("--log", options.log_path, "step log file (JSON lines); default stdout");
   app.footer("Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n"
              "Exit codes: 0 finished, 2 invalid spec, 75 drained (SIGTERM/SIGINT), 76 stopped by the memory guard, "
-             "1 other failure.");
+             "77 out of GPU memory, 1 other failure.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? 0 : kExitFailure;
+    return code == 0 ? 0 : headroom::protocol::kExitFailure;
   }
   if (auto error = ReadRendezvousEnvironment(options)) {
     std::cerr << *error << "\n";
-    return kExitFailure;
+    return headroom::protocol::kExitFailure;
   }
   return RunWorker(options);
 }

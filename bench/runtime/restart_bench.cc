@@ -178,7 +178,7 @@ spec:
   while (Clock::now() < deadline) {
     runtime::Observation obs = backend.Observe();
     if (!obs.ranks.empty() && obs.ranks[0].exit) {
-      if (obs.ranks[0].exit->exit_code != runtime::kExitFinished) {
+      if (obs.ranks[0].exit->exit_code != protocol::kExitFinished) {
         std::printf("checkpoint: the worker ended with %s (exit %d); no measurement\n",
                     obs.ranks[0].exit->reason.c_str(), obs.ranks[0].exit->exit_code);
         return;

@@ -109,12 +109,12 @@ GuardHistory GuardHistory::FromJson(const std::string& text) {
 }
 
 GuardHistory GuardHistory::FromEnvironment() {
-  const char* text = std::getenv(kGuardHistoryEnv);
+  const char* text = std::getenv(protocol::kGuardHistoryEnv);
   if (text == nullptr || *text == '\0') return {};
   try {
     return FromJson(text);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(kGuardHistoryEnv) + ": " + e.what());
+    throw std::invalid_argument(std::string(protocol::kGuardHistoryEnv) + ": " + e.what());
   }
 }
 

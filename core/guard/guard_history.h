@@ -15,10 +15,9 @@
 #include <string>
 
 #include "core/guard/decision.h"
+#include "core/protocol/environment.h"
 
 namespace headroom::guard {
-
-inline constexpr const char* kGuardHistoryEnv = "HEADROOM_GUARD_HISTORY";
 
 struct GuardHistory {
   int restarts = 0;             // restarts that count against maxRestarts: guard restarts + crash restarts

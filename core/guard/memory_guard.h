@@ -48,4 +48,13 @@ class MemoryGuard {
   Forecast forecast_;
 };
 
+// The guard for memory measured where the job runs: the measured host limit stands in
+// for spec.resources.memory (a cgroup's limit is what the kernel enforces, whatever the
+// spec asked for), a measured GPU makes the job a GPU job for the planner, and the
+// device's size is the planner's GPU limit. The worker builds its guard with this after
+// its first step and `headroom replay` with a trace's limits, so a replay of a worker's
+// step log decides what the worker decided.
+MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history,
+                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured);
+
 }  // namespace headroom::guard

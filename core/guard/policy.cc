@@ -375,12 +375,12 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
                           const GuardHistory& history, int current_workers, const PlanOptions& plan_options) {
   Decision d;
   d.step = checkpoint_step;
-  d.resource = cause == ExitCause::kOomKill ? "host" : "";
+  d.resource = cause == ExitCause::kOomKill ? "host" : cause == ExitCause::kGpuOom ? "gpu" : "";
   const spec::MemoryGuardSpec& g = spec.memory_guard;
   const int lost = std::max(0, failed_step - checkpoint_step);
-  std::string what = cause == ExitCause::kOomKill
-                         ? "worker OOM-killed by the kernel at step " + std::to_string(failed_step)
-                         : "worker crashed at step " + std::to_string(failed_step);
+  std::string what = cause == ExitCause::kOomKill  ? "worker OOM-killed by the kernel at step " + std::to_string(failed_step)
+                     : cause == ExitCause::kGpuOom ? "worker ran out of GPU memory at step " + std::to_string(failed_step)
+                                                   : "worker crashed at step " + std::to_string(failed_step);
   what += " (" + Steps(lost) + " lost since the checkpoint at step " + std::to_string(checkpoint_step) + ")";
 
   if (history.restarts >= g.max_restarts) {
@@ -412,7 +412,9 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
       const Plan now = PlanMemory(spec, workers, plan_options);
       for (int w = std::max(workers + 1, spec.min_workers); w <= spec.max_workers; ++w) {
         if (!spec::WorkerCountFits(spec.grpo, w)) continue;
-        if (PlanMemory(spec, w, plan_options).host_total_bytes < now.host_total_bytes) {
+        const Plan more = PlanMemory(spec, w, plan_options);
+        if (cause == ExitCause::kGpuOom ? more.gpu_total_bytes < now.gpu_total_bytes
+                                        : more.host_total_bytes < now.host_total_bytes) {
           target = w;
           break;
         }

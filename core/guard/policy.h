@@ -37,8 +37,9 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec,
                 const GuardHistory& history, const Plan* plan, int current_workers,
                 const PlanOptions& plan_options = {});
 
-// What the supervisor saw after the fact.
-enum class ExitCause { kOomKill, kCrash };
+// What the supervisor saw after the fact: a kernel OOM kill (host memory), a CUDA
+// out-of-memory the worker caught (exit 77; GPU memory), or any other crash.
+enum class ExitCause { kOomKill, kGpuOom, kCrash };
 
 // After a worker died (kernel OOM kill or any other crash) at or after `failed_step`,
 // with the newest checkpoint at `checkpoint_step`: restart from the checkpoint while

@@ -25,15 +25,11 @@ std::vector<ReplayStep> Replay(const std::vector<StepMemory>& trace, const Repla
     if (options.gpu_limit_bytes <= 0 && m.gpu_limit_bytes > 0) gpu_limit = m.gpu_limit_bytes;
     has_gpu |= m.gpu_bytes > 0 || m.gpu_peak_bytes > 0;
   }
-  if (host_limit > 0) spec.resources.memory_bytes = host_limit;
-  if (has_gpu && spec.resources.gpus == 0) spec.resources.gpus = 1;
-  PlanOptions plan_options;
-  plan_options.gpu_total_bytes = gpu_limit;
   const int workers = options.workers > 0 ? options.workers : std::max(1, spec.workers);
 
   // Replay shows what the guard would do at every step, never applying it: the history
   // stays empty and the trace goes on as recorded.
-  MemoryGuard guard(spec, workers, GuardHistory{}, plan_options);
+  MemoryGuard guard = MeasuredMemoryGuard(spec, workers, GuardHistory{}, host_limit, gpu_limit, has_gpu);
   std::vector<ReplayStep> out;
   out.reserve(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {

@@ -6,15 +6,21 @@
 // quantities (1Gi); without them the trace's limit columns are used. --job supplies the
 // job the guard protects (actions, maxWorkers, microBatchSize, offload, model for the
 // planner); without it the spec defaults are used.
+// TRACE may also be a worker's step log (JSON lines, core/protocol/step_record.h): its
+// memory columns are what the worker's own guard read, so with the worker's --job the
+// replay gives the decisions the worker took.
 //
 //   exit 0: replayed;  exit 2: bad options, unreadable or malformed trace (line and column
 //   named), invalid job.
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 #include <string>
 
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
+#include "core/protocol/step_record.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
 #include "operator/cli/command_registry.h"
@@ -44,6 +50,17 @@ bool ParseLimit(const std::string& flag, const std::string& text, int64_t* out) 
   return true;
 }
 
+std::vector<guard::StepMemory> ReadTraceOrStepLog(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!protocol::LooksLikeStepLog(text.str())) return guard::ParseTrace(text.str(), path);
+  std::vector<guard::StepMemory> trace;
+  for (const protocol::StepRecord& r : protocol::ParseStepLog(text.str(), path)) trace.push_back(r.ToStepMemory());
+  return trace;
+}
+
 int RunReplay(const ReplayArgs& args) {
   guard::ReplayOptions options;
   if (!ParseLimit("--host-limit", args.host_limit, &options.host_limit_bytes) ||
@@ -64,8 +81,8 @@ int RunReplay(const ReplayArgs& args) {
   options.workers = args.workers;
   std::vector<guard::StepMemory> trace;
   try {
-    trace = guard::ReadTraceFile(args.trace);
-  } catch (const guard::TraceError& e) {
+    trace = ReadTraceOrStepLog(args.trace);
+  } catch (const std::runtime_error& e) {
     std::cerr << "headroom replay: " << e.what() << "\n";
     return 2;
   }
@@ -79,7 +96,9 @@ const bool kRegistered = RegisterCommand(
     {"replay", "Run the memory guard over a recorded trace CSV; one JSON decision per step",
      [](CLI::App& sub) -> std::function<int()> {
        auto args = std::make_shared<ReplayArgs>();
-       sub.add_option("TRACE", args->trace, "trace CSV: step,host_bytes,gpu_bytes[,host_peak_bytes,...]")->required();
+       sub.add_option("TRACE", args->trace,
+                      "trace CSV (step,host_bytes,gpu_bytes[,host_peak_bytes,...]) or a worker's step log")
+           ->required();
        sub.add_option("--host-limit", args->host_limit, "host limit in bytes or a quantity (default: the trace's)");
        sub.add_option("--gpu-limit", args->gpu_limit, "GPU limit in bytes or a quantity (default: the trace's)");
        sub.add_option("--host-threshold", args->host_threshold, "fraction of the host limit, in (0, 1]")

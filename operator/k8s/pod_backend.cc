@@ -48,7 +48,7 @@ std::optional<int64_t> CheckpointStepOf(const runtime::RankExit& e) {
   for (const char* key : {"checkpoint_step", "checkpointStep"}) {
     if (j.contains(key) && j[key].is_number_integer()) return j[key].get<int64_t>();
   }
-  if (e.exit_code == runtime::kExitGuardStop && j.contains("step") && j["step"].is_number_integer()) {
+  if (e.exit_code == protocol::kExitGuardStop && j.contains("step") && j["step"].is_number_integer()) {
     return j["step"].get<int64_t>();
   }
   return std::nullopt;
@@ -70,7 +70,7 @@ std::optional<runtime::RankExit> PodExit(const json& pod) {
       e.oom_killed = e.reason == "OOMKilled";
       e.termination_message = t.value("message", "");
       if (e.reason.empty() || e.reason == "Error" || e.reason == "Completed") {
-        e.reason = runtime::ExitReason(e.exit_code, e.oom_killed);
+        e.reason = protocol::ExitReason(e.exit_code, e.oom_killed);
       }
       return e;
     }
@@ -360,7 +360,7 @@ runtime::Observation PodBackend::Observe() {
           checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
         }
       } else if (rp.deleted) {
-        ro.exit = runtime::RankExit{runtime::kExitKilled, false, "PodDeleted",
+        ro.exit = runtime::RankExit{protocol::kExitKilled, false, "PodDeleted",
                                     "the pod was deleted before its container reported how it ended"};
       } else {
         ro.running = true;
@@ -385,7 +385,7 @@ runtime::Observation PodBackend::Observe() {
     const Target& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
-    std::optional<runtime::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
+    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
     if (!r) continue;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = ranks_.find(t.rank);

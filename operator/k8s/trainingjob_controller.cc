@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/guard/guard_history.h"
+#include "core/protocol/environment.h"
 #include "core/spec/training_job.h"
 #include "operator/k8s/trainingjob_status.h"
 #include "operator/kube/resource_client.h"
@@ -64,6 +65,7 @@ ActionLabels LabelsFor(const std::string& type) {
   if (type == "disableOffload") return {"DisableOffload", "disableOffload", "memoryGuard", false};
   if (type == "enableOffload") return {"EnableOffload", "enableOffload", "memoryGuard", false};
   if (type == "restartAfterOOMKill") return {"OOMKilled", "restart", "oomKill", true};
+  if (type == "restartAfterGpuOOM") return {"GpuOutOfMemory", "restart", "gpuOom", true};
   if (type == "restartAfterCrash") return {"CrashRestart", "restart", "crash", true};
   if (type == "resume") return {"Resumed", "restart", "drained", false};
   if (type == "scale") return {"Reshard", "reshard", "scale", false};
@@ -328,7 +330,7 @@ void TrainingJobController::RestoreEntry(JobEntry& entry, const json& object, co
   for (const json& p : pods) {
     if (kube::Label(p, manifests::kLabelGeneration) != std::to_string(generation)) continue;
     for (const json& env : p["spec"]["containers"][0].value("env", json::array())) {
-      if (env.value("name", "") != manifests::kGuardHistoryEnv) continue;
+      if (env.value("name", "") != protocol::kGuardHistoryEnv) continue;
       try {
         history = guard::GuardHistory::FromJson(env.value("value", "{}"));
       } catch (const std::exception& e) {
@@ -400,7 +402,7 @@ void TrainingJobController::ApplySpecChanges(JobEntry& entry, const json& object
       entry.reconciler = std::move(fresh);
       // Its pods drained (exit 75) and are gone: that is what the reconciler resumes from.
       entry.backend->AdoptEnded(resumed.generation, running.spec.workers,
-                                runtime::RankExit{runtime::kExitDrained, false, "Drained", ""});
+                                runtime::RankExit{protocol::kExitDrained, false, "Drained", ""});
     }
     entry.actions_reported = entry.reconciler->status().actions.size();
   }
@@ -451,7 +453,7 @@ void TrainingJobController::ReportActions(JobEntry& entry, const json& object) {
     const ActionLabels l = LabelsFor(a.type);
     metrics_->CountGuardAction(l.action, l.reason);
     std::string message = "step " + std::to_string(a.step) + ": " + a.reason;
-    if (a.type == "restartAfterOOMKill" || a.type == "restartAfterCrash") {
+    if (a.type == "restartAfterOOMKill" || a.type == "restartAfterGpuOOM" || a.type == "restartAfterCrash") {
       message += " (steps lost so far: " + std::to_string(s.steps_lost) + ")";
     }
     Event(object, std::to_string(s.generation) + "-" + a.type, l.warning ? "Warning" : "Normal", l.event_reason,

@@ -69,20 +69,30 @@ std::vector<MetricSample> ParsePrometheusText(const std::string& text) {
   return out;
 }
 
-std::optional<runtime::StepRecord> WorkerStepFromMetrics(const std::vector<MetricSample>& samples) {
+std::optional<protocol::StepRecord> WorkerStepFromMetrics(const std::vector<MetricSample>& samples) {
   std::map<std::string, double> plain;  // unlabelled-by-resource series, first sample each
+  std::map<std::string, double> host;   // {resource="host"} series
   for (const MetricSample& s : samples) {
     if (s.name.rfind("headroom_worker_", 0) != 0) continue;
-    plain.emplace(s.name, s.value);
+    auto resource = s.labels.find(metrics::kLabelResource);
+    if (resource == s.labels.end()) {
+      plain.emplace(s.name, s.value);
+    } else if (resource->second == metrics::kResourceHost) {
+      host.emplace(s.name, s.value);
+    }
   }
   auto get = [&](const char* name) -> double {
     auto it = plain.find(name);
     return it == plain.end() || std::isnan(it->second) || std::isinf(it->second) ? 0.0 : it->second;
   };
   auto bytes = [&](const char* name) { return static_cast<int64_t>(get(name)); };
+  auto host_value = [&](const char* name, double fallback) {
+    auto it = host.find(name);
+    return it == host.end() || std::isnan(it->second) || std::isinf(it->second) ? fallback : it->second;
+  };
   const int64_t step = bytes(metrics::kWorkerStep);
   if (step <= 0) return std::nullopt;
-  runtime::StepRecord r;
+  protocol::StepRecord r;
   r.step = step;
   r.reward_mean = get(metrics::kWorkerRewardMean);
   r.loss = get(metrics::kWorkerLoss);
@@ -94,6 +104,9 @@ std::optional<runtime::StepRecord> WorkerStepFromMetrics(const std::vector<Metri
   r.gpu_reserved_bytes = bytes(metrics::kWorkerGpuMemoryReservedBytes);
   r.gpu_peak_bytes = bytes(metrics::kWorkerGpuMemoryPeakBytes);
   r.gpu_total_bytes = bytes(metrics::kWorkerGpuMemoryTotalBytes);
+  // The worker's own forecast (its guard's); no threshold forecast is exported.
+  r.host_growth_bytes_per_step = host_value(metrics::kWorkerMemoryGrowthBytesPerStep, 0);
+  r.host_forecast_steps = static_cast<int>(host_value(metrics::kWorkerOomForecastSteps, -1));
   // The step's duration is a histogram: its _sum over _count is the mean, and the newest
   // step is what a scrape can say; tokens are a running total (the per-step count is not
   // exported), so tokens_per_second is left to the worker's own log.

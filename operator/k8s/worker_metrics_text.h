@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/runtime/step_record.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::k8s {
 
@@ -28,6 +28,6 @@ struct MetricSample {
 
 std::vector<MetricSample> ParsePrometheusText(const std::string& text);
 
-std::optional<runtime::StepRecord> WorkerStepFromMetrics(const std::vector<MetricSample>& samples);
+std::optional<protocol::StepRecord> WorkerStepFromMetrics(const std::vector<MetricSample>& samples);
 
 }  // namespace headroom::k8s

@@ -19,6 +19,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
 
 extern char** environ;
@@ -42,18 +45,17 @@ std::string Trim(std::string s) {
   return s;
 }
 
-// The last non-empty line of a file (reads at most its last 4 KiB).
-std::string LastLine(const std::string& path) {
+// The end of a file (at most its last 64 KiB: a LibTorch error's stack trace alone can
+// take several KiB after the line that matters).
+std::string Tail(const std::string& path) {
   std::ifstream in(path, std::ios::ate);
   const std::streamoff size = in.tellg();
   if (size <= 0) return "";
-  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  const std::streamoff from = std::max<std::streamoff>(0, size - (64 << 10));
   in.seekg(from);
   std::string tail(static_cast<size_t>(size - from), '\0');
   in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  tail = Trim(tail);
-  const size_t nl = tail.find_last_of('\n');
-  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+  return tail;
 }
 
 int64_t ResidentBytes(pid_t pid) {
@@ -108,7 +110,7 @@ LocalProcessBackend::LocalProcessBackend(LocalBackendOptions options) : options_
         throw std::runtime_error("memory cgroups required but unavailable: " + why);
       }
       Notice("no memory cgroup can be created here (" + why +
-             "); the memory limit is a soft limit: the workers' guard uses " + kMemoryLimitEnv +
+             "); the memory limit is a soft limit: the workers' guard uses " + protocol::kMemoryLimitEnv +
              " and headroom kills a worker whose resident set crosses it");
     }
   }
@@ -187,20 +189,24 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
 
   // The environment every rank shares, then the per-rank part.
   std::vector<std::string> base_env;
-  const std::vector<std::string> ours = {"RANK=",  "WORLD_SIZE=", "LOCAL_RANK=", "MASTER_ADDR=", "MASTER_PORT=",
-                                         "HEADROOM_TERMINATION_LOG=", std::string(kMemoryLimitEnv) + "=",
-                                         "HEADROOM_GUARD_HISTORY="};
+  std::vector<std::string> ours;
+  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv, protocol::kMasterAddrEnv,
+                           protocol::kMasterPortEnv, protocol::kTerminationLogEnv, protocol::kMemoryLimitEnv,
+                           protocol::kGuardHistoryEnv}) {
+    ours.push_back(std::string(name) + "=");
+  }
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     bool replaced = false;
     for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
     if (!replaced) base_env.push_back(kv);
   }
-  base_env.push_back("WORLD_SIZE=" + std::to_string(world));
-  base_env.push_back("MASTER_ADDR=127.0.0.1");
-  base_env.push_back("MASTER_PORT=" + std::to_string(port));
-  base_env.push_back(std::string(kMemoryLimitEnv) + "=" + std::to_string(limit_bytes_));
-  if (!request.guard_history_json.empty()) base_env.push_back("HEADROOM_GUARD_HISTORY=" + request.guard_history_json);
+  auto var = [](const char* name, const std::string& value) { return std::string(name) + "=" + value; };
+  base_env.push_back(var(protocol::kWorldSizeEnv, std::to_string(world)));
+  base_env.push_back(var(protocol::kMasterAddrEnv, "127.0.0.1"));
+  base_env.push_back(var(protocol::kMasterPortEnv, std::to_string(port)));
+  base_env.push_back(var(protocol::kMemoryLimitEnv, std::to_string(limit_bytes_)));
+  if (!request.guard_history_json.empty()) base_env.push_back(var(protocol::kGuardHistoryEnv, request.guard_history_json));
   for (const auto& [k, v] : options_.extra_env) base_env.push_back(k + "=" + v);
 
   try {
@@ -221,9 +227,9 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
         r.oom_kills_at_start = r.cgroup->OomKillCount();
       }
       std::vector<std::string> env = base_env;
-      env.push_back("RANK=" + std::to_string(rank));
-      env.push_back("LOCAL_RANK=" + std::to_string(rank));
-      env.push_back("HEADROOM_TERMINATION_LOG=" + r.termination_path);
+      env.push_back(var(protocol::kRankEnv, std::to_string(rank)));
+      env.push_back(var(protocol::kLocalRankEnv, std::to_string(rank)));
+      env.push_back(var(protocol::kTerminationLogEnv, r.termination_path));
       std::vector<std::string> args = {options_.worker_binary, "--job", job_path, "--checkpoint-dir", checkpoint_dir(),
                                        "--metrics-port", "0", "--log", r.log_path};
       // Everything the child needs is built before fork: after it, only async-signal-safe calls.
@@ -292,7 +298,7 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
   }
 }
 
-void LocalProcessBackend::TailLog(Rank& r, std::vector<runtime::StepRecord>& out) {
+void LocalProcessBackend::TailLog(Rank& r, std::vector<protocol::StepRecord>& out) {
   const int fd = open(r.log_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char buf[1 << 16];
@@ -305,7 +311,7 @@ void LocalProcessBackend::TailLog(Rank& r, std::vector<runtime::StepRecord>& out
   close(fd);
   size_t start = 0;
   for (size_t nl; (nl = r.partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::optional<runtime::StepRecord> rec = runtime::ParseStepLogLine(r.partial_line.substr(start, nl - start));
+    std::optional<protocol::StepRecord> rec = protocol::ParseStepLogLine(r.partial_line.substr(start, nl - start));
     if (!rec) continue;  // not a step line (the worker may log other JSON)
     rec->rank = r.rank;
     rec->generation = generation_;
@@ -333,9 +339,9 @@ runtime::Observation LocalProcessBackend::Observe() {
             e.oom_killed = r.soft_limit_killed || (r.cgroup && r.cgroup->OomKillCount() > r.oom_kills_at_start);
           }
         }
-        e.reason = r.soft_limit_killed ? "SoftLimitExceeded" : runtime::ExitReason(e.exit_code, e.oom_killed);
+        e.reason = r.soft_limit_killed ? "SoftLimitExceeded" : protocol::ExitReason(e.exit_code, e.oom_killed);
         e.termination_message = Trim(ReadFile(r.termination_path));
-        e.last_output = LastLine(r.out_path);
+        e.last_output = protocol::CrashReasonLine(Tail(r.out_path));
         r.exit = e;
       } else if (kill_now) {
         kill(r.pid, SIGKILL);

@@ -5,7 +5,7 @@
 //   gen-000g/job.yaml             the spec this generation runs (--job points here)
 //   gen-000g/rank-R.log           the rank's step log (--log), tailed for StepRecords
 //   gen-000g/rank-R.out           its stdout and stderr
-//   gen-000g/rank-R.termination   HEADROOM_TERMINATION_LOG (the guard's decision JSON)
+//   gen-000g/rank-R.termination   HEADROOM_TERMINATION_LOG (core/protocol/termination_message.h)
 //   checkpoints/                  --checkpoint-dir, shared by every generation
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free
 // loopback port, fresh per generation), HEADROOM_TERMINATION_LOG,
@@ -43,9 +43,6 @@
 #include "operator/runtime/worker_backend.h"
 
 namespace headroom::local {
-
-// The environment variable carrying the soft memory limit to workers.
-inline constexpr const char* kMemoryLimitEnv = "HEADROOM_MEMORY_LIMIT_BYTES";
 
 struct LocalBackendOptions {
   std::string workdir;                 // created if missing
@@ -87,7 +84,7 @@ class LocalProcessBackend : public runtime::WorkerBackend {
     std::optional<runtime::RankExit> exit;
   };
 
-  void TailLog(Rank& r, std::vector<runtime::StepRecord>& out);
+  void TailLog(Rank& r, std::vector<protocol::StepRecord>& out);
   void ReapAll();
   void DestroyCgroups();
   void Notice(const std::string& message);

@@ -82,7 +82,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
         }
       }
       runtime::Observation observed = backend.Observe();
-      for (const runtime::StepRecord& r : observed.new_steps) series.Add(r);
+      for (const protocol::StepRecord& r : observed.new_steps) series.Add(r);
       runtime::NextStep next = reconciler.Reconcile(observed);
       view.Update(reconciler.status(), observed.new_steps);
       if (next.kind == runtime::NextStep::Kind::kFinished) break;

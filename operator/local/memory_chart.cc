@@ -52,12 +52,13 @@ double NiceStep(double range, int ticks) {
 }
 
 bool IsTrouble(const std::string& type) {
-  return type == "restartAfterOOMKill" || type == "restartAfterCrash" || type == "fail";
+  return type == "restartAfterOOMKill" || type == "restartAfterGpuOOM" || type == "restartAfterCrash" || type == "fail";
 }
 
 // A crash happens during the step after the last one completed: say which.
 std::string ActionLabel(const runtime::ActionRecord& a) {
   if (a.type == "restartAfterOOMKill") return "OOM kill in step " + std::to_string(a.step + 1);
+  if (a.type == "restartAfterGpuOOM") return "GPU OOM in step " + std::to_string(a.step + 1);
   if (a.type == "restartAfterCrash") return "crash in step " + std::to_string(a.step + 1);
   return a.type + " @" + std::to_string(a.step);
 }
@@ -75,11 +76,11 @@ std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
   int64_t max_step = std::max<int64_t>(in.total_steps, 1);
   double max_pct = 100;
   bool any_gpu = false;
-  auto host_pct = [&](const runtime::StepRecord& r) {
+  auto host_pct = [&](const protocol::StepRecord& r) {
     const int64_t limit = r.host_limit_bytes > 0 ? r.host_limit_bytes : in.host_limit_bytes;
     return limit > 0 ? 100.0 * r.host_bytes / limit : 0.0;
   };
-  auto gpu_pct = [](const runtime::StepRecord& r) {
+  auto gpu_pct = [](const protocol::StepRecord& r) {
     return r.gpu_total_bytes > 0 ? 100.0 * r.gpu_reserved_bytes / r.gpu_total_bytes : 0.0;
   };
   for (const auto& r : in.records) {
@@ -170,7 +171,7 @@ std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
   }
 
   // One polyline per (generation, rank) and resource.
-  std::map<std::pair<int, int>, std::vector<const runtime::StepRecord*>> lines;
+  std::map<std::pair<int, int>, std::vector<const protocol::StepRecord*>> lines;
   for (const auto& r : in.records) lines[{r.generation, r.rank}].push_back(&r);
   std::map<int, bool> ranks_seen;
   for (const auto& [key, recs] : lines) {

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "operator/runtime/job_status.h"
-#include "operator/runtime/step_record.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::local {
 
 struct MemoryChartInput {
   std::string title;
-  std::vector<runtime::StepRecord> records;  // every rank, every generation
+  std::vector<protocol::StepRecord> records;  // every rank, every generation
   std::vector<runtime::ActionRecord> actions;
   int64_t total_steps = 0;
   int64_t host_limit_bytes = 0;              // used where a record has no limit

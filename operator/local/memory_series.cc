@@ -6,10 +6,10 @@
 
 namespace headroom::local {
 
-std::vector<runtime::StepRecord> MemorySeries::WorstPerStep() const {
-  std::vector<runtime::StepRecord> rows;
+std::vector<protocol::StepRecord> MemorySeries::WorstPerStep() const {
+  std::vector<protocol::StepRecord> rows;
   std::map<std::pair<int, int64_t>, size_t> index;  // (generation, step) -> row
-  for (const runtime::StepRecord& r : records_) {
+  for (const protocol::StepRecord& r : records_) {
     auto key = std::make_pair(r.generation, r.step);
     auto it = index.find(key);
     if (it == index.end()) {
@@ -17,7 +17,7 @@ std::vector<runtime::StepRecord> MemorySeries::WorstPerStep() const {
       rows.push_back(r);
       continue;
     }
-    runtime::StepRecord& w = rows[it->second];
+    protocol::StepRecord& w = rows[it->second];
     w.host_bytes = std::max(w.host_bytes, r.host_bytes);
     w.host_peak_bytes = std::max(w.host_peak_bytes, r.host_peak_bytes);
     w.gpu_reserved_bytes = std::max(w.gpu_reserved_bytes, r.gpu_reserved_bytes);
@@ -33,14 +33,14 @@ void MemorySeries::WriteCsv(const std::string& trace_path, const std::string& by
   std::ofstream trace(trace_path, std::ios::trunc);
   if (!trace) throw std::runtime_error("cannot write " + trace_path);
   trace << kTraceHeader << "\n";
-  for (const runtime::StepRecord& r : WorstPerStep()) {
+  for (const protocol::StepRecord& r : WorstPerStep()) {
     trace << r.step << ',' << r.host_bytes << ',' << r.gpu_reserved_bytes << ',' << r.host_peak_bytes << ','
           << r.gpu_peak_bytes << ',' << r.tokens << ',' << r.host_limit_bytes << ',' << r.gpu_total_bytes << "\n";
   }
   std::ofstream by_rank(by_rank_path, std::ios::trunc);
   if (!by_rank) throw std::runtime_error("cannot write " + by_rank_path);
   by_rank << "generation,rank," << kTraceHeader << ",reward_mean,step_seconds\n";
-  for (const runtime::StepRecord& r : records_) {
+  for (const protocol::StepRecord& r : records_) {
     by_rank << r.generation << ',' << r.rank << ',' << r.step << ',' << r.host_bytes << ',' << r.gpu_reserved_bytes
             << ',' << r.host_peak_bytes << ',' << r.gpu_peak_bytes << ',' << r.tokens << ',' << r.host_limit_bytes
             << ',' << r.gpu_total_bytes << ',' << r.reward_mean << ',' << r.step_seconds << "\n";

@@ -18,17 +18,17 @@
 #include <utility>
 #include <vector>
 
-#include "operator/runtime/step_record.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::local {
 
 class MemorySeries {
  public:
-  void Add(const runtime::StepRecord& record) { records_.push_back(record); }
-  const std::vector<runtime::StepRecord>& records() const { return records_; }
+  void Add(const protocol::StepRecord& record) { records_.push_back(record); }
+  const std::vector<protocol::StepRecord>& records() const { return records_; }
 
   // The worst rank per (generation, step), in order of first arrival.
-  std::vector<runtime::StepRecord> WorstPerStep() const;
+  std::vector<protocol::StepRecord> WorstPerStep() const;
 
   // Writes both files; throws std::runtime_error naming a file it cannot write.
   void WriteCsv(const std::string& trace_path, const std::string& by_rank_path) const;
@@ -37,7 +37,7 @@ class MemorySeries {
       "step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,gpu_limit_bytes";
 
  private:
-  std::vector<runtime::StepRecord> records_;
+  std::vector<protocol::StepRecord> records_;
 };
 
 }  // namespace headroom::local

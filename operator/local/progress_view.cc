@@ -96,7 +96,7 @@ void ProgressView::Draw(const runtime::JobStatus& s) {
   last_draw_ = std::chrono::steady_clock::now();
 }
 
-void ProgressView::Update(const runtime::JobStatus& s, const std::vector<runtime::StepRecord>& new_steps) {
+void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protocol::StepRecord>& new_steps) {
   if (s.generation != generation_) {
     latest_.clear();
     generation_ = s.generation;
@@ -107,7 +107,7 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<runtime
     const runtime::ActionRecord& a = s.actions[actions_shown_];
     out_ << "[step " << a.step << "] " << a.type << ": " << a.reason << "\n";
   }
-  for (const runtime::StepRecord& r : new_steps) {
+  for (const protocol::StepRecord& r : new_steps) {
     if (r.generation == generation_) latest_[r.rank] = r;
     if (!terminal_ && r.rank == 0) {
       char buf[256];

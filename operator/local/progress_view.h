@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "operator/runtime/job_status.h"
-#include "operator/runtime/step_record.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::local {
 
@@ -25,7 +25,7 @@ class ProgressView {
   ProgressView(std::ostream& out, bool terminal, std::string job_name);
 
   // New step records and the status after reconciling them.
-  void Update(const runtime::JobStatus& status, const std::vector<runtime::StepRecord>& new_steps);
+  void Update(const runtime::JobStatus& status, const std::vector<protocol::StepRecord>& new_steps);
   // A one-off message (the backend's cgroup notice, where files are).
   void Notice(const std::string& message);
   // Leaves the last block on screen (terminal) before the summary is printed.
@@ -41,7 +41,7 @@ class ProgressView {
   std::string job_name_;
   int drawn_lines_ = 0;
   size_t actions_shown_ = 0;
-  std::map<int, runtime::StepRecord> latest_;  // per rank, current generation
+  std::map<int, protocol::StepRecord> latest_;  // per rank, current generation
   int generation_ = 0;
   std::chrono::steady_clock::time_point last_draw_{};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -6,6 +6,22 @@
 
 namespace headroom::local {
 
+namespace {
+
+// One terminal line: a reason quoting a worker's output may carry newlines, carriage
+// returns or escape sequences, which would break the list or redraw lines above it.
+std::string OneLine(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(u < 0x20 || u == 0x7f ? ' ' : c);
+  }
+  return out;
+}
+
+}  // namespace
+
 RunSummary RunSummary::From(const runtime::JobStatus& s, const std::string& job_name, double wall_seconds) {
   RunSummary r;
   r.job_name = job_name;
@@ -16,6 +32,7 @@ RunSummary RunSummary::From(const runtime::JobStatus& s, const std::string& job_
   r.restarts = s.restarts;
   r.reshards = s.reshards;
   r.oom_kills = s.oom_kills;
+  r.gpu_oom_kills = s.gpu_oom_kills;
   r.steps_lost = s.steps_lost;
   r.final_reward = s.final_reward;
   r.wall_seconds = wall_seconds;
@@ -52,15 +69,15 @@ void RunSummary::Print(std::ostream& out) const {
       << "  steps         " << steps << " / " << total_steps << "\n"
       << "  restarts      " << restarts << "\n"
       << "  reshards      " << reshards << "\n"
-      << "  OOM kills     " << oom_kills << "\n"
+      << "  OOM kills     " << oom_kills
+      << (gpu_oom_kills > 0 ? " (" + std::to_string(gpu_oom_kills) + " GPU out of memory)" : std::string()) << "\n"
       << "  steps lost    " << steps_lost << "\n"
       << "  final reward  " << reward << "\n"
       << "  wall time     " << wall << "\n";
-  if (!actions.empty()) {
-    out << "  actions:\n";
-    for (const runtime::ActionRecord& a : actions) {
-      out << "    step " << a.step << "  " << a.type << ": " << a.reason << "\n";
-    }
+  // Every action the JSON lists, one line each.
+  out << "  actions       " << actions.size() << (actions.empty() ? "\n" : ":\n");
+  for (const runtime::ActionRecord& a : actions) {
+    out << "    step " << a.step << "  " << OneLine(a.type) << ": " << OneLine(a.reason) << "\n";
   }
   if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
   if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";

@@ -22,7 +22,8 @@ struct RunSummary {
   int64_t total_steps = 0;
   int restarts = 0;
   int reshards = 0;
-  int oom_kills = 0;
+  int oom_kills = 0;                 // kernel OOM kills and CUDA out-of-memory exits
+  int gpu_oom_kills = 0;             // of which CUDA out of memory (printed, not in the JSON)
   int64_t steps_lost = 0;
   std::optional<double> final_reward;
   double wall_seconds = 0;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/protocol/environment.h"
+
 namespace headroom::manifests {
 
 using nlohmann::json;
@@ -93,15 +95,15 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
   // may be squeezed below it by its neighbours would be guarding the wrong number.
   json resources{{"limits", limits}, {"requests", limits}};
 
-  json env = json::array({EnvVar("RANK", std::to_string(rank)),
-                          EnvVar("WORLD_SIZE", std::to_string(s.workers)),
-                          EnvVar("MASTER_ADDR", MasterAddress(name, namespace_)),
-                          EnvVar("MASTER_PORT", std::to_string(kRendezvousPort)),
-                          EnvVar("HEADROOM_JOB_NAME", name),
-                          EnvVar("HEADROOM_GENERATION", std::to_string(gen.generation)),
+  json env = json::array({EnvVar(protocol::kRankEnv, std::to_string(rank)),
+                          EnvVar(protocol::kWorldSizeEnv, std::to_string(s.workers)),
+                          EnvVar(protocol::kMasterAddrEnv, MasterAddress(name, namespace_)),
+                          EnvVar(protocol::kMasterPortEnv, std::to_string(kRendezvousPort)),
+                          EnvVar(protocol::kJobNameEnv, name),
+                          EnvVar(protocol::kGenerationEnv, std::to_string(gen.generation)),
                           FieldRefEnv("POD_NAME", "metadata.name"),
                           FieldRefEnv("POD_NAMESPACE", "metadata.namespace")});
-  if (!gen.guard_history_json.empty()) env.push_back(EnvVar(kGuardHistoryEnv, gen.guard_history_json));
+  if (!gen.guard_history_json.empty()) env.push_back(EnvVar(protocol::kGuardHistoryEnv, gen.guard_history_json));
 
   const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
   json container{

@@ -33,7 +33,6 @@ inline constexpr int kMetricsPort = 9400;       // the worker's /metrics and /he
 inline constexpr const char* kSpecMountDir = "/etc/headroom";
 inline constexpr const char* kSpecFileName = "job.yaml";
 inline constexpr const char* kCheckpointMountDir = "/checkpoints";
-inline constexpr const char* kGuardHistoryEnv = "HEADROOM_GUARD_HISTORY";
 // The annotation naming the worker's metrics port: Prometheus' scrape convention, and
 // where the operator's own scraper looks (a pod may move the port, e.g. on a test node
 // where every pod shares one IP).

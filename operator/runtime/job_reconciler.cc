@@ -4,6 +4,8 @@
 #include <ctime>
 
 #include "core/guard/policy.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/termination_message.h"
 #include "operator/runtime/decision_applier.h"
 
 namespace headroom::runtime {
@@ -20,7 +22,7 @@ std::string Rfc3339Now() {
 }
 
 bool IsCleanExit(int code) {
-  return code == kExitFinished || code == kExitDrained || code == kExitGuardStop;
+  return code == protocol::kExitFinished || code == protocol::kExitDrained || code == protocol::kExitGuardStop;
 }
 
 std::string Percent(int64_t bytes, int64_t limit) {
@@ -42,8 +44,7 @@ const char* NextStepKindName(NextStep::Kind kind) {
 
 JobReconciler::JobReconciler(spec::TrainingJob job, ReconcilerOptions options)
     : job_(std::move(job)),
-      options_(std::move(options)),
-      forecaster_(guard::ForecasterOptionsFromSpec(job_.spec.memory_guard)) {
+      options_(std::move(options)) {
   if (!options_.guard_enabled) job_.spec.memory_guard.enabled = false;
   if (!options_.wall_clock) options_.wall_clock = Rfc3339Now;
   status_.total_steps = job_.spec.grpo.steps;
@@ -106,7 +107,6 @@ NextStep JobReconciler::Launch(const std::string& reason) {
   generation_resumed_from_ = status_.step;
   latest_by_rank_.clear();
   unfed_steps_.clear();
-  forecaster_.Reset();  // a fresh process starts a fresh series
   NextStep next;
   next.kind = NextStep::Kind::kLaunch;
   next.launch.generation = status_.generation;
@@ -133,7 +133,7 @@ NextStep JobReconciler::Finish(JobPhase phase, const std::string& message) {
 
 void JobReconciler::Ingest(const Observation& observed) {
   bool any = false;
-  for (const StepRecord& r : observed.new_steps) {
+  for (const protocol::StepRecord& r : observed.new_steps) {
     if (r.generation != status_.generation) continue;  // a straggler from an old generation
     any = true;
     if (!saw_step_this_generation_) {
@@ -150,18 +150,10 @@ void JobReconciler::Ingest(const Observation& observed) {
     latest_by_rank_[r.rank] = r;
     status_.step = std::max(status_.step, r.step);
     if (r.rank == 0) status_.final_reward = r.reward_mean;
-    guard::StepMemory& m = unfed_steps_[r.step];
-    m.step = static_cast<int>(r.step);
-    m.host_bytes = std::max(m.host_bytes, r.host_bytes);
-    m.host_peak_bytes = std::max(m.host_peak_bytes, r.host_peak_bytes);
-    m.gpu_bytes = std::max(m.gpu_bytes, r.gpu_reserved_bytes);
-    m.gpu_peak_bytes = std::max(m.gpu_peak_bytes, r.gpu_peak_bytes);
-    m.tokens = std::max(m.tokens, r.tokens);
-    m.host_limit_bytes = r.host_limit_bytes > 0 ? r.host_limit_bytes : job_.spec.resources.memory_bytes;
-    m.gpu_limit_bytes = std::max(m.gpu_limit_bytes, r.gpu_total_bytes);
+    MergeWorst(unfed_steps_[r.step], r);
   }
   if (!any) return;
-  FeedForecaster();
+  UpdateMemoryStatus();
   if (status_.phase == JobPhase::kPending || status_.phase == JobPhase::kRestarting ||
       status_.phase == JobPhase::kResharding) {
     status_.phase = JobPhase::kRunning;
@@ -171,39 +163,45 @@ void JobReconciler::Ingest(const Observation& observed) {
   }
 }
 
-void JobReconciler::FeedForecaster() {
+void JobReconciler::MergeWorst(StepMemoryView& worst, const protocol::StepRecord& r) const {
+  auto sooner = [](int a, int b) { return a == guard::kNever ? b : b == guard::kNever ? a : std::min(a, b); };
+  worst.host_bytes = std::max(worst.host_bytes, r.host_bytes);
+  worst.host_limit_bytes = r.host_limit_bytes > 0 ? r.host_limit_bytes : job_.spec.resources.memory_bytes;
+  worst.gpu_bytes = std::max(worst.gpu_bytes, r.gpu_reserved_bytes);
+  worst.gpu_limit_bytes = std::max(worst.gpu_limit_bytes, r.gpu_total_bytes);
+  worst.host_growth_bytes_per_step = std::max(worst.host_growth_bytes_per_step, r.host_growth_bytes_per_step);
+  worst.host_forecast_steps = sooner(worst.host_forecast_steps, r.host_forecast_steps);
+  worst.host_threshold_steps = sooner(worst.host_threshold_steps, r.host_threshold_steps);
+}
+
+void JobReconciler::UpdateMemoryStatus() {
   // A step is complete for the supervisor once every rank has reported it (ranks agree at
   // step boundaries, so they are at most a step apart).
   int64_t all_passed = INT64_MAX;
-  int64_t next_tokens = 0;
-  for (const auto& [rank, r] : latest_by_rank_) {
-    all_passed = std::min(all_passed, r.step);
-    next_tokens = std::max(next_tokens, r.next_step_tokens);
-  }
+  for (const auto& [rank, r] : latest_by_rank_) all_passed = std::min(all_passed, r.step);
   if (static_cast<int>(latest_by_rank_.size()) < job_.spec.workers) return;
-  bool fed = false;
+  std::optional<StepMemoryView> newest;
   while (!unfed_steps_.empty() && unfed_steps_.begin()->first <= all_passed) {
-    forecaster_.Observe(unfed_steps_.begin()->second);
+    newest = unfed_steps_.begin()->second;
     unfed_steps_.erase(unfed_steps_.begin());
-    fed = true;
   }
-  if (!fed) return;
-  const guard::StepMemory& last = forecaster_.history().back();
-  const guard::Forecast f = forecaster_.ForecastNext(next_tokens);
+  if (!newest) return;
   MemoryStatus& m = status_.memory;
-  m.host_bytes = last.host_bytes;
-  m.host_limit_bytes = last.host_limit_bytes;
-  m.gpu_bytes = last.gpu_bytes;
-  m.gpu_limit_bytes = last.gpu_limit_bytes;
-  m.growth_bytes_per_step = f.host.growth_bytes_per_step;
+  m.host_bytes = newest->host_bytes;
+  m.host_limit_bytes = newest->host_limit_bytes;
+  m.gpu_bytes = newest->gpu_bytes;
+  m.gpu_limit_bytes = newest->gpu_limit_bytes;
+  m.growth_bytes_per_step = newest->host_growth_bytes_per_step;
   m.forecast_steps_to_limit.reset();
-  if (f.host.steps_to_limit != guard::kNever) m.forecast_steps_to_limit = f.host.steps_to_limit;
-  const bool pressure = f.host.steps_to_threshold != guard::kNever &&
-                        f.host.steps_to_threshold <= job_.spec.memory_guard.horizon_steps;
+  if (newest->host_forecast_steps != guard::kNever) m.forecast_steps_to_limit = newest->host_forecast_steps;
+  // A /metrics scrape carries no threshold forecast: the limit forecast stands in for it.
+  const int to_threshold =
+      newest->host_threshold_steps != guard::kNever ? newest->host_threshold_steps : newest->host_forecast_steps;
+  const bool pressure = to_threshold != guard::kNever && to_threshold <= job_.spec.memory_guard.horizon_steps;
   SetCondition("MemoryPressure", pressure, pressure ? "ForecastCrossesThreshold" : "BelowThreshold",
                "host " + Percent(m.host_bytes, m.host_limit_bytes) + " of the limit" +
-                   (pressure ? ", forecast to cross the threshold within " +
-                                   std::to_string(f.host.steps_to_threshold) + " step(s)"
+                   (pressure ? ", forecast to cross the threshold within " + std::to_string(to_threshold) +
+                                   " step(s)"
                              : ""));
 }
 
@@ -291,20 +289,22 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   const RankObservation* crashed = nullptr;
   for (const RankObservation& r : observed.ranks) {
     const RankExit& e = *r.exit;
-    if (e.exit_code == kExitInvalidSpec) {
+    if (e.exit_code == protocol::kExitInvalidSpec) {
       return Finish(JobPhase::kFailed, "rank " + std::to_string(r.rank) + " rejected the spec (exit 2)" +
                                            (e.termination_message.empty() ? "" : ": " + e.termination_message));
     }
-    if (e.oom_killed) ++oom;
-    if (e.exit_code == kExitFinished) {
+    if (e.oom_killed || e.exit_code == protocol::kExitGpuOom) ++oom;
+    if (e.exit_code == protocol::kExitFinished) {
       ++finished;
-    } else if (e.exit_code == kExitGuardStop) {
+    } else if (e.exit_code == protocol::kExitGuardStop) {
       if (!guard_stop) guard_stop = &r;
-    } else if (e.exit_code != kExitDrained) {
-      // The rank that says the most about why: an OOM kill, else the rank that ended
-      // first (its peers were killed by us after it).
-      if (!crashed || (e.oom_killed && !crashed->exit->oom_killed) ||
-          (!crashed->exit->oom_killed && first_crashed_rank_ == r.rank)) {
+    } else if (e.exit_code != protocol::kExitDrained) {
+      // The rank that says the most about why: an out-of-memory (the kernel's kill or a
+      // CUDA OOM the worker caught), else the rank that ended first (its peers were killed
+      // by us after it).
+      auto out_of_memory = [](const RankExit& x) { return x.oom_killed || x.exit_code == protocol::kExitGpuOom; };
+      if (!crashed || (out_of_memory(e) && !out_of_memory(*crashed->exit)) ||
+          (!out_of_memory(*crashed->exit) && first_crashed_rank_ == r.rank)) {
         crashed = &r;
       }
     }
@@ -352,7 +352,14 @@ void JobReconciler::Resume(const std::string& reason) { resume_requested_ = reas
 
 NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {
   const RankExit& e = *crashed.exit;
+  // A CUDA out-of-memory is the GPU's OOM kill: counted with the kernel's, named apart.
+  const std::optional<protocol::GpuOomReport> gpu_oom =
+      e.exit_code == protocol::kExitGpuOom ? protocol::GpuOomReport::FromJson(e.termination_message) : std::nullopt;
+  const bool gpu_oom_exit = e.exit_code == protocol::kExitGpuOom;
   status_.oom_kills += oom_kills;
+  for (const RankObservation& r : observed.ranks) {
+    if (r.exit && r.exit->exit_code == protocol::kExitGpuOom && !r.exit->oom_killed) ++status_.gpu_oom_kills;
+  }
   const int64_t reached = status_.step;
   const int64_t checkpoint = observed.checkpoint_step.value_or(generation_resumed_from_);
   std::string lost;
@@ -370,28 +377,39 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
     return Finish(JobPhase::kSuspended, *stop_requested_ + " (rank " + std::to_string(crashed.rank) +
                                             " ended with " + e.reason + " while draining)");
   }
-  std::string what =
-      e.oom_killed ? "rank " + std::to_string(crashed.rank) + " was OOM-killed by the kernel during step " +
-                         std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")"
-                   : "rank " + std::to_string(crashed.rank) + " crashed during step " +
-                         std::to_string(reached + 1) + " (" + e.reason + ", exit " + std::to_string(e.exit_code) + ")";
-  if (!e.oom_killed) {
+  const std::string rank = "rank " + std::to_string(crashed.rank);
+  std::string what;
+  if (e.oom_killed) {
+    what = rank + " was OOM-killed by the kernel during step " + std::to_string(reached + 1) + " (limit " +
+           job_.spec.resources.memory + ")";
+  } else if (gpu_oom_exit) {
+    what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit 77)";
+    if (gpu_oom) {
+      what += ": " + gpu_oom->Describe();
+    } else if (!e.last_output.empty()) {
+      what += ": " + e.last_output.substr(0, 200);
+    }
+  } else {
+    what = rank + " crashed during step " + std::to_string(reached + 1) + " (" + e.reason + ", exit " +
+           std::to_string(e.exit_code) + ")";
     const std::string& said = e.termination_message.empty() ? e.last_output : e.termination_message;
     if (!said.empty()) what += ": " + said.substr(0, 200);
   }
-  const std::string type = e.oom_killed ? "restartAfterOOMKill" : "restartAfterCrash";
+  const std::string type = e.oom_killed ? "restartAfterOOMKill" : gpu_oom_exit ? "restartAfterGpuOOM" : "restartAfterCrash";
+  const bool out_of_memory = e.oom_killed || gpu_oom_exit;
 
   if (!options_.guard_enabled) {
     NextStep next = Relaunch(reached, type, what + lost, true, false);
     if (next.kind == NextStep::Kind::kLaunch) {
-      history_.RecordCrashRestart(static_cast<int>(checkpoint), e.oom_killed);
+      history_.RecordCrashRestart(static_cast<int>(checkpoint), out_of_memory);
       next.launch.guard_history_json = history_.ToJson();
     }
     return next;
   }
   // With the guard on, a crash that repeats at the same step escalates instead of looping.
   const guard::Decision d = guard::DecideAfterCrash(
-      e.oom_killed ? guard::ExitCause::kOomKill : guard::ExitCause::kCrash, static_cast<int>(reached + 1),
+      e.oom_killed ? guard::ExitCause::kOomKill : gpu_oom_exit ? guard::ExitCause::kGpuOom : guard::ExitCause::kCrash,
+      static_cast<int>(reached + 1),
       static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers);
   SpecChange change = ApplyDecision(job_, d);
   if (change.fail) return Finish(JobPhase::kFailed, what + "; " + change.reason);
@@ -404,7 +422,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
     job_ = previous;
     return next;
   }
-  history_.RecordCrashRestart(static_cast<int>(checkpoint), e.oom_killed);
+  history_.RecordCrashRestart(static_cast<int>(checkpoint), out_of_memory);
   if (!plain) history_.Record(d);
   next.launch.guard_history_json = history_.ToJson();
   return next;

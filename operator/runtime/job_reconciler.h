@@ -14,9 +14,10 @@
 //                                      toggle offload) and launch generation+1; no step is
 //                                      lost (the worker checkpointed the step it stopped at).
 //   - 75, drained                   -> Suspended when a stop was requested, else resume.
-//   - OOM kill (137 + oom_kill) or any other crash -> restart from the last checkpoint,
-//                                      counting the kill and the steps lost (newest step
-//                                      reached - checkpoint step resumed from).
+//   - OOM kill (137 + oom_kill), GPU out of memory (77), or any other crash -> restart
+//                                      from the last checkpoint, counting the kill (a GPU
+//                                      OOM counts as one, on the GPU) and the steps lost
+//                                      (newest step reached - checkpoint step resumed from).
 //   - 2, invalid spec               -> Failed (relaunching cannot help).
 //   Relaunches that were not asked for by the user count against memoryGuard.maxRestarts;
 //   the one that would exceed it fails the job instead, with the reason.
@@ -98,7 +99,17 @@ class JobReconciler {
   NextStep Relaunch(int64_t step, const std::string& type, const std::string& reason,
                     bool counts_as_restart, bool reshard);
   void Ingest(const Observation& observed);
-  void FeedForecaster();
+  // The memory part of the status comes from the workers' own forecasts (each rank's
+  // guard forecasts its own memory every step and logs it): the worst rank of the newest
+  // step every rank has passed. A second forecaster here would fit the same numbers again,
+  // on a sparser series where the operator samples /metrics.
+  struct StepMemoryView {
+    int64_t host_bytes = 0, host_limit_bytes = 0, gpu_bytes = 0, gpu_limit_bytes = 0;
+    double host_growth_bytes_per_step = 0;
+    int host_forecast_steps = guard::kNever, host_threshold_steps = guard::kNever;
+  };
+  void MergeWorst(StepMemoryView& worst, const protocol::StepRecord& r) const;
+  void UpdateMemoryStatus();
   void Record(int64_t step, const std::string& type, const std::string& reason);
   void SetCondition(const std::string& type, bool on, const std::string& reason,
                     const std::string& message);
@@ -108,7 +119,6 @@ class JobReconciler {
   ReconcilerOptions options_;
   JobStatus status_;
   guard::GuardHistory history_;
-  guard::Forecaster forecaster_;
 
   std::optional<std::string> stop_requested_;
   std::optional<int> workers_requested_;
@@ -123,9 +133,9 @@ class JobReconciler {
   // the next generation reports its first step (resumed from = that step - 1).
   std::optional<int64_t> unsettled_loss_from_step_;
   int64_t generation_resumed_from_ = 0;  // first step of this generation - 1
-  std::map<int, StepRecord> latest_by_rank_;
+  std::map<int, protocol::StepRecord> latest_by_rank_;
   // Per-step memory, the worst over ranks, until every rank has passed the step.
-  std::map<int64_t, guard::StepMemory> unfed_steps_;
+  std::map<int64_t, StepMemoryView> unfed_steps_;
 };
 
 }  // namespace headroom::runtime

@@ -24,13 +24,14 @@ struct MemoryStatus {
   int64_t host_limit_bytes = 0;
   int64_t gpu_bytes = 0;           // the worst rank's reserved GPU bytes
   int64_t gpu_limit_bytes = 0;
-  double growth_bytes_per_step = 0;            // host, fitted over recent steps
+  double growth_bytes_per_step = 0;            // host: the worst rank's own forecast trend
   std::optional<double> forecast_steps_to_limit;  // none while memory is not growing
 };
 
 // One thing the runtime did to the job and why. Types: the guard's actions ("restart",
 // "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload"), a relaunch after an
-// unplanned end ("restartAfterOOMKill", "restartAfterCrash", "resume"), the user's
+// unplanned end ("restartAfterOOMKill", "restartAfterGpuOOM", "restartAfterCrash",
+// "resume"), the user's
 // ("suspend", "scale") and the end ("fail").
 struct ActionRecord {
   int64_t step = 0;
@@ -56,7 +57,8 @@ struct JobStatus {
   int micro_batch_size = 0;        // of the running generation (the guard may shrink it)
   int restarts = 0;                // relaunches at the same size (guard, crash, OOM kill, drain)
   int reshards = 0;
-  int oom_kills = 0;
+  int oom_kills = 0;               // out-of-memory ends: the kernel's kills and CUDA OOMs (exit 77)
+  int gpu_oom_kills = 0;           // of which CUDA out-of-memory (not in the Kubernetes status)
   int64_t steps_lost = 0;          // steps redone because a crash lost them
   std::optional<double> final_reward;  // reward_mean of the newest step
   MemoryStatus memory;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/guard/policy.h"
+#include "core/protocol/environment.h"
 
 namespace headroom::guard {
 namespace {
@@ -343,9 +344,9 @@ TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
   EXPECT_EQ(h.StepsSinceLastRestart(47), 7);
   EXPECT_EQ(GuardHistory::FromJson(h.ToJson()), h);
 
-  ::setenv(kGuardHistoryEnv, h.ToJson().c_str(), 1);
+  ::setenv(protocol::kGuardHistoryEnv, h.ToJson().c_str(), 1);
   EXPECT_EQ(GuardHistory::FromEnvironment(), h);
-  ::setenv(kGuardHistoryEnv, "{\"restart\":1}", 1);
+  ::setenv(protocol::kGuardHistoryEnv, "{\"restart\":1}", 1);
   try {
     GuardHistory::FromEnvironment();
     FAIL() << "a misspelled key must be an error";
@@ -353,7 +354,7 @@ TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
     EXPECT_NE(std::string(e.what()).find("HEADROOM_GUARD_HISTORY"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("unknown key \"restart\""), std::string::npos) << e.what();
   }
-  ::unsetenv(kGuardHistoryEnv);
+  ::unsetenv(protocol::kGuardHistoryEnv);
   EXPECT_EQ(GuardHistory::FromEnvironment(), GuardHistory{});
 }
 

@@ -81,12 +81,13 @@ class Workspace {
   std::string path_;
 };
 
-RunOutcome HeadroomRun(const Workspace& ws, const std::string& job_path, const std::string& flags) {
+RunOutcome HeadroomRun(const Workspace& ws, const std::string& job_path, const std::string& flags,
+                       const std::string& env = "") {
   RunOutcome r;
   r.workdir = ws.path() + "/run";
   const std::string summary = ws.path() + "/summary.json";
   const std::string out = ws.path() + "/output.txt";
-  const std::string cmd = kBin + "/headroom run " + job_path + " --workdir " + r.workdir + " --summary " + summary +
+  const std::string cmd = env + (env.empty() ? "" : " ") + kBin + "/headroom run " + job_path + " --workdir " + r.workdir + " --summary " + summary +
                           " " + flags + " > " + out + " 2>&1";
   const int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -155,6 +156,30 @@ TEST(HeadroomRunE2E, LeakDrillWithoutTheGuardIsOomKilledAndLosesSteps) {
   EXPECT_NE(r.output.find("OOM-killed by the kernel"), std::string::npos) << r.output;
   EXPECT_EQ(r.summary["actions"][0]["type"], "restartAfterOOMKill") << r.summary.dump(2);
   EXPECT_TRUE(fs::exists(r.workdir + "/memory.svg"));
+}
+
+TEST(HeadroomRunE2E, GpuOutOfMemoryIsRecognisedCountedAndShownByItsError) {
+  SKIP_UNLESS_RUNNABLE();
+  Workspace ws;
+  // The real worker with the test hook: a CUDA out-of-memory raised in step 5, as the
+  // caching allocator raises it, once (the restarted worker resumes past it).
+  spec::TrainingJob job = LoadJob(kSource + "/configs/reverse-tiny.yaml");
+  job.metadata.name = "gpu-oom";
+  job.spec.grpo.steps = 6;
+  job.spec.checkpoint.every_steps = 3;
+  RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "", "HEADROOM_SIMULATE_GPU_OOM_AT_STEP=5");
+  ASSERT_FALSE(r.summary.is_null()) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.summary["steps"], 6) << r.output;
+  EXPECT_EQ(r.summary["oom_kills"], 1) << r.output;
+  EXPECT_EQ(r.summary["steps_lost"], 1) << r.output;  // step 4, after the checkpoint at 3
+  ASSERT_EQ(r.summary["actions"].size(), 1u) << r.summary.dump(2);
+  EXPECT_EQ(r.summary["actions"][0]["type"], "restartAfterGpuOOM") << r.summary.dump(2);
+  const std::string reason = r.summary["actions"][0]["reason"];
+  EXPECT_NE(reason.find("ran out of GPU memory during step 5"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("CUDA out of memory on cpu in step 5"), std::string::npos) << reason;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OOM kills     1 (1 GPU out of memory)"), std::string::npos) << r.output;
 }
 
 TEST(HeadroomRunE2E, LeakDrillWithTheGuardFinishesEveryStepWithoutAnOomKill) {

@@ -123,7 +123,7 @@ TEST_F(PodBackendTest, DeletedPodWithoutAnExitReadsAsKilled) {
   backend->Sync(ListPods());
   runtime::Observation o = backend->Observe();
   ASSERT_TRUE(o.ranks[0].exit);
-  EXPECT_EQ(o.ranks[0].exit->exit_code, runtime::kExitKilled);
+  EXPECT_EQ(o.ranks[0].exit->exit_code, protocol::kExitKilled);
   EXPECT_EQ(o.ranks[0].exit->reason, "PodDeleted");
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/protocol/environment.h"
 #include "tests/operator/k8s_cluster.h"
 
 namespace headroom::k8s::testing {
@@ -57,7 +58,7 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   EXPECT_EQ(pods[0]["metadata"]["labels"][manifests::kLabelGeneration], "2");
   bool history = false;
   for (const json& e : pods[0]["spec"]["containers"][0]["env"]) {
-    if (e["name"] == manifests::kGuardHistoryEnv) history = e["value"].get<std::string>().find("\"restarts\":1") != std::string::npos;
+    if (e["name"] == protocol::kGuardHistoryEnv) history = e["value"].get<std::string>().find("\"restarts\":1") != std::string::npos;
   }
   EXPECT_TRUE(history) << "generation 2 carries the guard history: " << pods[0]["spec"]["containers"][0]["env"].dump();
 

@@ -52,12 +52,15 @@ TEST(WorkerMetricsText, ParsesSamplesLabelsAndSpecialValues) {
 }
 
 TEST(WorkerMetricsText, BuildsTheStepRecordFromTheWorkerSeries) {
-  std::optional<runtime::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(kWorkerPage));
+  std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(kWorkerPage));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->step, 7);
   EXPECT_EQ(r->host_bytes, 536870912);
   EXPECT_EQ(r->host_peak_bytes, 600000000);
   EXPECT_EQ(r->host_limit_bytes, 1073741824);
+  // The worker's own forecast, from the {resource="host"} series; +Inf = never.
+  EXPECT_EQ(r->host_growth_bytes_per_step, 50331648);
+  EXPECT_EQ(r->host_forecast_steps, -1);
   EXPECT_DOUBLE_EQ(r->reward_mean, 0.4375);
   EXPECT_DOUBLE_EQ(r->loss, -0.012);
   EXPECT_EQ(r->kl, 0) << "NaN reads as unknown";

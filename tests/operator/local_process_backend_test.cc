@@ -22,7 +22,7 @@ using testing::MakeJob;
 using testing::TempDir;
 
 struct Collected {
-  std::vector<runtime::StepRecord> steps;
+  std::vector<protocol::StepRecord> steps;
   runtime::Observation last;
 };
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
@@ -15,8 +17,8 @@
 namespace headroom::local {
 namespace {
 
-runtime::StepRecord Rec(int generation, int rank, int64_t step, int64_t host, int64_t gpu = 0) {
-  runtime::StepRecord r;
+protocol::StepRecord Rec(int generation, int rank, int64_t step, int64_t host, int64_t gpu = 0) {
+  protocol::StepRecord r;
   r.generation = generation;
   r.rank = rank;
   r.step = step;
@@ -71,6 +73,38 @@ TEST(RunSummary, JsonHasExactlyTheDesignKeys) {
   s.Print(text);
   EXPECT_NE(text.str().find("OOM kills     1"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("step 14  restart: leak"), std::string::npos) << text.str();
+}
+
+TEST(RunSummary, PrintsEveryActionTheJsonListsOnOneLineEach) {
+  runtime::JobStatus st;
+  st.phase = runtime::JobPhase::kSucceeded;
+  st.oom_kills = 2;
+  st.gpu_oom_kills = 1;
+  // Reasons quoting worker output: a newline, a carriage return, an escape sequence.
+  st.actions = {{3, "restartAfterCrash", "rank 0 crashed: boom\nframe #1: x", "t"},
+                {5, "restartAfterGpuOOM", "rank 0 ran out of GPU memory\r", "t"},
+                {7, "restartAfterCrash", "\x1b[2Krank 1 crashed", "t"},
+                {9, "restart", "leak", "t"}};
+  const RunSummary s = RunSummary::From(st, "drill", 1);
+  std::ostringstream text;
+  s.Print(text);
+  const nlohmann::json j = nlohmann::json::parse(s.ToJson());
+  ASSERT_EQ(j["actions"].size(), 4u);
+  std::istringstream lines(text.str());
+  std::vector<std::string> action_lines;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("    step ", 0) == 0) action_lines.push_back(line);
+    EXPECT_EQ(line.find('\r'), std::string::npos) << line;
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+  }
+  ASSERT_EQ(action_lines.size(), j["actions"].size()) << text.str();
+  for (size_t i = 0; i < action_lines.size(); ++i) {
+    const std::string want = "    step " + std::to_string(j["actions"][i]["step"].get<int>()) + "  " +
+                             j["actions"][i]["type"].get<std::string>() + ": ";
+    EXPECT_EQ(action_lines[i].rfind(want, 0), 0u) << action_lines[i];
+  }
+  EXPECT_NE(text.str().find("actions       4:"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("OOM kills     2 (1 GPU out of memory)"), std::string::npos) << text.str();
 }
 
 TEST(MemoryChart, DrawsLinesPerRankAndGenerationThresholdAndLabelledActions) {

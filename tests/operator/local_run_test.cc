@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "core/memory/cgroup.h"
@@ -123,6 +124,36 @@ TEST(LocalRun, CrashRestartsFromTheLastCheckpointCountingStepsLost) {
   EXPECT_EQ(r.summary.oom_kills, 0);
   EXPECT_EQ(r.summary.steps_lost, 2);  // steps 6 and 7 were after the checkpoint at 5
   EXPECT_EQ(r.summary.actions.at(0).type, "restartAfterCrash");
+}
+
+TEST(LocalRun, GpuOutOfMemoryIsCountedAsAnOomWithItsReportAndStepsLost) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir, {{"HEADROOM_SIMULATE_GPU_OOM_AT_STEP", "8"}});
+  std::ostringstream shown;
+  o.progress = &shown;
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 10, .checkpoint_every = 5}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.steps, 10);
+  EXPECT_EQ(r.summary.restarts, 1);
+  EXPECT_EQ(r.summary.oom_kills, 1);
+  EXPECT_EQ(r.summary.gpu_oom_kills, 1);
+  EXPECT_EQ(r.summary.steps_lost, 2);  // steps 6 and 7 were after the checkpoint at 5
+  ASSERT_EQ(r.summary.actions.size(), 1u);
+  EXPECT_EQ(r.summary.actions[0].type, "restartAfterGpuOOM");
+  const std::string& reason = r.summary.actions[0].reason;
+  EXPECT_NE(reason.find("ran out of GPU memory during step 8"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("tried to allocate 2 GiB with 70 GiB allocated, 74 GiB reserved of 80 GiB"),
+            std::string::npos)
+      << reason;
+  const nlohmann::json summary = nlohmann::json::parse(ReadAll(o.workdir + "/summary.json"));
+  EXPECT_EQ(summary["oom_kills"], 1);
+  EXPECT_EQ(summary["steps_lost"], 2);
+  std::ostringstream printed;
+  r.summary.Print(printed);
+  EXPECT_NE(printed.str().find("OOM kills     1 (1 GPU out of memory)"), std::string::npos) << printed.str();
+  EXPECT_NE(printed.str().find("restartAfterGpuOOM: rank 0 ran out of GPU memory"), std::string::npos)
+      << printed.str();
 }
 
 TEST(LocalRun, GivesUpAfterMaxRestartsWithANonZeroExit) {

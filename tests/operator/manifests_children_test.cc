@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "core/protocol/environment.h"
 #include "operator/manifests/children.h"
 #include "operator/manifests/json_yaml.h"
 
@@ -122,10 +123,10 @@ TEST(Children, PodCarriesTheGuardHistoryOnlyWhenThereIsOne) {
     }
     return std::nullopt;
   };
-  EXPECT_FALSE(env_value(BuildWorkerPod(gen, 0, "default"), kGuardHistoryEnv).has_value());
+  EXPECT_FALSE(env_value(BuildWorkerPod(gen, 0, "default"), protocol::kGuardHistoryEnv).has_value());
   gen.guard_history_json = R"({"restarts":1})";
   json pod = BuildWorkerPod(gen, 0, "default");
-  EXPECT_EQ(env_value(pod, kGuardHistoryEnv), R"({"restarts":1})");
+  EXPECT_EQ(env_value(pod, protocol::kGuardHistoryEnv), R"({"restarts":1})");
   EXPECT_EQ(pod["metadata"]["annotations"][kMetricsPortAnnotation], std::to_string(kMetricsPort));
 }
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/guard/decision.h"
+#include "core/guard/guard_history.h"
+#include "core/protocol/termination_message.h"
 
 namespace headroom::runtime {
 namespace {
@@ -50,13 +52,14 @@ struct Script {
     for (int r = 0; r < ranks; ++r) o.ranks.push_back({r, true, std::nullopt});
     for (int64_t s : steps) {
       for (int r = 0; r < ranks; ++r) {
-        StepRecord rec;
+        protocol::StepRecord rec;
         rec.rank = r;
         rec.generation = generation;
         rec.step = s;
         rec.reward_mean = 0.1 * static_cast<double>(s);
         rec.host_bytes = host + s * (8 << 20);
         rec.host_limit_bytes = 1LL << 30;
+        rec.host_growth_bytes_per_step = 8 << 20;  // the worker's own forecast of that rise
         o.new_steps.push_back(rec);
       }
     }
@@ -74,7 +77,7 @@ struct Script {
 };
 
 RankExit Exit(int code, std::string message = "", bool oom = false) {
-  return RankExit{code, oom, ExitReason(code, oom), std::move(message), ""};
+  return RankExit{code, oom, protocol::ExitReason(code, oom), std::move(message), ""};
 }
 
 std::string GuardJson(guard::DecisionAction action, int step) {
@@ -215,6 +218,75 @@ TEST(JobReconciler, OomKillRestartsFromTheCheckpointCountingStepsLost) {
   EXPECT_NE(rec.status().actions.back().reason.find("4 step(s) lost"), std::string::npos);
 }
 
+TEST(JobReconciler, GpuOutOfMemoryIsAnOomOnTheGpuWithItsReportAndStepsLost) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  rec.Reconcile(s.Running({11, 12, 13}));
+  protocol::GpuOomReport oom;
+  oom.device = "cuda:1";
+  oom.step = 14;
+  oom.allocated_bytes = 70LL << 30;
+  oom.reserved_bytes = 74LL << 30;
+  oom.requested_bytes = 2LL << 30;
+  oom.total_bytes = 80LL << 30;
+  oom.message = "CUDA out of memory. Tried to allocate 2.00 GiB";
+  // Rank 1 ran out; rank 0 was killed by the supervisor after it.
+  NextStep next = rec.Reconcile(s.Ended({Exit(137), Exit(77, oom.ToJson())}, 10));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().oom_kills, 1);
+  EXPECT_EQ(rec.status().gpu_oom_kills, 1);
+  EXPECT_EQ(rec.status().steps_lost, 3);
+  const ActionRecord& a = rec.status().actions.back();
+  EXPECT_EQ(a.type, "restartAfterGpuOOM");
+  EXPECT_NE(a.reason.find("rank 1 ran out of GPU memory during step 14"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find(oom.Describe()), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("3 step(s) lost"), std::string::npos) << a.reason;
+  EXPECT_EQ(guard::GuardHistory::FromJson(next.launch.guard_history_json).oom_kills, 1);
+
+  // Without a readable report, the worker's error line is the reason.
+  JobReconciler bare(MakeJob(), Options(false));
+  bare.Reconcile(Observation{});
+  bare.Reconcile(Script{}.Running({1, 2}));
+  RankExit e = Exit(77);
+  e.last_output = "CUDA out of memory. Tried to allocate 20.00 MiB";
+  bare.Reconcile(Script{}.Ended({e}, 0));
+  EXPECT_EQ(bare.status().actions.back().type, "restartAfterGpuOOM");
+  EXPECT_NE(bare.status().actions.back().reason.find(e.last_output), std::string::npos);
+  EXPECT_EQ(bare.status().steps_lost, 2);
+}
+
+TEST(JobReconciler, MemoryStatusIsTheWorstRanksOwnForecast) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  Observation o = s.Running({5});
+  // Rank 1 forecasts the limit sooner and grows faster: the status says rank 1's numbers.
+  o.new_steps[0].host_forecast_steps = 6;
+  o.new_steps[0].host_threshold_steps = 4;
+  o.new_steps[0].host_growth_bytes_per_step = 1 << 20;
+  o.new_steps[1].host_forecast_steps = 3;
+  o.new_steps[1].host_threshold_steps = 2;
+  o.new_steps[1].host_growth_bytes_per_step = 8 << 20;
+  rec.Reconcile(o);
+  const MemoryStatus& m = rec.status().memory;
+  ASSERT_TRUE(m.forecast_steps_to_limit);
+  EXPECT_EQ(*m.forecast_steps_to_limit, 3);
+  EXPECT_EQ(m.growth_bytes_per_step, 8 << 20);
+  auto pressure = [&] {
+    for (const Condition& c : rec.status().conditions) {
+      if (c.type == "MemoryPressure") return c.status;
+    }
+    return std::string("absent");
+  };
+  EXPECT_EQ(pressure(), "True");  // threshold within horizonSteps (2)
+  // A step where neither rank forecasts a crossing clears it.
+  Observation calm = s.Running({6});
+  rec.Reconcile(calm);
+  EXPECT_FALSE(rec.status().memory.forecast_steps_to_limit);
+  EXPECT_EQ(pressure(), "False");
+}
+
 TEST(JobReconciler, StepsLostAreSettledFromTheResumedStepWhenNoCheckpointIsVisible) {
   JobReconciler rec(MakeJob(), Options(/*guard=*/false));
   rec.Reconcile(Observation{});
@@ -341,7 +413,7 @@ TEST(JobReconciler, StepsFromAnOldGenerationAreIgnored) {
   rec.Reconcile(Observation{});
   rec.Reconcile(Script{}.Ended({Exit(76, GuardJson(guard::DecisionAction::kRestart, 0))}, 0));
   Observation late = Script{.generation = 2}.Running();
-  StepRecord old;
+  protocol::StepRecord old;
   old.generation = 1;
   old.step = 99;
   late.new_steps.push_back(old);

@@ -11,12 +11,15 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/memory/host_memory.h"
-#include "worker/train/exit_codes.h"
+#include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/termination_message.h"
 #include "worker/train/run_worker.h"
 #include "worker/train/stop_request.h"
 
@@ -24,6 +27,13 @@ namespace headroom::worker {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 class RunWorkerTest : public ::testing::Test {
  protected:
@@ -68,7 +78,7 @@ TEST_F(RunWorkerTest, InvalidSpecExits2) {
   std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: bad}\n"
                          "spec:\n  grpo: {groupSize: 1}\n";
   testing::internal::CaptureStderr();
-  EXPECT_EQ(RunWorker(Options(path.string())), kExitInvalidSpec);
+  EXPECT_EQ(RunWorker(Options(path.string())), protocol::kExitInvalidSpec);
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("spec.grpo.groupSize"), std::string::npos) << err;
 }
@@ -77,12 +87,12 @@ TEST_F(RunWorkerTest, RankOutsideTheWorldIsRefusedClearly) {
   auto o = Options(WriteJob(""));
   o.world_size = 2;
   o.rank = 2;
-  EXPECT_EQ(RunWorker(o), kExitFailure);
+  EXPECT_EQ(RunWorker(o), protocol::kExitFailure);
 }
 
 TEST_F(RunWorkerTest, FinishesAndLogsEveryStep) {
   auto o = Options(WriteJob("  memoryGuard: {enabled: true}\n", 3));
-  EXPECT_EQ(RunWorker(o), kExitFinished);
+  EXPECT_EQ(RunWorker(o), protocol::kExitFinished);
   auto lines = LogLines();
   ASSERT_EQ(lines.size(), 3u);
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -105,7 +115,7 @@ TEST_F(RunWorkerTest, SigtermDrainsAtTheStepBoundary) {
   for (int i = 0; i < 600 && LogLines().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_FALSE(LogLines().empty());
   ::kill(::getpid(), SIGTERM);
-  EXPECT_EQ(run.get(), kExitDrained);
+  EXPECT_EQ(run.get(), protocol::kExitDrained);
   EXPECT_LT(LogLines().size(), 200u);
 }
 
@@ -125,7 +135,7 @@ TEST_F(RunWorkerTest, GuardStopsALeakBeforeTheLimitWith76) {
   auto o = Options(WriteJob("  memoryGuard: {enabled: true, hostThreshold: 0.9, horizonSteps: 2}\n"
                             "  debug: {hostLeakBytesPerStep: 48Mi}\n",
                             30, std::to_string(limit_mib) + "Mi"));
-  EXPECT_EQ(RunWorker(o), kExitGuardStop);
+  EXPECT_EQ(RunWorker(o), protocol::kExitGuardStop);
   ::unsetenv("HEADROOM_TERMINATION_LOG");
   auto lines = LogLines();
   ASSERT_FALSE(lines.empty());
@@ -137,6 +147,90 @@ TEST_F(RunWorkerTest, GuardStopsALeakBeforeTheLimitWith76) {
   auto decision = nlohmann::json::parse(json);
   EXPECT_EQ(decision["action"], "restart");
   EXPECT_EQ(decision["resource"], "host");
+}
+
+TEST_F(RunWorkerTest, GpuOutOfMemoryExits77WithTheAllocatorReport) {
+  // The test hook raises what the CUDA caching allocator throws, at step 2, on this CPU
+  // worker: the same catch, report and exit as on a GPU.
+  const auto termination = dir_ / "termination.json";
+  ::setenv(protocol::kTerminationLogEnv, termination.c_str(), 1);
+  ::setenv(protocol::kSimulateGpuOomAtStepEnv, "2", 1);
+  auto o = Options(WriteJob("", 3));
+  o.checkpoint_dir = (dir_ / "checkpoints").string();
+  testing::internal::CaptureStderr();
+  const int code = RunWorker(o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, protocol::kExitGpuOom) << err;
+  EXPECT_EQ(LogLines().size(), 1u) << "step 1 finished, step 2 ran out";
+  const std::optional<protocol::GpuOomReport> report = protocol::GpuOomReport::FromJson(ReadFile(termination));
+  ASSERT_TRUE(report) << ReadFile(termination);
+  EXPECT_EQ(report->step, 2);
+  EXPECT_EQ(report->device, "cpu");
+  EXPECT_EQ(report->requested_bytes, 2LL << 30);
+  EXPECT_NE(report->message.find("CUDA out of memory"), std::string::npos) << report->message;
+  // What a supervisor shows from the output: the error, not LibTorch's stack trace.
+  EXPECT_EQ(err.find("frame #"), std::string::npos) << err;
+  EXPECT_NE(protocol::CrashReasonLine(err).find("CUDA out of memory"), std::string::npos) << err;
+
+  // Once per checkpoint directory: the restarted worker resumes and finishes.
+  EXPECT_EQ(RunWorker(o), protocol::kExitFinished);
+  ::unsetenv(protocol::kSimulateGpuOomAtStepEnv);
+  ::unsetenv(protocol::kTerminationLogEnv);
+  EXPECT_EQ(LogLines().back()["step"].get<int>(), 3);
+}
+
+TEST_F(RunWorkerTest, AFailureLeavesItsErrorLineAsTheTerminationMessage) {
+  const auto termination = dir_ / "termination.txt";
+  ::setenv(protocol::kTerminationLogEnv, termination.c_str(), 1);
+  ::setenv(protocol::kSimulateGpuOomAtStepEnv, "soon", 1);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunWorker(Options(WriteJob(""))), protocol::kExitFailure);
+  testing::internal::GetCapturedStderr();
+  ::unsetenv(protocol::kSimulateGpuOomAtStepEnv);
+  ::unsetenv(protocol::kTerminationLogEnv);
+  EXPECT_EQ(ReadFile(termination),
+            std::string(protocol::kSimulateGpuOomAtStepEnv) + ": must be a step >= 1, got \"soon\"\n");
+}
+
+TEST_F(RunWorkerTest, ReplayingItsStepLogGivesTheWorkersDecisionsStepForStep) {
+  // The leak drill of the test above: the worker's guard acts before the limit. Its step
+  // log, replayed by `headroom replay` with the same job, must decide what the worker
+  // decided at every step.
+  const auto now = memory::HostMemoryProbe().Read();
+  if (now.source != "proc" && now.limit_bytes > 0) {
+    GTEST_SKIP() << "a cgroup limit applies (" << now.limit_bytes << " bytes); the soft-limit drill needs none";
+  }
+  const std::string headroom = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom";
+  ASSERT_EQ(::access(headroom.c_str(), X_OK), 0) << headroom << " is built with this test";
+  const int64_t limit_mib = (now.working_set_bytes >> 20) + 400;
+  const std::string job = WriteJob("  memoryGuard: {enabled: true, hostThreshold: 0.9, horizonSteps: 2}\n"
+                                   "  debug: {hostLeakBytesPerStep: 48Mi}\n",
+                                   30, std::to_string(limit_mib) + "Mi");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunWorker(Options(job)), protocol::kExitGuardStop);
+  testing::internal::GetCapturedStderr();
+  const std::vector<nlohmann::json> logged = LogLines();
+  ASSERT_GE(logged.size(), 3u);
+
+  const std::string command = headroom + " replay " + (dir_ / "steps.jsonl").string() + " --job " + job;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ASSERT_EQ(::pclose(pipe), 0) << command << "\n" << out;
+  std::vector<nlohmann::json> replayed;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) replayed.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(replayed.size(), logged.size()) << out;
+  int acted = 0;
+  for (size_t i = 0; i < logged.size(); ++i) {
+    EXPECT_EQ(replayed[i]["step"], logged[i]["step"]);
+    EXPECT_EQ(replayed[i]["action"], logged[i]["guard_action"]) << "step " << logged[i]["step"] << ": " << replayed[i];
+    acted += logged[i]["guard_action"] != "none";
+  }
+  EXPECT_EQ(acted, 1) << "the worker stops at its first action";
+  EXPECT_EQ(logged.back()["guard_action"], "restart");
 }
 
 }  // namespace

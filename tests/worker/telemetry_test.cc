@@ -53,7 +53,7 @@ TEST(StepLog, OneJsonObjectPerLineWithEveryDesignKey) {
   const auto path = std::filesystem::temp_directory_path() / ("headroom-steplog-" + std::to_string(::getpid()));
   {
     StepLogWriter writer(path.string());
-    StepRecord r;
+    protocol::StepRecord r;
     r.step = 1;
     r.reward_mean = 0.25;
     r.tokens = 1280;
@@ -83,13 +83,13 @@ TEST(StepLog, OneJsonObjectPerLineWithEveryDesignKey) {
 TEST(WorkerMetrics, ServesDesignNamesWithJobAndRankAndHealthz) {
   WorkerMetrics metrics("reverse-tiny", 0, 0, "127.0.0.1");
   ASSERT_GT(metrics.port(), 0);
-  StepRecord r;
+  protocol::StepRecord r;
   r.step = 7;
   r.host_bytes = 123456789;
   r.reward_mean = 0.5;
   r.tokens = 100;
   r.step_seconds = 0.3;
-  metrics.Publish(r, 0, -1);
+  metrics.Publish(r);
   const std::string body = HttpGet(metrics.port(), "/metrics");
   ASSERT_NE(body.find("200 OK"), std::string::npos) << body;
   EXPECT_NE(body.find(std::string(metrics::kWorkerStep) + "{job=\"reverse-tiny\",rank=\"0\"} 7"), std::string::npos)

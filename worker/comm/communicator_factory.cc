@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "core/protocol/environment.h"
+
 namespace headroom::worker {
 namespace {
 
@@ -28,19 +30,19 @@ long EnvInt(const char* name, long fallback, long min_value, long max_value) {
 CommunicatorOptions CommunicatorOptionsFromEnv(const std::string& backend) {
   CommunicatorOptions options;
   options.backend = backend;
-  options.world_size = static_cast<int>(EnvInt("WORLD_SIZE", 1, 1, 1 << 20));
-  options.rank = static_cast<int>(EnvInt("RANK", 0, 0, 1 << 20));
+  options.world_size = static_cast<int>(EnvInt(protocol::kWorldSizeEnv, 1, 1, 1 << 20));
+  options.rank = static_cast<int>(EnvInt(protocol::kRankEnv, 0, 0, 1 << 20));
   if (options.rank >= options.world_size) {
     throw std::invalid_argument("RANK=" + std::to_string(options.rank) + " is not below WORLD_SIZE=" +
                                 std::to_string(options.world_size));
   }
-  options.local_rank = static_cast<int>(EnvInt("LOCAL_RANK", 0, 0, 1 << 16));
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
-  options.master_port = static_cast<int>(EnvInt("MASTER_PORT", 29500, 1, 65535));
+  options.local_rank = static_cast<int>(EnvInt(protocol::kLocalRankEnv, 0, 0, 1 << 16));
+  if (const char* addr = std::getenv(protocol::kMasterAddrEnv); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  options.master_port = static_cast<int>(EnvInt(protocol::kMasterPortEnv, 29500, 1, 65535));
   options.rendezvous_timeout =
-      std::chrono::seconds(EnvInt("HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS", 300, 1, 7 * 24 * 3600));
+      std::chrono::seconds(EnvInt(protocol::kRendezvousTimeoutEnv, 300, 1, 7 * 24 * 3600));
   options.collective_timeout =
-      std::chrono::seconds(EnvInt("HEADROOM_COLLECTIVE_TIMEOUT_SECONDS", 300, 1, 7 * 24 * 3600));
+      std::chrono::seconds(EnvInt(protocol::kCollectiveTimeoutEnv, 300, 1, 7 * 24 * 3600));
   return options;
 }
 

@@ -73,7 +73,7 @@ WorkerMetrics::WorkerMetrics(const std::string& job, int rank, int port, const s
 
 WorkerMetrics::~WorkerMetrics() = default;
 
-void WorkerMetrics::Publish(const StepRecord& r, double gpu_growth_bytes_per_step, int gpu_forecast_steps) {
+void WorkerMetrics::Publish(const protocol::StepRecord& r) {
   step_->Set(static_cast<double>(r.step));
   host_->Set(static_cast<double>(r.host_bytes));
   host_peak_->Set(static_cast<double>(r.host_peak_bytes));
@@ -83,9 +83,9 @@ void WorkerMetrics::Publish(const StepRecord& r, double gpu_growth_bytes_per_ste
   gpu_peak_->Set(static_cast<double>(r.gpu_peak_bytes));
   gpu_total_->Set(static_cast<double>(r.gpu_total_bytes));
   growth_host_->Set(r.host_growth_bytes_per_step);
-  growth_gpu_->Set(gpu_growth_bytes_per_step);
+  growth_gpu_->Set(r.gpu_growth_bytes_per_step);
   forecast_host_->Set(r.host_forecast_steps);
-  forecast_gpu_->Set(gpu_forecast_steps);
+  forecast_gpu_->Set(r.gpu_forecast_steps);
   reward_->Set(r.reward_mean);
   loss_->Set(r.loss);
   kl_->Set(r.kl);

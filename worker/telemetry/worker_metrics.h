@@ -35,7 +35,7 @@ class WorkerMetrics {
 
   int port() const { return port_; }
   // Publishes one finished step; gpu series only when a GPU is present.
-  void Publish(const StepRecord& record, double gpu_growth_bytes_per_step, int gpu_forecast_steps);
+  void Publish(const protocol::StepRecord& record);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -6,9 +6,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "core/guard/decision.h"
+#include "core/guard/memory_guard.h"
+#include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
@@ -21,9 +27,7 @@
 #include "worker/telemetry/memory_monitor.h"
 #include "worker/telemetry/step_log.h"
 #include "worker/telemetry/worker_metrics.h"
-#include "worker/train/exit_codes.h"
 #include "worker/train/grpo_trainer.h"
-#include "worker/train/step_guard.h"
 #include "worker/train/stop_agreement.h"
 #include "worker/train/stop_request.h"
 #include "worker/train/training_state.h"
@@ -61,9 +65,9 @@ torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
   return torch::Device(torch::kCPU);
 }
 
-StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double seconds, int64_t next_tokens,
-                      int world_size, int rank, int64_t micro_batch) {
-  StepRecord rec;
+protocol::StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double seconds,
+                                int64_t next_tokens, int world_size, int rank, int64_t micro_batch) {
+  protocol::StepRecord rec;
   rec.step = r.step + 1;  // finished steps: the number a checkpoint of this state carries
   rec.reward_mean = r.reward_mean;
   rec.exact_fraction = r.exact_fraction;
@@ -95,29 +99,75 @@ StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double se
 // The guard's history this generation was launched with (opaque JSON; null when none),
 // carried in the checkpoint so a resumed run knows what the guard already did.
 nlohmann::json GuardHistoryFromEnvironment() {
-  const char* v = std::getenv("HEADROOM_GUARD_HISTORY");
+  const char* v = std::getenv(protocol::kGuardHistoryEnv);
   if (!v || !*v) return nullptr;
   auto parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? nlohmann::json(v) : parsed;
 }
 
-int Run(const WorkerOptions& options) {
+// Where Run() is, for reporting an error that unwinds out of it.
+struct RunProgress {
+  torch::Device device{torch::kCPU};
+  int64_t step = 0;  // the step being computed, 1-based; 0 before the first
+};
+
+// HEADROOM_SIMULATE_GPU_OOM_AT_STEP=N (a test hook): raises what the CUDA caching
+// allocator throws when it runs out, at the start of step N, on any device, so the
+// out-of-memory path below runs without a GPU. Once per rank and checkpoint directory (a
+// marker there), so a supervisor's restart resumes past it; every time without one.
+class SimulatedGpuOom {
+ public:
+  explicit SimulatedGpuOom(const WorkerOptions& options) {
+    const char* v = std::getenv(protocol::kSimulateGpuOomAtStepEnv);
+    if (!v || !*v) return;
+    char* end = nullptr;
+    const long long step = std::strtoll(v, &end, 10);
+    if (*end != '\0' || step < 1) {
+      throw std::invalid_argument(std::string(protocol::kSimulateGpuOomAtStepEnv) + ": must be a step >= 1, got \"" +
+                                  v + "\"");
+    }
+    step_ = step;
+    if (!options.checkpoint_dir.empty()) {
+      marker_ = std::filesystem::path(options.checkpoint_dir) /
+                ("simulated-gpu-oom-step-" + std::to_string(step) + "-rank-" + std::to_string(options.rank));
+    }
+  }
+
+  void BeforeStep(int64_t step) const {
+    if (step != step_ || (!marker_.empty() && std::filesystem::exists(marker_))) return;
+    if (!marker_.empty()) {
+      std::filesystem::create_directories(marker_.parent_path());
+      std::ofstream(marker_) << "raised\n";
+    }
+    C10_THROW_ERROR(OutOfMemoryError, "CUDA out of memory. Tried to allocate 2.00 GiB (simulated: " +
+                                          std::string(protocol::kSimulateGpuOomAtStepEnv) + "=" +
+                                          std::to_string(step) + ")");
+  }
+
+ private:
+  int64_t step_ = -1;
+  std::filesystem::path marker_;
+};
+
+int Run(const WorkerOptions& options, RunProgress& progress) {
   // 1. The job.
   const auto parsed = spec::ParseTrainingJobFile(options.job_path);
   if (!parsed.ok()) {
     for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
-    return kExitInvalidSpec;
+    return protocol::kExitInvalidSpec;
   }
   const spec::TrainingJob& job = *parsed.job;
   const spec::TrainingJobSpec& spec = job.spec;
   if (options.rank < 0 || options.rank >= options.world_size) {
     spdlog::error("RANK={} outside WORLD_SIZE={}", options.rank, options.world_size);
-    return kExitFailure;
+    return protocol::kExitFailure;
   }
 
   // 2. Process resources: threads from the CPU request (this is a 2-core machine).
   torch::set_num_threads(std::max<int64_t>(1, spec.resources.cpu_millis / 1000));
   const torch::Device device = PickDevice(spec, options.rank);
+  progress.device = device;
+  const SimulatedGpuOom simulated_gpu_oom(options);
   // Several ranks: Gloo over TCP for CPU tensors, NCCL for CUDA ones; timeouts from the
   // environment (communicator_factory.h), so a dead peer ends this rank instead of
   // hanging it.
@@ -146,8 +196,11 @@ int Run(const WorkerOptions& options) {
   StepLogWriter step_log(options.log_path);
   MemoryMonitor monitor(spec.resources.memory_bytes, MakeGpuMemorySource(device));
   DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device);
-  std::optional<StepGuard> guard;
-  if (spec.memory_guard.enabled) guard.emplace(spec, comm->world_size());
+  // The guard is built at the end of the first step, when the limits it guards are
+  // measured (core/guard/memory_guard.h, MeasuredMemoryGuard). With memoryGuard.enabled
+  // false it still forecasts, for the step log and /metrics, and never acts.
+  std::optional<guard::MemoryGuard> guard;
+  const guard::GuardHistory guard_history = guard::GuardHistory::FromEnvironment();  // throws when malformed
 
   // 4. The trainer: model, optimizer, generation cache, built once.
   std::unique_ptr<GrpoTrainer> trainer;
@@ -155,7 +208,7 @@ int Run(const WorkerOptions& options) {
     trainer = std::make_unique<GrpoTrainer>(spec, *comm, device);
   } catch (const std::invalid_argument& e) {
     std::cerr << e.what() << "\n";
-    return kExitInvalidSpec;
+    return protocol::kExitInvalidSpec;
   }
   spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
                job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
@@ -190,7 +243,7 @@ int Run(const WorkerOptions& options) {
         reader->RequireSpecHash(spec_hash);
       } catch (const CheckpointError& e) {
         std::cerr << e.what() << "\n";  // another run's checkpoint: retrying cannot help
-        return kExitInvalidSpec;
+        return protocol::kExitInvalidSpec;
       }
       RestoreTrainingState(*reader, *trainer);
       if (auto rng = reader->RngState(options.rank)) SetCpuRngState(*rng);
@@ -230,21 +283,23 @@ int Run(const WorkerOptions& options) {
     if (stop != StopKind::kNone) save(step);  // every rank agreed on this boundary
     if (stop == StopKind::kGuard) {
       if (pending.acts()) {
-        const std::string where = WriteTerminationMessage(pending.ToJson());
+        const std::string where = protocol::WriteTerminationMessage(pending.ToJson());
         spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(pending.action), pending.reason,
                      where.empty() ? "" : "; decision written to " + where);
       } else {
         spdlog::warn("memory guard on another rank stopped the job at step boundary {}", step);
       }
-      return kExitGuardStop;
+      return protocol::kExitGuardStop;
     }
     if (stop == StopKind::kDrain) {
       spdlog::info("{} drained at step boundary {}",
                    StopRequested() ? "signal " + std::to_string(StopSignal()) + ":" : "another rank's stop request:",
                    step);
-      return kExitDrained;
+      return protocol::kExitDrained;
     }
+    progress.step = step + 1;
     monitor.BeginStep();
+    simulated_gpu_oom.BeforeStep(step + 1);
     const auto start = std::chrono::steady_clock::now();
     leaks.Step();
     const StepResult result = trainer->RunStep(step);
@@ -255,29 +310,16 @@ int Run(const WorkerOptions& options) {
     const StepMemoryReading mem = monitor.EndStep();
     host_limit_bytes = mem.host_limit_bytes;
     const bool last = step + 1 == spec.grpo.steps;
-    StepRecord record = MakeRecord(result, mem, seconds, last ? 0 : tokens_per_step, comm->world_size(),
-                                   options.rank, spec.grpo.micro_batch_size);
-    guard::Decision decision;
-    double gpu_growth = 0;
-    int gpu_forecast = -1;
-    if (guard) {
-      guard::StepMemory sm;
-      sm.step = static_cast<int>(record.step);
-      sm.host_bytes = mem.host_bytes;
-      sm.host_peak_bytes = mem.host_peak_bytes;
-      sm.host_limit_bytes = mem.host_limit_bytes;
-      sm.gpu_bytes = mem.gpu.reserved_bytes;
-      sm.gpu_peak_bytes = mem.gpu.peak_bytes;
-      sm.gpu_limit_bytes = mem.gpu.total_bytes;
-      sm.tokens = result.tokens;
-      decision = guard->Check(sm, tokens_per_step);
-      const auto& f = guard->last_forecast();
-      record.guard_action = guard::DecisionActionName(decision.action);
-      record.host_forecast_steps = f.host.steps_to_limit;
-      record.host_growth_bytes_per_step = f.host.growth_bytes_per_step;
-      gpu_growth = f.gpu.growth_bytes_per_step;
-      gpu_forecast = f.gpu.steps_to_limit;
+    protocol::StepRecord record = MakeRecord(result, mem, seconds, last ? 0 : tokens_per_step,
+                                             comm->world_size(), options.rank, spec.grpo.micro_batch_size);
+    if (!guard) {
+      guard = guard::MeasuredMemoryGuard(spec, comm->world_size(), guard_history,
+                                         mem.host_limit_bytes, mem.gpu.total_bytes, mem.gpu.present);
     }
+    // What `headroom replay` computes from this record: the same object, fed the same way.
+    const guard::Decision decision = guard->AfterStep(record.ToStepMemory(), record.next_step_tokens);
+    record.guard_action = guard::DecisionActionName(decision.action);
+    record.SetForecast(guard->last_forecast());
     const int64_t done = step + 1;
     const int every = spec.checkpoint.every_steps;
     if ((every > 0 && done % every == 0) || done == spec.grpo.steps) {
@@ -287,33 +329,86 @@ int Run(const WorkerOptions& options) {
       }
     }
     step_log.Write(record);
-    if (metrics) metrics->Publish(record, gpu_growth, gpu_forecast);
+    if (metrics) metrics->Publish(record);
     pending = decision;  // acted on at the next boundary, with every rank (none after the last step)
   }
   spdlog::info("finished {} steps", spec.grpo.steps);
-  return kExitFinished;
+  return protocol::kExitFinished;
 }
 
 }  // namespace
 
 std::optional<std::string> ReadRendezvousEnvironment(WorkerOptions& options) {
-  if (auto e = ReadIntEnv("RANK", 0, options.rank)) return e;
-  if (auto e = ReadIntEnv("WORLD_SIZE", 1, options.world_size)) return e;
-  if (auto e = ReadIntEnv("MASTER_PORT", 0, options.master_port)) return e;
-  if (const char* v = std::getenv("MASTER_ADDR")) options.master_addr = v;
+  if (auto e = ReadIntEnv(protocol::kRankEnv, 0, options.rank)) return e;
+  if (auto e = ReadIntEnv(protocol::kWorldSizeEnv, 1, options.world_size)) return e;
+  if (auto e = ReadIntEnv(protocol::kMasterPortEnv, 0, options.master_port)) return e;
+  if (const char* v = std::getenv(protocol::kMasterAddrEnv)) options.master_addr = v;
   if (options.rank >= options.world_size) {
     return "RANK: " + std::to_string(options.rank) + " must be below WORLD_SIZE " + std::to_string(options.world_size);
   }
   return std::nullopt;
 }
 
+namespace {
+
+std::string FirstLine(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+// The worker's error: one line on stderr (a supervisor shows it) and in the termination
+// message, never a LibTorch stack trace.
+int ExitWithError(const std::string& what) {
+  const std::string line = FirstLine(what).substr(0, 1000);
+  spdlog::error("{}", line);
+  protocol::WriteTerminationMessage(line);
+  return protocol::kExitFailure;
+}
+
+// A CUDA out-of-memory: the allocator's numbers in the termination message, exit 77.
+// The failed step's tensors are freed by the time this runs, so `allocated` is the
+// step's allocated peak (where it stood when the request failed); reserved memory stays
+// cached, so `reserved` is read as is.
+int ExitOutOfGpuMemory(const std::string& what, const RunProgress& progress) {
+  protocol::GpuOomReport report;
+  report.device = progress.device.str();
+  report.step = progress.step;
+  report.message = FirstLine(what).substr(0, 1000);
+  report.requested_bytes = protocol::RequestedBytesFromOomMessage(what);
+  try {
+    const memory::GpuMemorySample gpu = MakeGpuMemorySource(progress.device)->Read();
+    report.allocated_bytes = std::max(gpu.allocated_bytes, gpu.allocated_peak_bytes);
+    report.reserved_bytes = gpu.reserved_bytes;
+    report.total_bytes = gpu.total_bytes;
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot read the GPU allocator after the out-of-memory error: {}", e.what());
+  }
+  spdlog::error("{}", report.Describe());
+  spdlog::error("{}", report.message);
+  const std::string where = protocol::WriteTerminationMessage(report.ToJson());
+  if (!where.empty()) spdlog::info("GPU out-of-memory report written to {}", where);
+  return protocol::kExitGpuOom;
+}
+
+// LibTorch builds whose allocator throws a plain c10::Error for an out-of-memory.
+bool IsCudaOutOfMemory(const std::string& what) { return what.find("CUDA out of memory") != std::string::npos; }
+
+}  // namespace
+
 int RunWorker(const WorkerOptions& options) {
   LogToStderr();
+  RunProgress progress;
   try {
-    return Run(options);
+    return Run(options, progress);
+  } catch (const c10::OutOfMemoryError& e) {
+    return ExitOutOfGpuMemory(e.what_without_backtrace(), progress);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (IsCudaOutOfMemory(what)) return ExitOutOfGpuMemory(what, progress);
+    return ExitWithError(what);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return kExitFailure;
+    return ExitWithError(e.what());
   }
 }
 

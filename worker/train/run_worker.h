@@ -1,7 +1,7 @@
 // headroom-worker's whole life, as a library call: parse the job, build the trainer and
 // its telemetry, run steps until done, drained, or stopped by the memory guard.
 //
-// RunWorker() returns the process exit code (exit_codes.h) and never throws. Human
+// RunWorker() returns the process exit code (core/protocol/exit_codes.h) and never throws. Human
 // logs go to stderr; the step log goes to options.log_path, or stdout without one.
 #pragma once
 

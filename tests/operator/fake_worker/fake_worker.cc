@@ -4,7 +4,8 @@
 //
 //   headroom-fake-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
 //   env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, HEADROOM_TERMINATION_LOG,
-//        HEADROOM_MEMORY_LIMIT_BYTES (soft limit when no cgroup limit is visible)
+//        HEADROOM_MEMORY_LIMIT_BYTES (soft limit when no cgroup limit is visible),
+//        HEADROOM_SIMULATE_GPU_OOM_AT_STEP (core/protocol/environment.h)
 //
 // What it does, like the real worker:
 //   - resumes from DIR/latest ("step-000012" names DIR/step-000012/); writes a checkpoint
@@ -19,6 +20,9 @@
 //     horizonSteps more steps of measured growth would cross hostThreshold * limit, it
 //     checkpoints, writes a restart decision as JSON to the termination log and exits 76;
 //   - SIGTERM/SIGINT: checkpoint at the next step boundary, exit 75;
+//   - HEADROOM_SIMULATE_GPU_OOM_AT_STEP=N: a CUDA out-of-memory in step N, as the real
+//     worker reports one: the GpuOomReport JSON in the termination log, exit 77 (once per
+//     FAKE_ONCE_DIR marker);
 //   - exit 0 after spec.grpo.steps; 2 for a spec it cannot parse.
 // Test knobs (environment):
 //   FAKE_STEP_SECONDS        sleep per step (default 0.02)
@@ -54,6 +58,10 @@
 #include "core/memory/host_memory.h"
 #include "core/metrics/metrics_http_server.h"
 #include "core/metrics/names.h"
+#include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/step_record.h"
+#include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
 
 namespace {
@@ -108,13 +116,7 @@ bool FirstTime(const std::string& once_dir, const std::string& what) {
   return true;
 }
 
-void WriteTermination(const std::string& text) {
-  std::string path = access("/dev/termination-log", W_OK) == 0 ? "/dev/termination-log"
-                                                               : Env("HEADROOM_TERMINATION_LOG");
-  if (path.empty()) return;
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-}
+void WriteTermination(const std::string& text) { headroom::protocol::WriteTerminationMessage(text); }
 
 }  // namespace
 
@@ -148,11 +150,12 @@ int main(int argc, char** argv) {
     for (const auto& e : parsed.errors) all += e.ToString() + "\n";
     std::cerr << all;
     WriteTermination(all);
-    return 2;
+    return headroom::protocol::kExitInvalidSpec;
   }
+  namespace protocol = headroom::protocol;
   const headroom::spec::TrainingJobSpec& spec = parsed.job->spec;
-  const int rank = static_cast<int>(EnvInt("RANK", 0));
-  const int world = static_cast<int>(EnvInt("WORLD_SIZE", 1));
+  const int rank = static_cast<int>(EnvInt(protocol::kRankEnv, 0));
+  const int world = static_cast<int>(EnvInt(protocol::kWorldSizeEnv, 1));
   if (world != spec.workers) {
     std::cerr << "fake-worker: WORLD_SIZE " << world << " != spec.workers " << spec.workers << "\n";
     return 2;
@@ -187,6 +190,7 @@ int main(int argc, char** argv) {
   const long long crash_at = EnvInt("FAKE_CRASH_AT_STEP", -1);
   const long long crash_rank = EnvInt("FAKE_CRASH_RANK", 0);
   const long long guard_at = EnvInt("FAKE_GUARD_AT_STEP", -1);
+  const long long gpu_oom_at = EnvInt(protocol::kSimulateGpuOomAtStepEnv, -1);
 
   std::vector<std::unique_ptr<char[]>> held;  // the leak and the baseline, touched
   auto hold = [&](long long bytes) {
@@ -197,7 +201,7 @@ int main(int argc, char** argv) {
   hold(EnvInt("FAKE_BASE_BYTES", 0));
 
   headroom::memory::HostMemoryProbe probe;
-  const long long soft_limit = EnvInt("HEADROOM_MEMORY_LIMIT_BYTES", 0);
+  const long long soft_limit = EnvInt(protocol::kMemoryLimitEnv, 0);
   int64_t previous_bytes = -1;
   double growth = 0;
 
@@ -208,7 +212,7 @@ int main(int argc, char** argv) {
   while (step < spec.grpo.steps) {
     if (g_stop_requested) {
       checkpoint();
-      return 75;
+      return protocol::kExitDrained;
     }
     const int next = step + 1;
     auto start = std::chrono::steady_clock::now();
@@ -218,7 +222,19 @@ int main(int argc, char** argv) {
       if (EnvInt("FAKE_CRASH_SIGNAL", 0) == 9) raise(SIGKILL);
       std::cerr << "fake-worker: crashing on demand at step " << next << "\n";
       WriteTermination("crashed on demand at step " + std::to_string(next));
-      return 1;
+      return protocol::kExitFailure;
+    }
+    if (next == gpu_oom_at && FirstTime(once_dir, "gpu-oom")) {
+      protocol::GpuOomReport oom;
+      oom.device = "cuda:" + std::to_string(rank);
+      oom.step = next;
+      oom.allocated_bytes = 70LL << 30;
+      oom.reserved_bytes = 74LL << 30;
+      oom.requested_bytes = 2LL << 30;
+      oom.total_bytes = 80LL << 30;
+      oom.message = "CUDA out of memory. Tried to allocate 2.00 GiB (simulated)";
+      WriteTermination(oom.ToJson());
+      return protocol::kExitGpuOom;
     }
     step = next;
     headroom::memory::HostMemorySample m = probe.Read();
@@ -229,29 +245,27 @@ int main(int argc, char** argv) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int64_t tokens = int64_t{spec.grpo.prompts_per_step} * spec.grpo.group_size *
                            (spec.grpo.max_prompt_length + spec.grpo.max_response_length) / world;
-    nlohmann::json line = {
-        {"step", step},
-        {"reward_mean", 1.0 - std::exp(-step / 10.0)},
-        {"loss", 1.0 / step},
-        {"kl", 0.0},
-        {"host_bytes", m.working_set_bytes},
-        {"host_peak_bytes", std::max(m.peak_bytes, m.working_set_bytes)},
-        {"host_limit_bytes", limit},
-        {"gpu_allocated_bytes", 0},
-        {"gpu_reserved_bytes", 0},
-        {"gpu_peak_bytes", 0},
-        {"gpu_total_bytes", 0},
-        {"tokens", tokens},
-        {"next_step_tokens", tokens},
-        {"step_seconds", secs},
-        {"tokens_per_second", secs > 0 ? tokens / secs : 0},
-        {"world_size", world},
-        {"env_rank", rank},
-        {"env_master_addr", Env("MASTER_ADDR")},
-        {"env_master_port", EnvInt("MASTER_PORT", 0)},
-        {"env_memory_limit", soft_limit},
-        {"micro_batch_size", spec.grpo.micro_batch_size},
-    };
+    protocol::StepRecord record;
+    record.step = step;
+    record.reward_mean = 1.0 - std::exp(-step / 10.0);
+    record.loss = 1.0 / step;
+    record.host_bytes = m.working_set_bytes;
+    record.host_peak_bytes = std::max(m.peak_bytes, m.working_set_bytes);
+    record.host_limit_bytes = limit;
+    record.tokens = tokens;
+    record.next_step_tokens = tokens;
+    record.step_seconds = secs;
+    record.tokens_per_second = secs > 0 ? tokens / secs : 0;
+    record.world_size = world;
+    record.rank = rank;
+    record.micro_batch_size = spec.grpo.micro_batch_size;
+    record.host_growth_bytes_per_step = growth;
+    // What the tests check it was launched with.
+    nlohmann::json line = nlohmann::json::parse(record.ToJson());
+    line["env_rank"] = rank;
+    line["env_master_addr"] = Env(protocol::kMasterAddrEnv);
+    line["env_master_port"] = EnvInt(protocol::kMasterPortEnv, 0);
+    line["env_memory_limit"] = soft_limit;
     log << line.dump() << std::endl;
     step_gauge.Set(step);
     host_gauge.Set(static_cast<double>(m.working_set_bytes));
@@ -262,7 +276,7 @@ int main(int argc, char** argv) {
       d["step"] = step;
       checkpoint();
       WriteTermination(d.dump());
-      return 76;
+      return protocol::kExitGuardStop;
     }
     const double threshold = spec.memory_guard.host_threshold * static_cast<double>(limit);
     if (spec.memory_guard.enabled && limit > 0 && growth > 0 && step < spec.grpo.steps &&
@@ -275,7 +289,7 @@ int main(int argc, char** argv) {
                           {"step", step}};
       checkpoint();
       WriteTermination(d.dump());
-      return 76;
+      return protocol::kExitGuardStop;
     }
     if (spec.checkpoint.every_steps > 0 && step % spec.checkpoint.every_steps == 0) checkpoint();
   }

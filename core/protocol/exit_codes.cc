@@ -1,6 +1,6 @@
-#include "operator/runtime/worker_backend.h"
+#include "core/protocol/exit_codes.h"
 
-namespace headroom::runtime {
+namespace headroom::protocol {
 
 std::string ExitReason(int exit_code, bool oom_killed) {
   if (oom_killed) return "OOMKilled";
@@ -10,10 +10,11 @@ std::string ExitReason(int exit_code, bool oom_killed) {
     case kExitInvalidSpec: return "InvalidSpec";
     case kExitDrained: return "Drained";
     case kExitGuardStop: return "GuardStop";
+    case kExitGpuOom: return "GpuOOM";
     default: break;
   }
   if (exit_code > 128) return "Signal " + std::to_string(exit_code - 128);
   return "Exit " + std::to_string(exit_code);
 }
 
-}  // namespace headroom::runtime
+}  // namespace headroom::protocol

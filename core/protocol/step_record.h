@@ -1,0 +1,91 @@
+// One line of a worker's step log (design.md, Worker): what one rank measured and
+// decided at the end of one step. The worker writes it (its --log file, stdout, and the
+// same numbers on /metrics); supervisors read it back (`headroom run` tails the log
+// files, the operator scrapes /metrics) and the guard reads its memory part. This is the
+// one shape of that record on both sides.
+//
+// Keys, all written every step: step, reward_mean, loss, kl, host_bytes,
+// host_peak_bytes, host_limit_bytes, gpu_allocated_bytes, gpu_reserved_bytes,
+// gpu_peak_bytes, gpu_total_bytes, tokens, step_seconds, tokens_per_second (design.md's),
+// then next_step_tokens, world_size, rank, micro_batch_size, exact_fraction,
+// clip_fraction, grad_norm, generated_tokens, gpu_alloc_retries, rollout_seconds,
+// update_seconds, guard_action, host_forecast_steps, host_threshold_steps,
+// host_growth_bytes_per_step, gpu_forecast_steps, gpu_threshold_steps,
+// gpu_growth_bytes_per_step, checkpoint_bytes, checkpoint_seconds (headroom's additions,
+// README.md "Step log"):
+//   tokens              padded tokens the step processed: sequences * (prompt + maxResponse)
+//                       — the number memory follows, known before the step runs
+//   next_step_tokens    the same for the next step (what the guard forecasts with; 0 after
+//                       the last step)
+//   generated_tokens    response tokens actually sampled
+//   guard_action        what the worker's memory guard decided after this step ("none", ...)
+//   *_forecast_steps    steps until the forecast peak crosses the limit; -1 = not within
+//                       the scan / no limit
+//   *_threshold_steps   the same for memoryGuard's threshold
+//   *_growth_bytes_per_step  the forecaster's trend (0 unless memory is trending)
+//   checkpoint_bytes    size of the checkpoint saved after this step, all ranks' files
+//                       together; 0 = no save this step
+//   checkpoint_seconds  that save, start to commit; 0 = no save this step
+//
+// Reading contract: ParseStepLogLine() accepts one JSON object with at least an integer
+// "step"; every other key is optional (absent numbers keep their defaults) and unknown
+// keys are ignored, so the worker may add keys without breaking a supervisor. A line that
+// is not a step record (a banner, a half-written line, an object without "step") yields
+// std::nullopt and the explanation in *why when why is non-null.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/guard/forecaster.h"
+
+namespace headroom::protocol {
+
+struct StepRecord {
+  int64_t step = 0;              // finished steps: the number a checkpoint of this state carries
+  double reward_mean = 0, exact_fraction = 0, loss = 0, kl = 0, clip_fraction = 0, grad_norm = 0;
+  int64_t host_bytes = 0;        // end-of-step working set
+  int64_t host_peak_bytes = 0;   // peak during the step
+  int64_t host_limit_bytes = 0;  // the limit the worker saw (cgroup or soft limit); 0 = none
+  int64_t gpu_allocated_bytes = 0, gpu_reserved_bytes = 0, gpu_peak_bytes = 0;
+  int64_t gpu_total_bytes = 0;   // device capacity: the GPU "limit"; 0 = no GPU
+  int64_t gpu_alloc_retries = 0;
+  int64_t tokens = 0, next_step_tokens = 0, generated_tokens = 0;
+  double step_seconds = 0, tokens_per_second = 0, rollout_seconds = 0, update_seconds = 0;
+  int world_size = 1, rank = 0;
+  int64_t micro_batch_size = 0;
+  std::string guard_action = "none";
+  int host_forecast_steps = -1, host_threshold_steps = -1;
+  double host_growth_bytes_per_step = 0;
+  int gpu_forecast_steps = -1, gpu_threshold_steps = -1;
+  double gpu_growth_bytes_per_step = 0;
+  int64_t checkpoint_bytes = 0;
+  double checkpoint_seconds = 0;
+
+  // Not in the JSON: which launch of the job produced the record, set by the supervisor
+  // that read it.
+  int generation = 0;
+
+  std::string ToJson() const;  // one line, no trailing newline; keys in the order above
+
+  // What the guard reads (guard::StepMemory). The GPU side is the caching allocator's
+  // reserved bytes — what the device has given the process — against the device's total.
+  guard::StepMemory ToStepMemory() const;
+  // The forecast fields from the worker's guard (the *_forecast_steps, *_threshold_steps,
+  // *_growth_bytes_per_step keys).
+  void SetForecast(const guard::Forecast& forecast);
+};
+
+std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string* why = nullptr);
+
+// A whole step log (one rank's --log file): every line a record; blank lines skipped.
+// Throws std::runtime_error naming the file, the 1-based line and why for any other line.
+std::vector<StepRecord> ParseStepLog(const std::string& text, const std::string& source = "step log");
+std::vector<StepRecord> ReadStepLogFile(const std::string& path);
+// True when `text` looks like a step log rather than a CSV trace (its first non-blank
+// character opens a JSON object).
+bool LooksLikeStepLog(const std::string& text);
+
+}  // namespace headroom::protocol

@@ -1,0 +1,139 @@
+#include "core/protocol/termination_message.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/guard/human_bytes.h"
+#include "core/protocol/environment.h"
+
+namespace headroom::protocol {
+
+namespace {
+
+constexpr const char* kGpuOomError = "gpu_oom";
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// LibTorch's noise around an error: a c10::Error's backtrace and c10's warnings
+// ("[W1124 20:15:01.123456 file.cpp:12] Warning: ..." on 2.x, "[W file.cpp:12] ..." on 1.x).
+bool IsLibraryNoise(const std::string& line) {
+  if (StartsWith(line, "frame #") || StartsWith(line, "Exception raised from")) return true;
+  if (line.size() > 2 && line[0] == '[' && line[1] == 'W' &&
+      (line[2] == ' ' || std::isdigit(static_cast<unsigned char>(line[2])))) {
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string WriteTerminationMessage(const std::string& message) {
+  std::string path;
+  if (std::filesystem::exists(kTerminationLogPath)) {
+    path = kTerminationLogPath;
+  } else if (const char* env = std::getenv(kTerminationLogEnv); env && *env) {
+    path = env;
+  } else {
+    return "";
+  }
+  std::ofstream out(path, std::ios::trunc);
+  out << message << "\n";
+  out.flush();
+  return out ? path : "";
+}
+
+std::string GpuOomReport::ToJson() const {
+  nlohmann::ordered_json j = {
+      {"error", kGpuOomError},
+      {"device", device},
+      {"step", step},
+      {"allocated_bytes", allocated_bytes},
+      {"reserved_bytes", reserved_bytes},
+      {"requested_bytes", requested_bytes},
+      {"total_bytes", total_bytes},
+      {"message", message},
+  };
+  return j.dump();
+}
+
+std::optional<GpuOomReport> GpuOomReport::FromJson(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("error", "") != kGpuOomError) return std::nullopt;
+  GpuOomReport r;
+  auto num = [&](const char* key, int64_t& out) {
+    if (auto it = j.find(key); it != j.end() && it->is_number()) out = it->get<int64_t>();
+  };
+  auto str = [&](const char* key, std::string& out) {
+    if (auto it = j.find(key); it != j.end() && it->is_string()) out = it->get<std::string>();
+  };
+  str("device", r.device);
+  num("step", r.step);
+  num("allocated_bytes", r.allocated_bytes);
+  num("reserved_bytes", r.reserved_bytes);
+  num("requested_bytes", r.requested_bytes);
+  num("total_bytes", r.total_bytes);
+  str("message", r.message);
+  return r;
+}
+
+std::string GpuOomReport::Describe() const {
+  std::ostringstream out;
+  out << "CUDA out of memory on " << (device.empty() ? "the GPU" : device);
+  if (step > 0) out << " in step " << step;
+  out << ":";
+  if (requested_bytes > 0) out << " tried to allocate " << guard::HumanBytes(static_cast<double>(requested_bytes)) << " with";
+  out << " " << guard::HumanBytes(static_cast<double>(allocated_bytes)) << " allocated, "
+      << guard::HumanBytes(static_cast<double>(reserved_bytes)) << " reserved";
+  if (total_bytes > 0) out << " of " << guard::HumanBytes(static_cast<double>(total_bytes));
+  return out.str();
+}
+
+int64_t RequestedBytesFromOomMessage(const std::string& message) {
+  // CUDACachingAllocator: "Tried to allocate 2.00 GiB" (format_size: B, KiB, MiB, GiB).
+  static const std::regex kTried(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|bytes|KiB|MiB|GiB|TiB))",
+                                 std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(message, m, kTried)) return 0;
+  const double value = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  double scale = 1;
+  if (unit == "KiB") scale = 1024.0;
+  if (unit == "MiB") scale = 1024.0 * 1024;
+  if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+std::string CrashReasonLine(const std::string& output) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    line = Trim(line);
+    if (!line.empty() && !IsLibraryNoise(line)) lines.push_back(line);
+  }
+  // spdlog's "[time] [logger] [error] message": the message the worker meant as its reason.
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    for (const char* tag : {"[error] ", "[critical] "}) {
+      if (size_t at = it->find(tag); at != std::string::npos) return Trim(it->substr(at + std::strlen(tag)));
+    }
+  }
+  return lines.empty() ? "" : lines.back();
+}
+
+}  // namespace headroom::protocol

@@ -1,0 +1,60 @@
+// The termination message: the few lines a worker leaves for its supervisor when it
+// exits, where Kubernetes looks for them (/dev/termination-log, surfaced as the
+// container's terminated.message) or, outside a pod, in the file $HEADROOM_TERMINATION_LOG
+// names (`headroom run` gives every rank one).
+//
+// What is in it depends on the exit code (exit_codes.h):
+//   76  guard::Decision::ToJson()       the guard's decision
+//   77  GpuOomReport::ToJson()          the CUDA allocator's numbers at the failed request
+//   1   the worker's error line         plain text, one line
+// Kubernetes keeps at most 4 KiB of it; every message here is one line well below that.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace headroom::protocol {
+
+inline constexpr const char* kTerminationLogPath = "/dev/termination-log";
+
+// Writes `message` (plus a newline) to /dev/termination-log when it exists, else to
+// $HEADROOM_TERMINATION_LOG when set. Returns the path written, or "" when there is no
+// destination or it cannot be written (the exit code still tells the supervisor what
+// happened).
+std::string WriteTerminationMessage(const std::string& message);
+
+// A CUDA out-of-memory (exit 77). Byte counts are the caching allocator's for `device` at
+// the moment the request failed; requested_bytes is 0 when the error did not say.
+//
+// JSON: {"error":"gpu_oom","device":"cuda:0","step":7,"allocated_bytes":...,
+//        "reserved_bytes":...,"requested_bytes":...,"total_bytes":...,"message":"..."}
+struct GpuOomReport {
+  std::string device;           // "cuda:0"
+  int64_t step = 0;             // the step that ran out (1-based: the step being computed)
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+  int64_t requested_bytes = 0;  // 0 = unknown
+  int64_t total_bytes = 0;      // device capacity; 0 = unknown
+  std::string message;          // the allocator's message, first line
+
+  std::string ToJson() const;  // one line
+  // nullopt when `text` is not a GpuOomReport (another exit's message, plain text).
+  static std::optional<GpuOomReport> FromJson(const std::string& text);
+  // "CUDA out of memory on cuda:0 at step 7: tried to allocate 2 GiB with 70 GiB
+  // allocated, 74 GiB reserved of 80 GiB" — what supervisors show.
+  std::string Describe() const;
+};
+
+// The bytes a CUDA out-of-memory message says were requested ("Tried to allocate
+// 2.00 GiB"), or 0 when it names none.
+int64_t RequestedBytesFromOomMessage(const std::string& message);
+
+// The line of a crashed worker's output that says why it crashed: the last error line,
+// skipping what libraries print around it — LibTorch's C++ stack traces ("frame #26:
+// <unknown function> + 0xc21d5", "Exception raised from ..."), its "[W ...]" warnings,
+// and blank lines. Prefers a line spdlog marked "[error]"/"[critical]". "" when nothing
+// qualifies.
+std::string CrashReasonLine(const std::string& output);
+
+}  // namespace headroom::protocol

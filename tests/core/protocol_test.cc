@@ -1,0 +1,252 @@
+// What worker and supervisor agree on (core/protocol/): the step record's JSON both ways
+// and what the guard reads from it, the GPU out-of-memory report, the reason line picked
+// from a crashed worker's output, exit reasons, and where the termination message goes.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
+#include "core/protocol/step_record.h"
+#include "core/protocol/termination_message.h"
+
+namespace headroom::protocol {
+namespace {
+
+StepRecord FilledRecord() {
+  StepRecord r;
+  r.step = 12;
+  r.reward_mean = 0.5;
+  r.exact_fraction = 0.25;
+  r.loss = -0.125;
+  r.kl = 0.01;
+  r.clip_fraction = 0.0625;
+  r.grad_norm = 1.5;
+  r.host_bytes = 800 << 20;
+  r.host_peak_bytes = 900 << 20;
+  r.host_limit_bytes = 1LL << 30;
+  r.gpu_allocated_bytes = 3LL << 30;
+  r.gpu_reserved_bytes = 4LL << 30;
+  r.gpu_peak_bytes = 5LL << 30;
+  r.gpu_total_bytes = 80LL << 30;
+  r.gpu_alloc_retries = 2;
+  r.tokens = 1280;
+  r.next_step_tokens = 1290;
+  r.generated_tokens = 300;
+  r.step_seconds = 0.75;
+  r.tokens_per_second = 1706.5;
+  r.rollout_seconds = 0.25;
+  r.update_seconds = 0.5;
+  r.world_size = 4;
+  r.rank = 3;
+  r.micro_batch_size = 64;
+  r.guard_action = "restart";
+  r.host_forecast_steps = 3;
+  r.host_threshold_steps = 2;
+  r.host_growth_bytes_per_step = 48.0 * (1 << 20);
+  r.gpu_forecast_steps = 7;
+  r.gpu_threshold_steps = 5;
+  r.gpu_growth_bytes_per_step = 1024;
+  r.checkpoint_bytes = 123456;
+  r.checkpoint_seconds = 0.125;
+  return r;
+}
+
+TEST(StepRecord, JsonRoundTripKeepsEveryField) {
+  const StepRecord r = FilledRecord();
+  std::string why;
+  const std::optional<StepRecord> back = ParseStepLogLine(r.ToJson(), &why);
+  ASSERT_TRUE(back) << why;
+  // Field by field through the JSON again: every key written is read back to the same value.
+  EXPECT_EQ(nlohmann::json::parse(back->ToJson()), nlohmann::json::parse(r.ToJson()));
+  EXPECT_EQ(back->rank, 3);
+  EXPECT_EQ(back->guard_action, "restart");
+  EXPECT_EQ(back->host_threshold_steps, 2);
+  EXPECT_EQ(back->gpu_growth_bytes_per_step, 1024);
+  EXPECT_EQ(back->checkpoint_bytes, 123456);
+}
+
+TEST(StepRecord, WritesDesignKeysFirstAndLeavesOutTheGeneration) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(FilledRecord().ToJson());
+  const char* design[] = {"step", "reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
+                          "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
+                          "tokens", "step_seconds", "tokens_per_second"};
+  auto it = j.begin();
+  for (const char* key : design) {
+    ASSERT_NE(it, j.end());
+    EXPECT_EQ(it.key(), key);
+    ++it;
+  }
+  EXPECT_FALSE(j.contains("generation"));
+}
+
+TEST(StepRecord, ReadsOldAndPartialLinesAndRefusesWhatIsNoRecord) {
+  std::string why;
+  // A line from before the forecast keys: what is absent keeps its default.
+  auto r = ParseStepLogLine(R"({"step":3,"host_bytes":100,"unknown_key":[1,2],"guard_action":7})", &why);
+  ASSERT_TRUE(r) << why;
+  EXPECT_EQ(r->step, 3);
+  EXPECT_EQ(r->host_bytes, 100);
+  EXPECT_EQ(r->host_forecast_steps, -1);
+  EXPECT_EQ(r->guard_action, "none") << "a value of the wrong type is ignored";
+  EXPECT_FALSE(ParseStepLogLine("[2026-11-24 20:00:00] [info] started", &why));
+  EXPECT_EQ(why, "not JSON");
+  EXPECT_FALSE(ParseStepLogLine("[1,2]", &why));
+  EXPECT_EQ(why, "not a JSON object");
+  EXPECT_FALSE(ParseStepLogLine(R"({"host_bytes":1})", &why));
+  EXPECT_EQ(why, "no integer \"step\"");
+  EXPECT_FALSE(ParseStepLogLine(R"({"step":3,"host_b)"));
+}
+
+TEST(StepRecord, GuardReadsReservedGpuBytesAgainstTheDeviceTotal) {
+  const StepRecord r = FilledRecord();
+  const guard::StepMemory m = r.ToStepMemory();
+  EXPECT_EQ(m.step, 12);
+  EXPECT_EQ(m.host_bytes, r.host_bytes);
+  EXPECT_EQ(m.host_peak_bytes, r.host_peak_bytes);
+  EXPECT_EQ(m.host_limit_bytes, r.host_limit_bytes);
+  EXPECT_EQ(m.gpu_bytes, r.gpu_reserved_bytes);
+  EXPECT_EQ(m.gpu_peak_bytes, r.gpu_peak_bytes);
+  EXPECT_EQ(m.gpu_limit_bytes, r.gpu_total_bytes);
+  EXPECT_EQ(m.tokens, r.tokens);
+}
+
+TEST(StepRecord, TakesTheForecastItLogs) {
+  guard::Forecast f;
+  f.host.steps_to_limit = 4;
+  f.host.steps_to_threshold = 2;
+  f.host.growth_bytes_per_step = 10;
+  f.gpu.steps_to_limit = guard::kNever;
+  f.gpu.steps_to_threshold = 9;
+  f.gpu.growth_bytes_per_step = 20;
+  StepRecord r;
+  r.SetForecast(f);
+  EXPECT_EQ(r.host_forecast_steps, 4);
+  EXPECT_EQ(r.host_threshold_steps, 2);
+  EXPECT_EQ(r.host_growth_bytes_per_step, 10);
+  EXPECT_EQ(r.gpu_forecast_steps, -1);
+  EXPECT_EQ(r.gpu_threshold_steps, 9);
+  EXPECT_EQ(r.gpu_growth_bytes_per_step, 20);
+}
+
+TEST(GpuOomReport, RoundTripsAndIsToldApartFromOtherMessages) {
+  GpuOomReport r;
+  r.device = "cuda:1";
+  r.step = 7;
+  r.allocated_bytes = 70LL << 30;
+  r.reserved_bytes = 74LL << 30;
+  r.requested_bytes = 2LL << 30;
+  r.total_bytes = 80LL << 30;
+  r.message = "CUDA out of memory. Tried to allocate 2.00 GiB";
+  const std::optional<GpuOomReport> back = GpuOomReport::FromJson(r.ToJson());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->device, "cuda:1");
+  EXPECT_EQ(back->step, 7);
+  EXPECT_EQ(back->allocated_bytes, r.allocated_bytes);
+  EXPECT_EQ(back->reserved_bytes, r.reserved_bytes);
+  EXPECT_EQ(back->requested_bytes, r.requested_bytes);
+  EXPECT_EQ(back->total_bytes, r.total_bytes);
+  EXPECT_EQ(back->message, r.message);
+  EXPECT_EQ(nlohmann::json::parse(r.ToJson())["error"], "gpu_oom");
+  // A guard decision, plain text, nothing: not a GPU OOM report.
+  EXPECT_FALSE(GpuOomReport::FromJson(R"({"action":"restart","step":7})"));
+  EXPECT_FALSE(GpuOomReport::FromJson("crashed on demand at step 3"));
+  EXPECT_FALSE(GpuOomReport::FromJson(""));
+}
+
+TEST(GpuOomReport, DescribesTheAllocatorsNumbers) {
+  GpuOomReport r;
+  r.device = "cuda:0";
+  r.step = 7;
+  r.allocated_bytes = 70LL << 30;
+  r.reserved_bytes = 74LL << 30;
+  r.requested_bytes = 2LL << 30;
+  r.total_bytes = 80LL << 30;
+  const std::string text = r.Describe();
+  EXPECT_NE(text.find("CUDA out of memory on cuda:0 in step 7"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("70 GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("74 GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("80 GiB"), std::string::npos) << text;
+  r.requested_bytes = 0;
+  EXPECT_EQ(r.Describe().find("tried to allocate"), std::string::npos) << r.Describe();
+}
+
+TEST(GpuOomReport, RequestedBytesFromBothAllocatorMessageStyles) {
+  // LibTorch 2.x
+  EXPECT_EQ(RequestedBytesFromOomMessage("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                                         "capacity of 79.19 GiB of which 1.06 GiB is free."),
+            2LL << 30);
+  // LibTorch 1.x
+  EXPECT_EQ(RequestedBytesFromOomMessage("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total "
+                                         "capacity; 14.50 GiB already allocated)"),
+            20LL << 20);
+  EXPECT_EQ(RequestedBytesFromOomMessage("Tried to allocate 512 B"), 512);
+  EXPECT_EQ(RequestedBytesFromOomMessage("CUDA error: out of memory"), 0);
+}
+
+TEST(CrashReasonLine, IsTheWorkersErrorNotAFrameOrAWarning) {
+  const std::string output =
+      "[2026-11-24 20:00:00.000] [headroom-worker] [info] job reverse-tiny: ...\n"
+      "[W1124 20:00:01.123456789 Context.cpp:302] Warning: at::autocast::is_enabled() is deprecated\n"
+      "[2026-11-24 20:00:02.000] [headroom-worker] [error] CUDA out of memory. Tried to allocate 2.00 GiB\n"
+      "Exception raised from malloc at /pytorch/c10/cuda/CUDACachingAllocator.cpp:1234 (most recent call first):\n"
+      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in libc10.so)\n"
+      "frame #26: <unknown function> + 0xc21d5 (0x7f in libtorch_cpu.so)\n"
+      "\n"
+      "[W1124 20:00:02.5 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed\n";
+  EXPECT_EQ(CrashReasonLine(output), "CUDA out of memory. Tried to allocate 2.00 GiB");
+}
+
+TEST(CrashReasonLine, WithoutAnErrorTagTheLastLineThatIsNotNoise) {
+  EXPECT_EQ(CrashReasonLine("Segmentation fault in foo\nframe #3: bar + 0x1\n[W something.cpp:3] Warning: x\n"),
+            "Segmentation fault in foo");
+  EXPECT_EQ(CrashReasonLine("fake-worker: crashing on demand at step 3\n"), "fake-worker: crashing on demand at step 3");
+  EXPECT_EQ(CrashReasonLine("frame #1: x\n\n"), "");
+  EXPECT_EQ(CrashReasonLine(""), "");
+  // A line that merely starts with '[W' of a word is kept.
+  EXPECT_EQ(CrashReasonLine("[Worker] lost its peer\n"), "[Worker] lost its peer");
+}
+
+TEST(ExitCodes, ReasonsNameEveryWorkerCode) {
+  EXPECT_EQ(ExitReason(kExitFinished, false), "Completed");
+  EXPECT_EQ(ExitReason(kExitFailure, false), "Error");
+  EXPECT_EQ(ExitReason(kExitInvalidSpec, false), "InvalidSpec");
+  EXPECT_EQ(ExitReason(kExitDrained, false), "Drained");
+  EXPECT_EQ(ExitReason(kExitGuardStop, false), "GuardStop");
+  EXPECT_EQ(ExitReason(kExitGpuOom, false), "GpuOOM");
+  EXPECT_EQ(ExitReason(kExitKilled, true), "OOMKilled");
+  EXPECT_EQ(ExitReason(kExitKilled, false), "Signal 9");
+  EXPECT_EQ(ExitReason(3, false), "Exit 3");
+  // design.md's numbers.
+  EXPECT_EQ(kExitDrained, 75);
+  EXPECT_EQ(kExitGuardStop, 76);
+  EXPECT_EQ(kExitGpuOom, 77);
+}
+
+TEST(TerminationMessage, GoesToTheFileTheEnvironmentNames) {
+  if (std::filesystem::exists(kTerminationLogPath)) GTEST_SKIP() << "running where /dev/termination-log exists";
+  const auto path = std::filesystem::temp_directory_path() / ("headroom-termination-" + std::to_string(::getpid()));
+  ::setenv(kTerminationLogEnv, path.c_str(), 1);
+  EXPECT_EQ(WriteTerminationMessage("first"), path.string());
+  EXPECT_EQ(WriteTerminationMessage(R"({"error":"gpu_oom"})"), path.string());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "{\"error\":\"gpu_oom\"}\n") << "each message replaces the last";
+  ::setenv(kTerminationLogEnv, "/nonexistent-dir/termination", 1);
+  EXPECT_EQ(WriteTerminationMessage("x"), "");
+  ::unsetenv(kTerminationLogEnv);
+  EXPECT_EQ(WriteTerminationMessage("x"), "");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace headroom::protocol
