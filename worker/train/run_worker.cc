@@ -16,21 +16,16 @@
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
-#include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/telemetry/debug_leaks.h"
-#include "worker/telemetry/gpu_memory_source.h"
 #include "worker/telemetry/blas_info.h"
-#include "worker/telemetry/heap_trim.h"
-#include "worker/telemetry/memory_monitor.h"
-#include "worker/telemetry/step_log.h"
-#include "worker/telemetry/worker_metrics.h"
+#include "worker/telemetry/gpu_memory_source.h"
+#include "worker/train/checkpointer.h"
 #include "worker/train/grpo_trainer.h"
+#include "worker/train/step_telemetry.h"
 #include "worker/train/stop_agreement.h"
 #include "worker/train/stop_request.h"
-#include "worker/train/training_state.h"
 
 namespace headroom::worker {
 namespace {
@@ -65,45 +60,105 @@ torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
   return torch::Device(torch::kCPU);
 }
 
-protocol::StepRecord MakeRecord(const StepResult& r, const StepMemoryReading& m, double seconds,
-                                int64_t next_tokens, int world_size, int rank, int64_t micro_batch) {
-  protocol::StepRecord rec;
-  rec.step = r.step + 1;  // finished steps: the number a checkpoint of this state carries
-  rec.reward_mean = r.reward_mean;
-  rec.exact_fraction = r.exact_fraction;
-  rec.loss = r.loss;
-  rec.kl = r.kl;
-  rec.clip_fraction = r.clip_fraction;
-  rec.grad_norm = r.grad_norm;
-  rec.host_bytes = m.host_bytes;
-  rec.host_peak_bytes = m.host_peak_bytes;
-  rec.host_limit_bytes = m.host_limit_bytes;
-  rec.gpu_allocated_bytes = m.gpu.allocated_bytes;
-  rec.gpu_reserved_bytes = m.gpu.reserved_bytes;
-  rec.gpu_peak_bytes = m.gpu.peak_bytes;
-  rec.gpu_total_bytes = m.gpu.total_bytes;
-  rec.gpu_alloc_retries = m.gpu.alloc_retries;
-  rec.tokens = r.tokens;
-  rec.next_step_tokens = next_tokens;
-  rec.generated_tokens = r.generated_tokens;
-  rec.step_seconds = seconds;
-  rec.tokens_per_second = seconds > 0 ? static_cast<double>(r.tokens) / seconds : 0;
-  rec.rollout_seconds = r.rollout_seconds;
-  rec.update_seconds = r.update_seconds;
-  rec.world_size = world_size;
-  rec.rank = rank;
-  rec.micro_batch_size = micro_batch;
-  return rec;
+// The memory guard as this worker runs it: core's MemoryGuard, built after the first
+// step from the limits measured there (MeasuredMemoryGuard, as `headroom replay` builds
+// it from a trace). With memoryGuard.enabled false it still forecasts, for the step log
+// and /metrics, and never acts.
+class WorkerGuard {
+ public:
+  WorkerGuard(const spec::TrainingJobSpec& spec, int world_size)
+      : spec_(spec), world_size_(world_size), history_(guard::GuardHistory::FromEnvironment()) {}
+
+  // Judges the step `record` describes; writes the decision and the forecast into it.
+  guard::Decision AfterStep(protocol::StepRecord& record) {
+    if (!guard_) {
+      guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, record.host_limit_bytes,
+                                          record.gpu_total_bytes, record.gpu_total_bytes > 0);
+    }
+    // What `headroom replay` computes from this record: the same object, fed the same way.
+    const guard::Decision decision = guard_->AfterStep(record.ToStepMemory(), record.next_step_tokens);
+    record.guard_action = guard::DecisionActionName(decision.action);
+    record.SetForecast(guard_->last_forecast());
+    return decision;
+  }
+
+ private:
+  const spec::TrainingJobSpec& spec_;
+  int world_size_;
+  guard::GuardHistory history_;  // read at start: a malformed one fails the worker at once
+  std::optional<guard::MemoryGuard> guard_;
+};
+
+// How the worker leaves at a step boundary every rank agreed to stop at (the checkpoint
+// of that boundary is written).
+int ExitAtBoundary(StopKind stop, const guard::Decision& pending, int64_t step) {
+  if (stop == StopKind::kGuard) {
+    if (pending.acts()) {
+      const std::string where = protocol::WriteTerminationMessage(pending.ToJson());
+      spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(pending.action), pending.reason,
+                   where.empty() ? "" : "; decision written to " + where);
+    } else {
+      spdlog::warn("memory guard on another rank stopped the job at step boundary {}", step);
+    }
+    return protocol::kExitGuardStop;
+  }
+  spdlog::info("{} drained at step boundary {}",
+               StopRequested() ? "signal " + std::to_string(StopSignal()) + ":" : "another rank's stop request:", step);
+  return protocol::kExitDrained;
 }
 
-// The guard's history this generation was launched with (opaque JSON; null when none),
-// carried in the checkpoint so a resumed run knows what the guard already did.
-nlohmann::json GuardHistoryFromEnvironment() {
-  const char* v = std::getenv(protocol::kGuardHistoryEnv);
-  if (!v || !*v) return nullptr;
-  auto parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
-  return parsed.is_discarded() ? nlohmann::json(v) : parsed;
+// Several ranks: Gloo over TCP for CPU tensors, NCCL for CUDA ones; timeouts from the
+// environment (communicator_factory.h), so a dead peer ends this rank instead of hanging
+// it.
+std::unique_ptr<Communicator> Connect(const WorkerOptions& options, const torch::Device& device) {
+  if (options.world_size == 1) return MakeLocalCommunicator();
+  CommunicatorOptions copts = CommunicatorOptionsFromEnv(device.is_cuda() ? "nccl" : "gloo");
+  copts.rank = options.rank;
+  copts.world_size = options.world_size;
+  if (!options.master_addr.empty()) copts.master_addr = options.master_addr;
+  if (options.master_port > 0) copts.master_port = options.master_port;
+  if (device.is_cuda()) copts.local_rank = device.index();
+  std::unique_ptr<Communicator> comm = MakeCommunicator(copts);
+  spdlog::info("rank {} of {} connected ({})", comm->rank(), comm->world_size(), comm->backend());
+  return comm;
 }
+
+StepTelemetryOptions TelemetryOptions(const WorkerOptions& options, const spec::TrainingJob& job, int world_size) {
+  StepTelemetryOptions t;
+  t.job_name = job.metadata.name;
+  t.rank = options.rank;
+  t.world_size = world_size;
+  t.micro_batch_size = job.spec.grpo.micro_batch_size;
+  t.host_limit_bytes = job.spec.resources.memory_bytes;
+  t.log_path = options.log_path;
+  t.metrics_port = options.metrics_port;
+  t.metrics_bind = options.metrics_bind;
+  return t;
+}
+
+// What this rank runs, on what, holding how much: the first lines to read in a log.
+void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::Device& device, int world_size,
+              const char* host_source) {
+  const spec::TrainingJobSpec& spec = job.spec;
+  spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
+               job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
+               trainer.shards().numel(), device.str(), torch::get_num_threads(), host_source);
+  if (device.is_cpu()) {
+    const BlasInfo blas = DetectBlas();
+    if (blas.reference) {
+      spdlog::warn("CPU matmuls run on {}: ~28x slower than an optimised BLAS; install one "
+                   "(Debian: apt-get install libopenblas0-openmp)", blas.name);
+    } else {
+      spdlog::info("CPU matmuls run on {}", blas.name);
+    }
+  }
+  const ShardedBytes held = trainer.shards().ResidentBytes();
+  spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
+               spec.sharding.stage, world_size, world_size == 1 ? "" : "s",
+               trainer.shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters,
+               held.gradients, held.optimizer);
+}
+
 
 // Where Run() is, for reporting an error that unwinds out of it.
 struct RunProgress {
@@ -163,44 +218,19 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     return protocol::kExitFailure;
   }
 
-  // 2. Process resources: threads from the CPU request (this is a 2-core machine).
+  // 2. Process resources: threads from the CPU request (more would only contend for the
+  // cores the pod may use), the device, the other ranks.
   torch::set_num_threads(std::max<int64_t>(1, spec.resources.cpu_millis / 1000));
   const torch::Device device = PickDevice(spec, options.rank);
   progress.device = device;
   const SimulatedGpuOom simulated_gpu_oom(options);
-  // Several ranks: Gloo over TCP for CPU tensors, NCCL for CUDA ones; timeouts from the
-  // environment (communicator_factory.h), so a dead peer ends this rank instead of
-  // hanging it.
-  std::unique_ptr<Communicator> comm;
-  if (options.world_size > 1) {
-    CommunicatorOptions copts = CommunicatorOptionsFromEnv(device.is_cuda() ? "nccl" : "gloo");
-    copts.rank = options.rank;
-    copts.world_size = options.world_size;
-    if (!options.master_addr.empty()) copts.master_addr = options.master_addr;
-    if (options.master_port > 0) copts.master_port = options.master_port;
-    if (device.is_cuda()) copts.local_rank = device.index();
-    comm = MakeCommunicator(copts);
-    spdlog::info("rank {} of {} connected ({})", comm->rank(), comm->world_size(), comm->backend());
-  } else {
-    comm = MakeLocalCommunicator();
-  }
+  std::unique_ptr<Communicator> comm = Connect(options, device);
   InstallStopSignalHandlers();
 
-  // 3. Telemetry.
-  std::unique_ptr<WorkerMetrics> metrics;
-  if (options.metrics_port >= 0) {
-    metrics = std::make_unique<WorkerMetrics>(job.metadata.name, options.rank, options.metrics_port,
-                                              options.metrics_bind);
-    spdlog::info("metrics on port {} (/metrics, /healthz)", metrics->port());
-  }
-  StepLogWriter step_log(options.log_path);
-  MemoryMonitor monitor(spec.resources.memory_bytes, MakeGpuMemorySource(device));
+  // 3. Telemetry, the drills' leaks, the guard.
+  StepTelemetry telemetry(TelemetryOptions(options, job, comm->world_size()), device);
   DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device);
-  // The guard is built at the end of the first step, when the limits it guards are
-  // measured (core/guard/memory_guard.h, MeasuredMemoryGuard). With memoryGuard.enabled
-  // false it still forecasts, for the step log and /metrics, and never acts.
-  std::optional<guard::MemoryGuard> guard;
-  const guard::GuardHistory guard_history = guard::GuardHistory::FromEnvironment();  // throws when malformed
+  WorkerGuard guard(spec, comm->world_size());
 
   // 4. The trainer: model, optimizer, generation cache, built once.
   std::unique_ptr<GrpoTrainer> trainer;
@@ -210,127 +240,40 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     std::cerr << e.what() << "\n";
     return protocol::kExitInvalidSpec;
   }
-  spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
-               job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
-               trainer->shards().numel(), device.str(), torch::get_num_threads(), monitor.host_source());
-  if (device.is_cpu()) {
-    const BlasInfo blas = DetectBlas();
-    if (blas.reference) {
-      spdlog::warn("CPU matmuls run on {}: ~28x slower than an optimised BLAS; install one "
-                   "(Debian: apt-get install libopenblas0-openmp)", blas.name);
-    } else {
-      spdlog::info("CPU matmuls run on {}", blas.name);
-    }
-  }
-  {
-    const ShardedBytes held = trainer->shards().ResidentBytes();
-    spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
-                 spec.sharding.stage, comm->world_size(), comm->world_size() == 1 ? "" : "s",
-                 trainer->shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters,
-                 held.gradients, held.optimizer);
-  }
+  LogSetup(job, *trainer, device, comm->world_size(), telemetry.host_source());
 
-  // 5. Resume from `latest` when the checkpoint directory has one. Steps count finished
-  // steps: a checkpoint of step N holds the state after N steps, and the run goes on
-  // with step N + 1 (data is keyed by step, so the step is the whole data cursor).
-  const std::string spec_hash = spec::RunDefinitionHash(spec);
+  // 5. Resume from the checkpoint directory's `latest` when it has one.
+  Checkpointer checkpointer(options.checkpoint_dir, spec, *comm, options.rank, *trainer);
   int64_t first_step = 0;
-  std::optional<CheckpointWriter> writer;
-  if (!options.checkpoint_dir.empty()) {
-    auto reader = CheckpointReader::OpenLatest(options.checkpoint_dir);
-    if (reader) {
-      try {
-        reader->RequireSpecHash(spec_hash);
-      } catch (const CheckpointError& e) {
-        std::cerr << e.what() << "\n";  // another run's checkpoint: retrying cannot help
-        return protocol::kExitInvalidSpec;
-      }
-      RestoreTrainingState(*reader, *trainer);
-      if (auto rng = reader->RngState(options.rank)) SetCpuRngState(*rng);
-      first_step = reader->step();
-      spdlog::info("resumed from {} (saved by {} ranks): continuing with step {}", reader->dir().string(),
-                   reader->manifest().world_size, first_step + 1);
-    }
-    writer.emplace(options.checkpoint_dir, *comm, CheckpointWriterOptions{std::max(1, spec.checkpoint.keep), {}});
+  try {
+    first_step = checkpointer.Resume();
+  } catch (const CheckpointOfAnotherRun& e) {
+    std::cerr << e.what() << "\n";  // another run's checkpoint: retrying cannot help
+    return protocol::kExitInvalidSpec;
   }
-  int64_t saved_step = first_step;  // the newest step on disk (0: none worth keeping)
-  // Collective: every rank saves the same step.
-  auto save = [&](int64_t done) -> std::optional<CheckpointSaveStats> {
-    if (!writer || done == saved_step) return std::nullopt;
-    CheckpointMetadata meta;
-    meta.step = done;
-    meta.spec_hash = spec_hash;
-    meta.data_cursor = {{"next_step", done + 1}};
-    meta.guard_history = GuardHistoryFromEnvironment();
-    meta.extra = {{"world_size", comm->world_size()},
-                  {"micro_batch_size", spec.grpo.micro_batch_size},
-                  {"stage", spec.sharding.stage}};
-    CheckpointSaveStats stats =
-        writer->Save(meta, TrainingStateSlices(*trainer), CpuRngState());
-    saved_step = done;
-    spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
-                 stats.dir.string());
-    return stats;
-  };
 
-  // 6. Steps. Every boundary: honour a stop request, then after the step ask the guard.
+  // 6. Steps. At every boundary the ranks agree whether to stop (a signal, or any rank's
+  // guard); after every step the guard judges it and the checkpointer saves on cadence.
   const int64_t tokens_per_step = trainer->TokensPerStep();
   guard::Decision pending;  // this rank's guard decision after the last step
-  int64_t host_limit_bytes = spec.resources.memory_bytes;  // as the last step read it
   for (int64_t step = first_step; step < spec.grpo.steps; ++step) {
-    // Every boundary, every rank: one agreement, so all leave at the same step.
     const StopKind stop = AgreeOnStop(*comm, StopRequested(), pending.acts());
-    if (stop != StopKind::kNone) save(step);  // every rank agreed on this boundary
-    if (stop == StopKind::kGuard) {
-      if (pending.acts()) {
-        const std::string where = protocol::WriteTerminationMessage(pending.ToJson());
-        spdlog::warn("memory guard: {} ({}){}", guard::DecisionActionName(pending.action), pending.reason,
-                     where.empty() ? "" : "; decision written to " + where);
-      } else {
-        spdlog::warn("memory guard on another rank stopped the job at step boundary {}", step);
-      }
-      return protocol::kExitGuardStop;
-    }
-    if (stop == StopKind::kDrain) {
-      spdlog::info("{} drained at step boundary {}",
-                   StopRequested() ? "signal " + std::to_string(StopSignal()) + ":" : "another rank's stop request:",
-                   step);
-      return protocol::kExitDrained;
+    if (stop != StopKind::kNone) {
+      checkpointer.Save(step);  // every rank agreed on this boundary
+      return ExitAtBoundary(stop, pending, step);
     }
     progress.step = step + 1;
-    monitor.BeginStep();
     simulated_gpu_oom.BeforeStep(step + 1);
-    const auto start = std::chrono::steady_clock::now();
+    telemetry.BeginStep();
     leaks.Step();
     const StepResult result = trainer->RunStep(step);
-    // So the end-of-step reading is the level, not the peak: when what the step freed
-    // matters against the limit (heap_trim.h).
-    ReturnFreedHeapToSystem(HeapTrimThreshold(host_limit_bytes));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const StepMemoryReading mem = monitor.EndStep();
-    host_limit_bytes = mem.host_limit_bytes;
-    const bool last = step + 1 == spec.grpo.steps;
-    protocol::StepRecord record = MakeRecord(result, mem, seconds, last ? 0 : tokens_per_step,
-                                             comm->world_size(), options.rank, spec.grpo.micro_batch_size);
-    if (!guard) {
-      guard = guard::MeasuredMemoryGuard(spec, comm->world_size(), guard_history,
-                                         mem.host_limit_bytes, mem.gpu.total_bytes, mem.gpu.present);
+    protocol::StepRecord record = telemetry.EndStep(result, step + 1 < spec.grpo.steps ? tokens_per_step : 0);
+    pending = guard.AfterStep(record);  // acted on at the next boundary, with every rank
+    if (const auto saved = checkpointer.AfterStep(record.step)) {
+      record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
+      record.checkpoint_seconds = saved->seconds;
     }
-    // What `headroom replay` computes from this record: the same object, fed the same way.
-    const guard::Decision decision = guard->AfterStep(record.ToStepMemory(), record.next_step_tokens);
-    record.guard_action = guard::DecisionActionName(decision.action);
-    record.SetForecast(guard->last_forecast());
-    const int64_t done = step + 1;
-    const int every = spec.checkpoint.every_steps;
-    if ((every > 0 && done % every == 0) || done == spec.grpo.steps) {
-      if (auto saved = save(done)) {
-        record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
-        record.checkpoint_seconds = saved->seconds;
-      }
-    }
-    step_log.Write(record);
-    if (metrics) metrics->Publish(record);
-    pending = decision;  // acted on at the next boundary, with every rank (none after the last step)
+    telemetry.Publish(record);
   }
   spdlog::info("finished {} steps", spec.grpo.steps);
   return protocol::kExitFinished;

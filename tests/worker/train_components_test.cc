@@ -1,0 +1,142 @@
+// The step loop's two components: the checkpointer (resume, cadence, save at a stop,
+// another run's checkpoint refused) and the step telemetry (the record of a step, and
+// that publishing it writes the step log).
+#include <spdlog/spdlog.h>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "worker/checkpoint/checkpoint_directory.h"
+#include "worker/comm/communicator.h"
+#include "worker/train/checkpointer.h"
+#include "worker/train/grpo_trainer.h"
+#include "worker/train/step_telemetry.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+spec::TrainingJobSpec SmallJob(int steps, int every) {
+  spec::TrainingJobSpec spec;
+  spec.model.preset = "tiny";
+  spec.task = {"addition", 1, 4};
+  spec.grpo.steps = steps;
+  spec.grpo.prompts_per_step = 2;
+  spec.grpo.group_size = 2;
+  spec.grpo.max_prompt_length = 5;
+  spec.grpo.max_response_length = 2;
+  spec.grpo.micro_batch_size = 4;
+  spec.grpo.kl_coef = 0;
+  spec.resources.memory_bytes = 2LL << 30;
+  spec.checkpoint.every_steps = every;
+  spec.checkpoint.keep = 10;
+  return spec;
+}
+
+class TrainComponentsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("headroom-train-components-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(TrainComponentsTest, CheckpointerSavesOnItsCadenceAndAfterTheLastStep) {
+  const spec::TrainingJobSpec spec = SmallJob(12, 5);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  Checkpointer checkpointer(dir_.string(), spec, *comm, 0, trainer);
+  EXPECT_EQ(checkpointer.Resume(), 0) << "an empty directory: a fresh start";
+  std::vector<int64_t> saved;
+  for (int64_t done = 1; done <= 12; ++done) {
+    if (const auto stats = checkpointer.AfterStep(done)) {
+      saved.push_back(done);
+      EXPECT_EQ(stats->step, done);
+      EXPECT_GT(stats->total_bytes, 0u);
+    }
+  }
+  EXPECT_EQ(saved, (std::vector<int64_t>{5, 10, 12}));
+  EXPECT_EQ(CompleteSteps(dir_), (std::vector<int64_t>{5, 10, 12}));
+  // A stop at a boundary already on disk writes nothing more; a new one is saved.
+  EXPECT_FALSE(checkpointer.Save(12));
+  EXPECT_TRUE(checkpointer.Save(13));
+}
+
+TEST_F(TrainComponentsTest, CheckpointerResumesWhereTheLastSaveLeftOffAndRefusesAnotherRuns) {
+  const spec::TrainingJobSpec spec = SmallJob(10, 3);
+  auto comm = MakeLocalCommunicator();
+  {
+    GrpoTrainer trainer(spec, *comm, torch::kCPU);
+    Checkpointer first(dir_.string(), spec, *comm, 0, trainer);
+    ASSERT_EQ(first.Resume(), 0);
+    for (int64_t done = 1; done <= 4; ++done) first.AfterStep(done);
+  }
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  Checkpointer again(dir_.string(), spec, *comm, 0, trainer);
+  EXPECT_EQ(again.Resume(), 3);
+  EXPECT_FALSE(again.Save(3)) << "the resumed step is on disk already";
+
+  spec::TrainingJobSpec other = spec;
+  other.task.seed += 1;  // defines another run
+  GrpoTrainer other_trainer(other, *comm, torch::kCPU);
+  Checkpointer refused(dir_.string(), other, *comm, 0, other_trainer);
+  EXPECT_THROW(refused.Resume(), CheckpointOfAnotherRun);
+}
+
+TEST_F(TrainComponentsTest, NoDirectoryNoCheckpoints) {
+  const spec::TrainingJobSpec spec = SmallJob(4, 1);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  Checkpointer none("", spec, *comm, 0, trainer);
+  EXPECT_EQ(none.Resume(), 0);
+  EXPECT_TRUE(none.ShouldSave(1));
+  EXPECT_FALSE(none.AfterStep(1));
+  EXPECT_FALSE(none.Save(2));
+}
+
+TEST_F(TrainComponentsTest, TelemetryBuildsTheStepRecordAndPublishesItAsALogLine) {
+  const spec::TrainingJobSpec spec = SmallJob(2, 0);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  fs::create_directories(dir_);
+  StepTelemetryOptions options;
+  options.job_name = "components";
+  options.rank = 0;
+  options.world_size = 1;
+  options.micro_batch_size = spec.grpo.micro_batch_size;
+  options.host_limit_bytes = spec.resources.memory_bytes;
+  options.log_path = (dir_ / "steps.jsonl").string();
+  StepTelemetry telemetry(options, torch::kCPU);
+  telemetry.BeginStep();
+  const StepResult result = trainer.RunStep(0);
+  const protocol::StepRecord record = telemetry.EndStep(result, 99);
+  EXPECT_EQ(record.step, 1) << "records count finished steps";
+  EXPECT_EQ(record.tokens, result.tokens);
+  EXPECT_EQ(record.next_step_tokens, 99);
+  EXPECT_EQ(record.loss, result.loss);
+  EXPECT_EQ(record.micro_batch_size, spec.grpo.micro_batch_size);
+  EXPECT_GT(record.host_bytes, 0);
+  EXPECT_GE(record.host_peak_bytes, record.host_bytes);
+  EXPECT_GT(record.host_limit_bytes, 0);
+  EXPECT_GT(record.step_seconds, 0);
+  telemetry.Publish(record);
+  std::ifstream in(dir_ / "steps.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const std::optional<protocol::StepRecord> back = protocol::ParseStepLogLine(line);
+  ASSERT_TRUE(back) << line;
+  EXPECT_EQ(back->ToJson(), record.ToJson());
+}
+
+}  // namespace
+}  // namespace headroom::worker

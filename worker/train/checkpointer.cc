@@ -1,0 +1,81 @@
+#include "worker/train/checkpointer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/protocol/environment.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/train/training_state.h"
+
+namespace headroom::worker {
+
+namespace {
+
+// The guard's history this generation was launched with (opaque JSON; null when none),
+// carried in the checkpoint so a resumed run knows what the guard already did.
+nlohmann::json GuardHistoryFromEnvironment() {
+  const char* v = std::getenv(protocol::kGuardHistoryEnv);
+  if (!v || !*v) return nullptr;
+  auto parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? nlohmann::json(v) : parsed;
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, Communicator& comm, int rank,
+                           GrpoTrainer& trainer)
+    : dir_(std::move(dir)),
+      spec_(spec),
+      comm_(comm),
+      rank_(rank),
+      trainer_(trainer),
+      spec_hash_(spec::RunDefinitionHash(spec)) {}
+
+int64_t Checkpointer::Resume() {
+  if (dir_.empty()) return 0;
+  std::optional<CheckpointReader> reader = CheckpointReader::OpenLatest(dir_);
+  // The writer after the reader: it clears half-written steps, never the one read.
+  writer_.emplace(dir_, comm_, CheckpointWriterOptions{std::max(1, spec_.checkpoint.keep), {}});
+  if (!reader) return 0;
+  try {
+    reader->RequireSpecHash(spec_hash_);
+  } catch (const CheckpointError& e) {
+    throw CheckpointOfAnotherRun(e.what());
+  }
+  RestoreTrainingState(*reader, trainer_);
+  if (auto rng = reader->RngState(rank_)) SetCpuRngState(*rng);
+  saved_step_ = reader->step();
+  spdlog::info("resumed from {} (saved by {} ranks): continuing with step {}", reader->dir().string(),
+               reader->manifest().world_size, saved_step_ + 1);
+  return saved_step_;
+}
+
+bool Checkpointer::ShouldSave(int64_t done) const {
+  const int every = spec_.checkpoint.every_steps;
+  return (every > 0 && done % every == 0) || done == spec_.grpo.steps;
+}
+
+std::optional<CheckpointSaveStats> Checkpointer::AfterStep(int64_t done) {
+  return ShouldSave(done) ? Save(done) : std::nullopt;
+}
+
+std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
+  if (!writer_ || done == saved_step_) return std::nullopt;
+  CheckpointMetadata meta;
+  meta.step = done;
+  meta.spec_hash = spec_hash_;
+  meta.data_cursor = {{"next_step", done + 1}};
+  meta.guard_history = GuardHistoryFromEnvironment();
+  meta.extra = {{"world_size", comm_.world_size()},
+                {"micro_batch_size", spec_.grpo.micro_batch_size},
+                {"stage", spec_.sharding.stage}};
+  CheckpointSaveStats stats = writer_->Save(meta, TrainingStateSlices(trainer_), CpuRngState());
+  saved_step_ = done;
+  spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
+               stats.dir.string());
+  return stats;
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,58 @@
+// The run's checkpoints, owned in one place: resume from DIR/latest, save on the spec's
+// cadence (every checkpoint.everySteps finished steps, and after the last one), save at a
+// stop boundary, and keep the newest checkpoint.keep (the writer prunes after each
+// commit). The step loop only says which step just finished; the checkpointer decides
+// whether that is a save, as torchtitan's CheckpointManager does with _should_save.
+//
+// Steps count finished steps: a checkpoint of step N holds the state after N steps, and
+// the run goes on with step N + 1 (data is keyed by step, so the step is the whole data
+// cursor). Every save is a collective: all ranks call it with the same step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/spec/training_job.h"
+#include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/comm/communicator.h"
+#include "worker/train/grpo_trainer.h"
+
+namespace headroom::worker {
+
+// The checkpoint directory holds another run's checkpoint (its run-definition hash
+// differs): retrying cannot help, the worker exits 2.
+class CheckpointOfAnotherRun : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
+};
+
+class Checkpointer {
+ public:
+  // dir "" = no checkpoints: Resume() starts fresh and nothing is saved.
+  Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, Communicator& comm, int rank,
+               GrpoTrainer& trainer);
+
+  // Loads DIR/latest into the trainer (and this rank's RNG state) when there is one.
+  // Returns the finished steps it holds (0: a fresh start). Throws CheckpointOfAnotherRun.
+  // Called once, before any save.
+  int64_t Resume();
+
+  // After finished step `done`: saves when the cadence says so.
+  std::optional<CheckpointSaveStats> AfterStep(int64_t done);
+  // Saves `done` now unless it is already on disk (a stop at a step boundary).
+  std::optional<CheckpointSaveStats> Save(int64_t done);
+  bool ShouldSave(int64_t done) const;
+
+ private:
+  std::string dir_;
+  const spec::TrainingJobSpec& spec_;
+  Communicator& comm_;
+  int rank_;
+  GrpoTrainer& trainer_;
+  std::string spec_hash_;
+  std::optional<CheckpointWriter> writer_;
+  int64_t saved_step_ = 0;  // the newest step on disk (0: none worth keeping)
+};
+
+}  // namespace headroom::worker
