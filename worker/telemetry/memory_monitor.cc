@@ -26,14 +26,17 @@ void MemoryMonitor::BeginStep() {
   gpu_->ResetPeak();
 }
 
-StepMemoryReading MemoryMonitor::EndStep() {
-  StepMemoryReading r;
+void MemoryMonitor::EndStep(protocol::StepRecord& record) {
   const auto host = probe_.Read();
-  r.host_bytes = host.working_set_bytes;
-  r.host_peak_bytes = std::max(sampler_.TakePeak(), r.host_bytes);
-  r.host_limit_bytes = LimitOf(host);
-  r.gpu = gpu_->Read();
-  return r;
+  record.host_bytes = host.working_set_bytes;
+  record.host_peak_bytes = std::max(sampler_.TakePeak(), record.host_bytes);
+  record.host_limit_bytes = LimitOf(host);
+  const memory::GpuMemorySample gpu = gpu_->Read();
+  record.gpu_allocated_bytes = gpu.allocated_bytes;
+  record.gpu_reserved_bytes = gpu.reserved_bytes;
+  record.gpu_peak_bytes = gpu.peak_bytes;
+  record.gpu_total_bytes = gpu.total_bytes;
+  record.gpu_alloc_retries = gpu.alloc_retries;
 }
 
 }  // namespace headroom::worker

@@ -1,8 +1,9 @@
 // Per-step memory of this worker: host from the core probe (cgroup working set, else
 // /proc) with a background peak sampler, GPU from a GpuMemorySource.
 //
-// Usage: BeginStep() before a step, EndStep() after it; EndStep() returns the end-of-step
-// values and the peaks inside the step.
+// Usage: BeginStep() before a step, EndStep() after it; EndStep() writes the end-of-step
+// values, the peaks inside the step and the limits into the step's record (the memory
+// part of protocol::StepRecord: one shape from the probe to the guard).
 //
 // Host limit: the cgroup's limit when one applies; otherwise spec.resources.memory acts
 // as a soft limit (what the pod would get on Kubernetes), capped at the machine's memory.
@@ -14,13 +15,9 @@
 #include "core/memory/gpu_memory.h"
 #include "core/memory/host_memory.h"
 #include "core/memory/peak_sampler.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::worker {
-
-struct StepMemoryReading {
-  int64_t host_bytes = 0, host_peak_bytes = 0, host_limit_bytes = 0;
-  memory::GpuMemorySample gpu;
-};
 
 class MemoryMonitor {
  public:
@@ -28,7 +25,7 @@ class MemoryMonitor {
   ~MemoryMonitor();
 
   void BeginStep();
-  StepMemoryReading EndStep();
+  void EndStep(protocol::StepRecord& record);
   const char* host_source() const { return source_.c_str(); }
 
  private:

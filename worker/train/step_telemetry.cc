@@ -27,9 +27,9 @@ void StepTelemetry::BeginStep() {
 protocol::StepRecord StepTelemetry::EndStep(const StepResult& r, int64_t next_step_tokens) {
   ReturnFreedHeapToSystem(HeapTrimThreshold(host_limit_bytes_));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const StepMemoryReading m = monitor_.EndStep();
-  host_limit_bytes_ = m.host_limit_bytes;
   protocol::StepRecord rec;
+  monitor_.EndStep(rec);
+  host_limit_bytes_ = rec.host_limit_bytes;
   rec.step = r.step + 1;
   rec.reward_mean = r.reward_mean;
   rec.exact_fraction = r.exact_fraction;
@@ -37,14 +37,6 @@ protocol::StepRecord StepTelemetry::EndStep(const StepResult& r, int64_t next_st
   rec.kl = r.kl;
   rec.clip_fraction = r.clip_fraction;
   rec.grad_norm = r.grad_norm;
-  rec.host_bytes = m.host_bytes;
-  rec.host_peak_bytes = m.host_peak_bytes;
-  rec.host_limit_bytes = m.host_limit_bytes;
-  rec.gpu_allocated_bytes = m.gpu.allocated_bytes;
-  rec.gpu_reserved_bytes = m.gpu.reserved_bytes;
-  rec.gpu_peak_bytes = m.gpu.peak_bytes;
-  rec.gpu_total_bytes = m.gpu.total_bytes;
-  rec.gpu_alloc_retries = m.gpu.alloc_retries;
   rec.tokens = r.tokens;
   rec.next_step_tokens = next_step_tokens;
   rec.generated_tokens = r.generated_tokens;
