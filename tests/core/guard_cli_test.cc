@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,6 +95,45 @@ TEST(ReplayCliTest, MalformedTraceNamesLineAndColumn) {
   r = RunHeadroom("replay /nonexistent/trace.csv");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("/nonexistent/trace.csv: cannot open"), std::string::npos) << r.out;
+}
+
+// A worker's step log is a trace too: the same rows as JSON lines (the GPU columns under
+// the step record's names) give the same decisions as the CSV.
+TEST(ReplayCliTest, AStepLogReplaysLikeTheSameTraceAsCsv) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  const std::string csv = kSource + "/tests/core/testdata/traces/host_leak_linear.csv";
+  std::ifstream in(csv);
+  std::string line, log;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    nlohmann::json j;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      static const std::map<std::string, std::string> kStepLogName = {
+          {"gpu_bytes", "gpu_reserved_bytes"}, {"gpu_limit_bytes", "gpu_total_bytes"}};
+      auto renamed = kStepLogName.find(header[i]);
+      j[renamed == kStepLogName.end() ? header[i] : renamed->second] = std::stoll(cells[i]);
+    }
+    log += j.dump() + "\n";
+  }
+  const std::string path = WriteTemp("steps.jsonl", log);
+  Result from_csv = RunHeadroom("replay " + csv);
+  Result from_log = RunHeadroom("replay " + path);
+  ASSERT_EQ(from_log.code, 0) << from_log.out;
+  EXPECT_EQ(from_log.out, from_csv.out);
+  EXPECT_EQ(JsonLines(from_log.out).at(4)["action"], "restart");
+
+  const std::string bad = WriteTemp("bad_steps.jsonl", log + "{\"host_bytes\":1}\n");
+  Result r = RunHeadroom("replay " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_steps.jsonl:10: not a step record: no integer \"step\""), std::string::npos) << r.out;
 }
 
 TEST(PlanCliTest, TableAndJson) {
