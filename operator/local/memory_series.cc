@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "core/guard/trace.h"
 
 namespace headroom::local {
 
@@ -30,20 +33,25 @@ std::vector<protocol::StepRecord> MemorySeries::WorstPerStep() const {
 }
 
 void MemorySeries::WriteCsv(const std::string& trace_path, const std::string& by_rank_path) const {
+  // Both files in replay's trace format (core/guard/trace.h), from what the guard reads
+  // of each record: the by-rank file adds who measured it and two of its other fields.
+  std::vector<guard::StepMemory> worst;
+  for (const protocol::StepRecord& r : WorstPerStep()) worst.push_back(r.ToStepMemory());
   std::ofstream trace(trace_path, std::ios::trunc);
   if (!trace) throw std::runtime_error("cannot write " + trace_path);
-  trace << kTraceHeader << "\n";
-  for (const protocol::StepRecord& r : WorstPerStep()) {
-    trace << r.step << ',' << r.host_bytes << ',' << r.gpu_reserved_bytes << ',' << r.host_peak_bytes << ','
-          << r.gpu_peak_bytes << ',' << r.tokens << ',' << r.host_limit_bytes << ',' << r.gpu_total_bytes << "\n";
-  }
+  trace << guard::FormatTrace(worst);
+
+  std::vector<guard::StepMemory> all;
+  for (const protocol::StepRecord& r : records_) all.push_back(r.ToStepMemory());
+  std::istringstream rows(guard::FormatTrace(all));
+  std::string row;
+  std::getline(rows, row);
   std::ofstream by_rank(by_rank_path, std::ios::trunc);
   if (!by_rank) throw std::runtime_error("cannot write " + by_rank_path);
-  by_rank << "generation,rank," << kTraceHeader << ",reward_mean,step_seconds\n";
+  by_rank << "generation,rank," << row << ",reward_mean,step_seconds\n";
   for (const protocol::StepRecord& r : records_) {
-    by_rank << r.generation << ',' << r.rank << ',' << r.step << ',' << r.host_bytes << ',' << r.gpu_reserved_bytes
-            << ',' << r.host_peak_bytes << ',' << r.gpu_peak_bytes << ',' << r.tokens << ',' << r.host_limit_bytes
-            << ',' << r.gpu_total_bytes << ',' << r.reward_mean << ',' << r.step_seconds << "\n";
+    std::getline(rows, row);
+    by_rank << r.generation << ',' << r.rank << ',' << row << ',' << r.reward_mean << ',' << r.step_seconds << "\n";
   }
 }
 

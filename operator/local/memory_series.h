@@ -33,9 +33,6 @@ class MemorySeries {
   // Writes both files; throws std::runtime_error naming a file it cannot write.
   void WriteCsv(const std::string& trace_path, const std::string& by_rank_path) const;
 
-  static constexpr const char* kTraceHeader =
-      "step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,gpu_limit_bytes";
-
  private:
   std::vector<protocol::StepRecord> records_;
 };

@@ -47,8 +47,10 @@ TEST(MemorySeries, TraceHasTheWorstRankPerStepAndRepeatsRedoneSteps) {
   testing::TempDir dir;
   s.WriteCsv(dir.path() + "/m.csv", dir.path() + "/r.csv");
   EXPECT_EQ(testing::ReadAll(dir.path() + "/m.csv"),
-            std::string(MemorySeries::kTraceHeader) +
-                "\n1,300,0,310,0,64,1000,0\n2,150,0,160,0,64,1000,0\n2,50,0,60,0,64,1000,0\n");
+            // design.md's trace columns
+            std::string("step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,"
+                        "gpu_limit_bytes\n") +
+                "1,300,0,310,0,64,1000,0\n2,150,0,160,0,64,1000,0\n2,50,0,60,0,64,1000,0\n");
   const std::string by_rank = testing::ReadAll(dir.path() + "/r.csv");
   EXPECT_EQ(by_rank.rfind("generation,rank,step,host_bytes", 0), 0u);
   EXPECT_EQ(std::count(by_rank.begin(), by_rank.end(), '\n'), 5);

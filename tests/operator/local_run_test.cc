@@ -51,7 +51,10 @@ TEST(LocalRun, GuardRestartsBeforeTheLimitAndLosesNothing) {
   EXPECT_EQ(r.summary.actions[0].type, "restart");
   // The record in the work directory.
   const std::string csv = ReadAll(o.workdir + "/memory.csv");
-  EXPECT_EQ(csv.rfind(MemorySeries::kTraceHeader, 0), 0u);
+  EXPECT_EQ(csv.rfind("step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,"
+                      "gpu_limit_bytes\n",
+                      0),
+            0u);
   EXPECT_GE(std::count(csv.begin(), csv.end(), '\n'), 31);
   const std::string svg = ReadAll(o.workdir + "/memory.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
