@@ -148,7 +148,7 @@ void LocalProcessBackend::ReapAll() {
     int status = 0;
     while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
     }
-    r.exit = RankExit{137, false, "Killed", "", ""};
+    r.exit = RankExit{protocol::kExitKilled, false, "Killed", "", ""};
   }
 }
 
