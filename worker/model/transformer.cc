@@ -2,47 +2,14 @@
 
 #include "worker/model/transformer.h"
 
+#include "worker/model/bf16_autocast.h"
 #include "worker/model/fused_attention.h"
 
 #include <cmath>
 #include <limits>
 
-#if defined(HEADROOM_WITH_CUDA)
-#include <ATen/autocast_mode.h>
-#endif
-
 namespace headroom::worker {
 namespace {
-
-// bf16 autocast for the duration of a forward on a CUDA device (CUDA builds only; the
-// CPU build keeps fp32, where bf16 matmuls would be slower, not faster).
-class Bf16Autocast {
- public:
-  explicit Bf16Autocast([[maybe_unused]] const torch::Device& device) {
-#if defined(HEADROOM_WITH_CUDA)
-    if (device.is_cuda()) {
-      active_ = true;
-      previous_ = at::autocast::is_enabled();
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
-    }
-#endif
-  }
-  ~Bf16Autocast() {
-#if defined(HEADROOM_WITH_CUDA)
-    if (active_) {
-      at::autocast::set_enabled(previous_);
-      if (!previous_) at::autocast::clear_cache();
-    }
-#endif
-  }
-  Bf16Autocast(const Bf16Autocast&) = delete;
-  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
-
- private:
-  [[maybe_unused]] bool active_ = false;
-  [[maybe_unused]] bool previous_ = false;
-};
 
 // [B, T, 3H] -> q, k, v as [B, heads, T, head_dim].
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SplitHeads(const torch::Tensor& qkv, int64_t heads) {

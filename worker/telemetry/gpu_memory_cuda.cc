@@ -5,11 +5,18 @@
 #include <cuda_runtime_api.h>
 
 #include "worker/telemetry/gpu_memory_source.h"
+#include "worker/torch_version.h"
 
 namespace headroom::worker {
 namespace {
 
-using c10::cuda::CUDACachingAllocator::StatType;
+// LibTorch 2.5 moved the allocator's statistics types from the CUDA allocator to the
+// device-generic one (c10/core/CachingDeviceAllocator.h, which CUDACachingAllocator.h includes).
+#if HEADROOM_TORCH_AT_LEAST(2, 5)
+using StatType = c10::CachingDeviceAllocator::StatType;
+#else
+using StatType = c10::cuda::CUDACachingAllocator::StatType;
+#endif
 
 class CudaGpuMemorySource final : public memory::GpuMemorySource {
  public:
@@ -18,7 +25,7 @@ class CudaGpuMemorySource final : public memory::GpuMemorySource {
   memory::GpuMemorySample Read() override {
     memory::GpuMemorySample s;
     s.present = true;
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_));
     const auto agg = static_cast<size_t>(StatType::AGGREGATE);
     s.allocated_bytes = stats.allocated_bytes[agg].current;
     s.allocated_peak_bytes = stats.allocated_bytes[agg].peak;
@@ -33,7 +40,7 @@ class CudaGpuMemorySource final : public memory::GpuMemorySource {
     return s;
   }
 
-  void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(device_); }
+  void ResetPeak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_)); }
 
  private:
   int device_;

@@ -1,0 +1,32 @@
+// bf16 autocast for the duration of a forward on a CUDA device: matmuls run in bf16 while
+// the weights stay fp32. On any other device nothing changes (the CPU build keeps fp32,
+// where bf16 matmuls would be slower, not faster).
+//
+// Scoped like Python's torch.autocast: nests, restores the previous enabled flag and dtype
+// on exit, and drops the cache of cast weights when the outermost scope ends. The state is
+// per thread.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+namespace headroom::worker {
+
+class Bf16Autocast {
+ public:
+  explicit Bf16Autocast(const c10::Device& device);
+  ~Bf16Autocast();
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  bool active_ = false;
+  bool previous_enabled_ = false;
+  c10::ScalarType previous_dtype_ = c10::ScalarType::Undefined;
+};
+
+// This thread's CUDA autocast state (what Bf16Autocast sets).
+bool CudaAutocastEnabled();
+c10::ScalarType CudaAutocastDtype();
+
+}  // namespace headroom::worker
