@@ -2,7 +2,6 @@
 
 #include "worker/grpo/log_probs.h"
 
-#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 
@@ -14,12 +13,15 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
   auto logits = model->forward(sequences.narrow(1, 0, total - 1), prompt_length - 1).to(torch::kFloat32);
   if (logit_bias.defined()) logits = logits + logit_bias;
   if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
-  // Positions after a response's stop hold PAD, which the logit bias may exclude (-inf):
-  // read EOS's log-prob there instead so masked positions stay finite (every loss masks
-  // them out, and -inf * 0 would be NaN).
+  // Positions after a response's stop hold the pad token, which the logit bias may
+  // exclude (-inf): read an allowed token's log-prob there instead so masked positions
+  // stay finite (every loss masks them out, and -inf * 0 would be NaN).
   auto targets = sequences.narrow(1, prompt_length, r);
-  targets = torch::where(targets == CharTokenizer::kPad, torch::full_like(targets, CharTokenizer::kEos), targets)
-                .unsqueeze(-1);
+  if (logit_bias.defined()) {
+    const auto excluded = logit_bias.index({targets}).isinf();
+    targets = torch::where(excluded, logit_bias.argmax().expand_as(targets), targets);
+  }
+  targets = targets.unsqueeze(-1);
   return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
 }
 

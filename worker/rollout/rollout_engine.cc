@@ -15,8 +15,16 @@ RolloutEngine::RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch,
     : cache_(cache_shape, max_batch, max_prompt + max_response, device),
       max_prompt_(max_prompt),
       max_response_(max_response),
-      device_(device) {
+      device_(device),
+      stop_tokens_{CharTokenizer::kEos},
+      pad_token_(CharTokenizer::kPad) {
   if (max_response < 1) throw std::invalid_argument("rollout: maxResponseLength must be >= 1");
+}
+
+void RolloutEngine::set_response_format(ResponseFormat format) {
+  if (format.stop_tokens.empty()) throw std::invalid_argument("rollout: a response format needs a stop token");
+  stop_tokens_ = std::move(format.stop_tokens);
+  pad_token_ = format.pad;
 }
 
 torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const {
@@ -51,7 +59,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     // below so training can use them.
     c10::InferenceMode inference;
     auto noise = temperature > 0 ? GumbelNoise(sample_keys, vocab) : torch::Tensor();
-    auto seq = torch::full({b, p + r}, CharTokenizer::kPad, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    auto seq = torch::full({b, p + r}, pad_token_, torch::TensorOptions().dtype(torch::kInt64).device(device_));
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
     auto msk = torch::zeros({b, r}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
@@ -66,10 +74,10 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
       } else {
         next = logits.argmax(-1);
       }
-      next = torch::where(alive, next, torch::full_like(next, CharTokenizer::kPad));
+      next = torch::where(alive, next, torch::full_like(next, pad_token_));
       seq.select(1, p + t).copy_(next);
       msk.select(1, t).copy_(alive);
-      alive = alive.logical_and(next != CharTokenizer::kEos);
+      for (int64_t stop : stop_tokens_) alive = alive.logical_and(next != stop);
       // One host sync per token buys an early exit once every row has stopped.
       if (!alive.any().item<bool>()) break;
       input = next.unsqueeze(1);

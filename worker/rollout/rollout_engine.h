@@ -7,8 +7,10 @@
 //   - Row i's randomness comes only from sample_keys[i] (Gumbel-max sampling with noise
 //     drawn from a counter RNG keyed by it), so a sample is the same whichever rank or
 //     batch position rolls it out.
-//   - A row stops at EOS (kept, masked in) or after max_response tokens; positions after
-//     it hold PAD and are masked out. temperature 0 means greedy.
+//   - A row stops at a stop token (kept, masked in) or after max_response tokens;
+//     positions after it hold the pad token and are masked out. temperature 0 means
+//     greedy. Stop and pad tokens: the task's ResponseFormat (CharTokenizer's EOS and PAD
+//     until set).
 //   - With a logit bias set, sampling is restricted the same way ResponseLogProbs is.
 #pragma once
 
@@ -19,6 +21,7 @@
 
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
+#include "worker/tasks/task.h"
 
 namespace headroom::worker {
 
@@ -43,6 +46,9 @@ class RolloutEngine {
 
   // [vocab]: 0 for tokens a response may use, -inf for the rest; undefined = no restriction.
   void set_logit_bias(torch::Tensor bias) { logit_bias_ = std::move(bias); }
+  // Stop tokens (at least one) and the pad token; `allowed` is not read here (the logit
+  // bias carries it).
+  void set_response_format(ResponseFormat format);
 
   const KvCache& cache() const { return cache_; }
   int64_t max_response() const { return max_response_; }
@@ -56,6 +62,8 @@ class RolloutEngine {
   int64_t max_response_;
   torch::Device device_;
   torch::Tensor logit_bias_;
+  std::vector<int64_t> stop_tokens_;
+  int64_t pad_token_;
 };
 
 }  // namespace headroom::worker

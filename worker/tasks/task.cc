@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "worker/tasks/counter_rng.h"
+#include "worker/tasks/reward.h"
 #include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
@@ -25,6 +26,12 @@ class DigitTask : public Task {
   DigitTask(std::string name, int digits, uint64_t seed, uint64_t stream)
       : name_(std::move(name)), digits_(digits), seed_(seed), stream_(stream) {}
   std::string name() const override { return name_; }
+  ResponseFormat response_format() const override {
+    return {{CharTokenizer::kEos}, CharTokenizer::kPad, CharTokenizer::ResponseTokens()};
+  }
+  double Score(const Problem& problem, const int64_t* response, int64_t n) const override {
+    return ScoreResponse(problem.answer, response, n);
+  }
 
  protected:
   CounterRng RngFor(uint64_t global_index) const { return CounterRng(MixKey(seed_, stream_, global_index)); }

@@ -17,6 +17,13 @@
 
 namespace headroom::worker {
 
+// How a task's responses stop and are padded, in its tokenizer's ids.
+struct ResponseFormat {
+  std::vector<int64_t> stop_tokens;  // a response ends at the first of these (kept, masked in)
+  int64_t pad = 0;                   // fills a row after its stop
+  std::vector<int64_t> allowed;      // the only tokens a response may use; empty: any
+};
+
 struct Problem {
   std::string prompt;                  // e.g. "120>"
   std::string answer;                  // e.g. "021"
@@ -32,6 +39,10 @@ class Task {
   // Token count of every prompt (BOS included) and of a correct response (EOS included).
   virtual int64_t prompt_tokens() const = 0;
   virtual int64_t answer_tokens() const = 0;
+  virtual ResponseFormat response_format() const = 0;
+  // The reward of one response to `problem`: `response` points at n generated ids, PAD
+  // after the stop token ignored. In [0, 1]; 1 for a correct answer.
+  virtual double Score(const Problem& problem, const int64_t* response, int64_t n) const = 0;
 };
 
 // name: addition | reverse | sort; digits >= 1. Throws std::invalid_argument otherwise.

@@ -11,8 +11,6 @@
 #include "worker/model/policy_model.h"
 #include "worker/model/weights_io.h"
 #include "worker/tasks/counter_rng.h"
-#include "worker/tasks/reward.h"
-#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 namespace {
@@ -74,11 +72,21 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
   rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
-  // Responses are digits and EOS: the policy's action space (see CharTokenizer).
-  response_bias_ = torch::full({model_->vocab_size()}, -std::numeric_limits<float>::infinity());
-  for (int64_t id : CharTokenizer::ResponseTokens()) response_bias_[id] = 0.0f;
-  response_bias_ = response_bias_.to(device_);
-  rollout_->set_logit_bias(response_bias_);
+  // The task's response format: how responses stop, and (toy tasks) the only tokens they
+  // may use, the policy's whole action space.
+  const ResponseFormat format = task_->response_format();
+  for (int64_t id : format.stop_tokens) {
+    if (id < 0 || id >= model_->vocab_size())
+      throw std::invalid_argument("task " + spec_.task.name + ": stop token " + std::to_string(id) +
+                                  " is outside the model's vocabulary of " + std::to_string(model_->vocab_size()));
+  }
+  if (!format.allowed.empty()) {
+    response_bias_ = torch::full({model_->vocab_size()}, -std::numeric_limits<float>::infinity());
+    for (int64_t id : format.allowed) response_bias_[id] = 0.0f;
+    response_bias_ = response_bias_.to(device_);
+    rollout_->set_logit_bias(response_bias_);
+  }
+  rollout_->set_response_format(format);
   PolicyUpdateConfig uc;
   uc.clip_low = g.clip_low;
   uc.clip_high = g.clip_high;
@@ -135,7 +143,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   double exact = 0;
   for (int64_t j = 0; j < n; ++j) {
     scores[j] = static_cast<float>(
-        ScoreResponse(problems[j / group].answer, resp + j * rollout.response_width, rollout.response_width));
+        task_->Score(problems[j / group], resp + j * rollout.response_width, rollout.response_width));
     exact += scores[j] == 1.0f;
   }
   auto rewards = torch::tensor(scores, torch::kFloat32);
