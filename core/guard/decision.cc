@@ -137,11 +137,4 @@ Decision Decision::FromJson(const std::string& text) {
   return d;
 }
 
-void Decision::ApplyTo(spec::TrainingJobSpec& spec) const {
-  if (target_workers) spec.workers = *target_workers;
-  if (target_micro_batch_size) spec.grpo.micro_batch_size = *target_micro_batch_size;
-  if (target_offload_params) spec.sharding.offload_params = *target_offload_params;
-  if (target_offload_optimizer) spec.sharding.offload_optimizer = *target_offload_optimizer;
-}
-
 }  // namespace headroom::guard

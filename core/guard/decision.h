@@ -1,9 +1,9 @@
 // One guard decision: what to do before the next step runs, and why, in words.
 //
 // The worker puts Decision::ToJson() in its termination message when it exits 76; the
-// local runtime and the operator parse it with Decision::FromJson() and apply it
-// (restart from the checkpoint, relaunch with target_workers, a new microBatchSize or
-// offload setting). The same JSON feeds status.lastAction and Events.
+// local runtime and the operator parse it with Decision::FromJson() and turn it into the
+// next generation's spec with ApplyDecision() (next_spec.h: restart from the checkpoint,
+// relaunch with target_workers, a new microBatchSize or offload setting). The same JSON feeds status.lastAction and Events.
 //
 // JSON (keys fixed; `null`/absent targets mean "unchanged"):
 //   {"action":"restart","resource":"host","reason":"host working set 812 MiB of 1 GiB ...",
@@ -56,9 +56,6 @@ struct Decision {
   std::string ToJson() const;  // one line
   // Throws std::invalid_argument naming the bad key.
   static Decision FromJson(const std::string& json);
-  // Applies the targets to a spec (workers, microBatchSize, offload flags); restart and
-  // none change nothing. The supervisor calls this before relaunching.
-  void ApplyTo(spec::TrainingJobSpec& spec) const;
 };
 
 }  // namespace headroom::guard

@@ -166,13 +166,39 @@ bool PlanFits(const Plan& plan, const spec::MemoryGuardSpec& guard) {
   return true;
 }
 
-int SmallestFittingWorkers(const spec::TrainingJobSpec& s, int from, const PlanOptions& options,
-                           const PlanCorrection& correction) {
-  for (int w = std::max({1, s.min_workers, from}); w <= s.max_workers; ++w) {
+int FindWorkerCount(const spec::TrainingJobSpec& s, int from, int to, const std::function<bool(int)>& accept) {
+  const int lo = std::max(1, s.min_workers);
+  const int hi = s.max_workers;
+  const int step = from <= to ? 1 : -1;
+  // The part of [from, to] inside [lo, hi], walked in the caller's direction.
+  const int first = step > 0 ? std::max(from, lo) : std::min(from, hi);
+  const int last = step > 0 ? std::min(to, hi) : std::max(to, lo);
+  for (int w = first; step > 0 ? w <= last : w >= last; w += step) {
     if (!spec::WorkerCountFits(s.grpo, w)) continue;
-    if (PlanFits(PlanMemory(s, w, options, correction), s.memory_guard)) return w;
+    if (!accept || accept(w)) return w;
   }
   return 0;
+}
+
+int NearestWorkerCount(const spec::TrainingJobSpec& s, int wanted, int current) {
+  const int lo = std::max(1, s.min_workers);
+  const int hi = std::max(lo, s.max_workers);
+  wanted = std::clamp(wanted, lo, hi);
+  int found = 0;
+  if (wanted >= current) {
+    found = FindWorkerCount(s, wanted, hi);
+    if (found == 0 && wanted - 1 > current) found = FindWorkerCount(s, wanted - 1, current + 1);
+  } else {
+    found = FindWorkerCount(s, wanted, lo);
+  }
+  return found > 0 ? found : current;
+}
+
+int SmallestFittingWorkers(const spec::TrainingJobSpec& s, int from, const PlanOptions& options,
+                           const PlanCorrection& correction) {
+  return FindWorkerCount(s, std::max(1, from), s.max_workers, [&](int w) {
+    return PlanFits(PlanMemory(s, w, options, correction), s.memory_guard);
+  });
 }
 
 int LargestFittingMicroBatch(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,22 @@ Plan PlanMemory(const spec::TrainingJobSpec& spec, int workers, const PlanOption
 // Whether a plan fits below the guard thresholds (host: hostThreshold * limit, GPU:
 // gpuThreshold * limit when known).
 bool PlanFits(const Plan& plan, const spec::MemoryGuardSpec& guard);
+
+// The one search for a worker count, used by everything that picks one (the policy's
+// reshard and crash escalation, SmallestFittingWorkers, the decision applied to the next
+// spec, a scale request): a count is a candidate when it lies within
+// [max(1, minWorkers), maxWorkers] and the GRPO batch divides over it
+// (spec::WorkerCountFits), because the worker refuses any other.
+// Walks from `from` towards `to` (either direction, both inclusive; counts outside the
+// bounds are skipped, never clamped onto) and returns the first candidate `accept` takes
+// (the first candidate when `accept` is empty); 0 when none.
+int FindWorkerCount(const spec::TrainingJobSpec& spec, int from, int to,
+                    const std::function<bool(int workers)>& accept = {});
+
+// The candidate nearest to `wanted` (clamped to the bounds), searching away from `current`
+// first: upwards from `wanted` when it is >= `current`, then back down towards (not to)
+// `current`; downwards from `wanted` otherwise. `current` when there is none.
+int NearestWorkerCount(const spec::TrainingJobSpec& spec, int wanted, int current);
 
 // Smallest worker count in [max(min_workers, from), maxWorkers] that fits and that the
 // worker can run (spec::WorkerCountFits); 0 when none.

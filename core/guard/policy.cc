@@ -115,19 +115,22 @@ Candidate TryReshard(const Situation& s) {
   const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
   const double scale = measured / planned_now;
   std::string last_reason;
-  for (int w = std::max(s.workers + 1, spec.min_workers); w <= spec.max_workers; ++w) {
-    if (!spec::WorkerCountFits(spec.grpo, w)) continue;
-    const Plan p = PlanMemory(spec, w, s.plan_options);
-    const double expected = s.PlanSide(p) * scale;
+  double expected = 0;
+  const int w = FindWorkerCount(spec, s.workers + 1, spec.max_workers, [&](int n) {
+    expected = s.PlanSide(PlanMemory(spec, n, s.plan_options)) * scale;
     if (s.cause == Cause::kLeak) {
       // A leak keeps growing wherever it runs; reshard only as an escalation that lowers
       // the per-worker level, to the first count that lowers it.
-      if (expected >= measured) continue;
-    } else if (expected > s.Threshold()) {
-      last_reason = "at " + std::to_string(w) + " workers the " + s.resource + " side would still need " +
-                    HumanBytes(expected) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) + " threshold";
-      continue;
+      return expected < measured;
     }
+    if (expected > s.Threshold()) {
+      last_reason = "at " + std::to_string(n) + " workers the " + s.resource + " side would still need " +
+                    HumanBytes(expected) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) + " threshold";
+      return false;
+    }
+    return true;
+  });
+  if (w > 0) {
     Candidate c;
     c.ok = true;
     c.decision.action = DecisionAction::kReshard;
@@ -408,17 +411,12 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
   std::vector<std::string> skipped;
   for (spec::GuardAction a : g.actions) {
     if (a == spec::GuardAction::kReshard) {
-      int target = 0;
       const Plan now = PlanMemory(spec, workers, plan_options);
-      for (int w = std::max(workers + 1, spec.min_workers); w <= spec.max_workers; ++w) {
-        if (!spec::WorkerCountFits(spec.grpo, w)) continue;
+      const int target = FindWorkerCount(spec, workers + 1, spec.max_workers, [&](int w) {
         const Plan more = PlanMemory(spec, w, plan_options);
-        if (cause == ExitCause::kGpuOom ? more.gpu_total_bytes < now.gpu_total_bytes
-                                        : more.host_total_bytes < now.host_total_bytes) {
-          target = w;
-          break;
-        }
-      }
+        return cause == ExitCause::kGpuOom ? more.gpu_total_bytes < now.gpu_total_bytes
+                                           : more.host_total_bytes < now.host_total_bytes;
+      });
       if (target > 0) {
         d.action = DecisionAction::kReshard;
         d.target_workers = target;

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <ctime>
 
+#include "core/guard/next_spec.h"
+#include "core/guard/planner.h"
 #include "core/guard/policy.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
-#include "operator/runtime/decision_applier.h"
 
 namespace headroom::runtime {
 
@@ -328,7 +329,7 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   // from outside (a node drain evicting pods). Resume either way.
   if (workers_requested_ && *workers_requested_ != job_.spec.workers) {
     const int from = job_.spec.workers;
-    job_.spec.workers = FittingWorkerCount(job_.spec, *workers_requested_, from);
+    job_.spec.workers = guard::NearestWorkerCount(job_.spec, *workers_requested_, from);
     workers_requested_.reset();
     return Relaunch(status_.step, "scale",
                     "resharded on request: workers " + std::to_string(from) + " -> " +
@@ -411,12 +412,12 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
       e.oom_killed ? guard::ExitCause::kOomKill : gpu_oom_exit ? guard::ExitCause::kGpuOom : guard::ExitCause::kCrash,
       static_cast<int>(reached + 1),
       static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers);
-  SpecChange change = ApplyDecision(job_, d);
-  if (change.fail) return Finish(JobPhase::kFailed, what + "; " + change.reason);
-  const bool plain = change.type == "restart";
+  const guard::NextSpec change = guard::ApplyDecision(job_, d);
+  if (change.fail()) return Finish(JobPhase::kFailed, what + "; " + change.reason);
+  const bool plain = change.applied == guard::DecisionAction::kRestart;
   const spec::TrainingJob previous = job_;
   job_ = change.job;
-  NextStep next = Relaunch(reached, plain ? type : change.type,
+  NextStep next = Relaunch(reached, plain ? type : guard::DecisionActionName(change.applied),
                            plain ? what + lost : what + lost + "; " + change.reason, true, change.reshard);
   if (next.kind != NextStep::Kind::kLaunch) {
     job_ = previous;
@@ -446,11 +447,11 @@ NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
                         guard::DecisionActionName(d.action) + " decision; resuming",
                     true, false);
   }
-  SpecChange change = ApplyDecision(job_, d);
-  if (change.fail) return Finish(JobPhase::kFailed, "memory guard gave up: " + change.reason);
+  const guard::NextSpec change = guard::ApplyDecision(job_, d);
+  if (change.fail()) return Finish(JobPhase::kFailed, "memory guard gave up: " + change.reason);
   const spec::TrainingJob previous = job_;
   job_ = change.job;
-  NextStep next = Relaunch(step, change.type, change.reason, true, change.reshard);
+  NextStep next = Relaunch(step, guard::DecisionActionName(change.applied), change.reason, true, change.reshard);
   if (next.kind != NextStep::Kind::kLaunch) {
     job_ = previous;
     return next;

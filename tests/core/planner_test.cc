@@ -2,6 +2,8 @@
 // model, and the helpers the policy uses to pick reshard targets and micro-batches.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "core/guard/planner.h"
 #include "core/spec/model_presets.h"
 
@@ -139,6 +141,41 @@ TEST(PlannerTest, SmallestFittingWorkersRespectsTheBatchAndBounds) {
   // Nothing fits under a tiny limit.
   s.resources.memory_bytes = 64 << 20;
   EXPECT_EQ(SmallestFittingWorkers(s), 0);
+}
+
+TEST(WorkerCountTest, FindWalksEitherWayWithinTheBoundsAndTheBatch) {
+  spec::TrainingJobSpec s;
+  s.grpo.prompts_per_step = 12;  // divides over 1, 2, 3, 4, 6, 12
+  s.grpo.updates_per_step = 1;
+  s.min_workers = 2;
+  s.max_workers = 8;
+  EXPECT_EQ(FindWorkerCount(s, 5, 8), 6) << "5 does not divide the batch";
+  EXPECT_EQ(FindWorkerCount(s, 5, 1), 4) << "downwards";
+  EXPECT_EQ(FindWorkerCount(s, 1, 1), 0) << "below minWorkers is skipped, not clamped onto";
+  EXPECT_EQ(FindWorkerCount(s, 9, 12), 0) << "above maxWorkers is skipped, not clamped onto";
+  EXPECT_EQ(FindWorkerCount(s, 7, 7), 0);
+  EXPECT_EQ(FindWorkerCount(s, 1, 8), 2) << "starts at minWorkers";
+  EXPECT_EQ(FindWorkerCount(s, 12, 1), 6) << "starts at maxWorkers going down";
+  std::vector<int> asked;
+  EXPECT_EQ(FindWorkerCount(s, 2, 8, [&](int w) { asked.push_back(w); return w > 3; }), 4);
+  EXPECT_EQ(asked, (std::vector<int>{2, 3, 4})) << "only candidates are offered, in order";
+  EXPECT_EQ(FindWorkerCount(s, 2, 8, [](int) { return false; }), 0);
+}
+
+TEST(WorkerCountTest, NearestSearchesAwayFromTheCurrentCountFirst) {
+  spec::TrainingJobSpec s;
+  s.grpo.prompts_per_step = 6;  // divides over 1, 2, 3, 6
+  s.grpo.updates_per_step = 1;
+  s.min_workers = 1;
+  s.max_workers = 8;
+  EXPECT_EQ(NearestWorkerCount(s, 4, 1), 6) << "up from the wanted count first";
+  EXPECT_EQ(NearestWorkerCount(s, 16, 1), 6) << "clamped to maxWorkers, then down";
+  s.max_workers = 5;
+  EXPECT_EQ(NearestWorkerCount(s, 4, 1), 3) << "nothing above: back down towards the current count";
+  EXPECT_EQ(NearestWorkerCount(s, 4, 3), 3) << "never past the current count: it stays";
+  EXPECT_EQ(NearestWorkerCount(s, 5, 6), 3) << "a smaller wanted count searches downwards";
+  s.max_workers = 1;
+  EXPECT_EQ(NearestWorkerCount(s, 2, 1), 1);
 }
 
 TEST(PlannerTest, LargestFittingMicroBatch) {

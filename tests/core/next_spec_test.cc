@@ -1,0 +1,123 @@
+// A guard decision becomes the next generation's spec: only what the guard may change
+// changes, always to a spec the worker accepts.
+#include "core/guard/next_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace headroom::guard {
+namespace {
+
+spec::TrainingJob Job() {
+  spec::TrainingJob job;
+  job.metadata.name = "apply";
+  job.spec.workers = 1;
+  job.spec.min_workers = 1;
+  job.spec.max_workers = 8;
+  job.spec.grpo.prompts_per_step = 6;  // divides over 1, 2, 3, 6 workers
+  job.spec.grpo.micro_batch_size = 24;
+  return job;
+}
+
+Decision Make(DecisionAction action) {
+  Decision d;
+  d.action = action;
+  d.reason = "because";
+  return d;
+}
+
+TEST(NextSpec, ReshardPicksACountTheBatchDividesOver) {
+  Decision d = Make(DecisionAction::kReshard);
+  d.target_workers = 2;
+  NextSpec c = ApplyDecision(Job(), d);
+  EXPECT_TRUE(c.reshard);
+  EXPECT_EQ(c.applied, DecisionAction::kReshard);
+  EXPECT_EQ(c.job.spec.workers, 2);
+  EXPECT_TRUE(spec::WorkerCountFits(c.job.spec.grpo, c.job.spec.workers));
+  EXPECT_EQ(spec::RunDefinitionHash(c.job.spec), spec::RunDefinitionHash(Job().spec));
+}
+
+TEST(NextSpec, ReshardTargetThatDoesNotDivideTheBatchMovesUpToOneThatDoes) {
+  Decision d = Make(DecisionAction::kReshard);
+  d.target_workers = 4;  // 6 prompts do not divide over 4; 6 workers is the next that does
+  NextSpec c = ApplyDecision(Job(), d);
+  EXPECT_EQ(c.job.spec.workers, 6);
+  EXPECT_NE(c.reason.find("workers 1 -> 6"), std::string::npos) << c.reason;
+}
+
+TEST(NextSpec, ReshardWithoutATargetDoubles) {
+  spec::TrainingJob job = Job();
+  job.spec.workers = 3;
+  NextSpec c = ApplyDecision(job, Make(DecisionAction::kReshard));
+  EXPECT_EQ(c.job.spec.workers, 6);
+}
+
+TEST(NextSpec, ReshardTargetAboveMaxIsClamped) {
+  spec::TrainingJob job = Job();
+  job.spec.max_workers = 3;
+  Decision d = Make(DecisionAction::kReshard);
+  d.target_workers = 16;
+  NextSpec c = ApplyDecision(job, d);
+  EXPECT_EQ(c.job.spec.workers, 3);
+}
+
+TEST(NextSpec, ReshardWithoutRoomFallsBackToRestart) {
+  spec::TrainingJob job = Job();
+  job.spec.max_workers = 1;
+  Decision d = Make(DecisionAction::kReshard);
+  d.target_workers = 2;
+  NextSpec c = ApplyDecision(job, d);
+  EXPECT_FALSE(c.reshard);
+  EXPECT_EQ(c.applied, DecisionAction::kRestart);
+  EXPECT_EQ(c.job, job);
+  EXPECT_NE(c.reason.find("because"), std::string::npos);
+  EXPECT_NE(c.reason.find("restarting at the same size"), std::string::npos) << c.reason;
+}
+
+TEST(NextSpec, ShrinkMicroBatchTakesTheTargetOrHalves) {
+  NextSpec c = ApplyDecision(Job(), Make(DecisionAction::kShrinkMicroBatch));
+  EXPECT_EQ(c.applied, DecisionAction::kShrinkMicroBatch);
+  EXPECT_EQ(c.job.spec.grpo.micro_batch_size, 12);
+  EXPECT_EQ(c.job.spec.workers, 1);
+  Decision d = Make(DecisionAction::kShrinkMicroBatch);
+  d.target_micro_batch_size = 5;
+  EXPECT_EQ(ApplyDecision(Job(), d).job.spec.grpo.micro_batch_size, 5);
+  d.target_micro_batch_size = 48;  // never grows
+  EXPECT_EQ(ApplyDecision(Job(), d).applied, DecisionAction::kRestart);
+  spec::TrainingJob one = Job();
+  one.spec.grpo.micro_batch_size = 1;
+  c = ApplyDecision(one, Make(DecisionAction::kShrinkMicroBatch));
+  EXPECT_EQ(c.applied, DecisionAction::kRestart);
+  EXPECT_EQ(c.job.spec.grpo.micro_batch_size, 1);
+}
+
+TEST(NextSpec, OffloadToggles) {
+  NextSpec on = ApplyDecision(Job(), Make(DecisionAction::kEnableOffload));
+  EXPECT_TRUE(on.job.spec.sharding.offload_optimizer);
+  EXPECT_FALSE(on.job.spec.sharding.offload_params);
+  NextSpec off = ApplyDecision(on.job, Make(DecisionAction::kDisableOffload));
+  EXPECT_FALSE(off.job.spec.sharding.offload_optimizer);
+  EXPECT_FALSE(off.job.spec.sharding.offload_params);
+  NextSpec again = ApplyDecision(off.job, Make(DecisionAction::kDisableOffload));
+  EXPECT_EQ(again.applied, DecisionAction::kRestart);
+}
+
+TEST(NextSpec, OffloadTargetsNameTheFlags) {
+  Decision d = Make(DecisionAction::kEnableOffload);
+  d.target_offload_params = true;
+  NextSpec c = ApplyDecision(Job(), d);
+  EXPECT_TRUE(c.job.spec.sharding.offload_params);
+  EXPECT_FALSE(c.job.spec.sharding.offload_optimizer);
+  EXPECT_EQ(c.job.spec.workers, 1) << "only a reshard changes the size";
+}
+
+TEST(NextSpec, FailAndRestart) {
+  EXPECT_TRUE(ApplyDecision(Job(), Make(DecisionAction::kFail)).fail());
+  NextSpec r = ApplyDecision(Job(), Make(DecisionAction::kRestart));
+  EXPECT_EQ(r.applied, DecisionAction::kRestart);
+  EXPECT_FALSE(r.fail());
+  EXPECT_EQ(r.job, Job());
+  EXPECT_EQ(ApplyDecision(Job(), Make(DecisionAction::kNone)).applied, DecisionAction::kRestart);
+}
+
+}  // namespace
+}  // namespace headroom::guard
