@@ -124,7 +124,7 @@ spec:
     runtime::NextStep next = reconciler.Reconcile(obs);
     if (next.kind == runtime::NextStep::Kind::kFinished) break;
     if (next.kind == runtime::NextStep::Kind::kLaunch) {
-      if (generation > 0 && reconciler.status().last_action && reconciler.status().last_action->type == "restart") {
+      if (generation > 0 && reconciler.status().last_action && reconciler.status().last_action->type == runtime::ActionType::kRestart) {
         const std::string term = backend.generation_dir(generation) + "/rank-0.termination";
         decision_to_exit.push_back(SecondsSinceMtime(term));
         exit_seen = obs.now;

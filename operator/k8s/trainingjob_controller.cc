@@ -58,21 +58,25 @@ struct ActionLabels {
   bool warning = false;
 };
 
-ActionLabels LabelsFor(const std::string& type) {
-  if (type == "restart") return {"GuardRestart", "restart", "memoryGuard", false};
-  if (type == "reshard") return {"Reshard", "reshard", "memoryGuard", false};
-  if (type == "shrinkMicroBatch") return {"ShrinkMicroBatch", "shrinkMicroBatch", "memoryGuard", false};
-  if (type == "disableOffload") return {"DisableOffload", "disableOffload", "memoryGuard", false};
-  if (type == "enableOffload") return {"EnableOffload", "enableOffload", "memoryGuard", false};
-  if (type == "restartAfterOOMKill") return {"OOMKilled", "restart", "oomKill", true};
-  if (type == "restartAfterGpuOOM") return {"GpuOutOfMemory", "restart", "gpuOom", true};
-  if (type == "restartAfterCrash") return {"CrashRestart", "restart", "crash", true};
-  if (type == "resume") return {"Resumed", "restart", "drained", false};
-  if (type == "scale") return {"Reshard", "reshard", "scale", false};
-  if (type == "suspend") return {"Suspended", "suspend", "user", false};
-  if (type == "unsuspend") return {"Resumed", "resume", "user", false};
-  if (type == "fail") return {"Failed", "fail", "gaveUp", true};
-  return {type, type, "other", false};
+ActionLabels LabelsFor(runtime::ActionType type) {
+  using runtime::ActionType;
+  switch (type) {
+    case ActionType::kRestart: return {"GuardRestart", "restart", "memoryGuard", false};
+    case ActionType::kReshard: return {"Reshard", "reshard", "memoryGuard", false};
+    case ActionType::kShrinkMicroBatch: return {"ShrinkMicroBatch", "shrinkMicroBatch", "memoryGuard", false};
+    case ActionType::kDisableOffload: return {"DisableOffload", "disableOffload", "memoryGuard", false};
+    case ActionType::kEnableOffload: return {"EnableOffload", "enableOffload", "memoryGuard", false};
+    case ActionType::kRestartAfterOOMKill: return {"OOMKilled", "restart", "oomKill", true};
+    case ActionType::kRestartAfterGpuOOM: return {"GpuOutOfMemory", "restart", "gpuOom", true};
+    case ActionType::kRestartAfterCrash: return {"CrashRestart", "restart", "crash", true};
+    case ActionType::kResume: return {"Resumed", "restart", "drained", false};
+    case ActionType::kScale: return {"Reshard", "reshard", "scale", false};
+    case ActionType::kSuspend: return {"Suspended", "suspend", "user", false};
+    case ActionType::kUnsuspend: return {"Resumed", "resume", "user", false};
+    case ActionType::kFail: return {"Failed", "fail", "gaveUp", true};
+  }
+  const std::string name = runtime::ToWireName(type);
+  return {name, name, "other", false};
 }
 
 }  // namespace
@@ -453,10 +457,10 @@ void TrainingJobController::ReportActions(JobEntry& entry, const json& object) {
     const ActionLabels l = LabelsFor(a.type);
     metrics_->CountGuardAction(l.action, l.reason);
     std::string message = "step " + std::to_string(a.step) + ": " + a.reason;
-    if (a.type == "restartAfterOOMKill" || a.type == "restartAfterGpuOOM" || a.type == "restartAfterCrash") {
+    if (runtime::IsUnplannedEnd(a.type)) {
       message += " (steps lost so far: " + std::to_string(s.steps_lost) + ")";
     }
-    Event(object, std::to_string(s.generation) + "-" + a.type, l.warning ? "Warning" : "Normal", l.event_reason,
+    Event(object, std::to_string(s.generation) + "-" + runtime::ToWireName(a.type), l.warning ? "Warning" : "Normal", l.event_reason,
           message);
   }
   entry.actions_reported = s.actions.size();
@@ -468,9 +472,9 @@ void TrainingJobController::ReportActions(JobEntry& entry, const json& object) {
                 " reshard(s), " + std::to_string(s.oom_kills) + " OOM kill(s), " + std::to_string(s.steps_lost) +
                 " step(s) lost");
     } else if (s.phase == runtime::JobPhase::kSuspended &&
-               (s.actions.empty() || s.actions.back().type != "suspend")) {
+               (s.actions.empty() || s.actions.back().type != runtime::ActionType::kSuspend)) {
       Event(object, "suspended-" + std::to_string(s.generation), "Normal", "Suspended", s.message);
-    } else if (s.phase == runtime::JobPhase::kFailed && (s.actions.empty() || s.actions.back().type != "fail")) {
+    } else if (s.phase == runtime::JobPhase::kFailed && (s.actions.empty() || s.actions.back().type != runtime::ActionType::kFail)) {
       Event(object, "failed", "Warning", "Failed", s.message);
     } else if (s.phase == runtime::JobPhase::kPending || s.phase == runtime::JobPhase::kRunning) {
       if (s.generation == 1 && entry.phase_reported.empty()) {

@@ -68,8 +68,12 @@ runtime::JobStatus JobStatusFromJson(const json& j) {
   }
   if (j.contains("lastAction") && j["lastAction"].is_object()) {
     const json& a = j["lastAction"];
-    s.last_action = runtime::ActionRecord{Get<int64_t>(a, "step", 0), Get<std::string>(a, "type", ""),
-                                          Get<std::string>(a, "reason", ""), Get<std::string>(a, "time", "")};
+    // A type this operator does not know (written by a newer one) leaves lastAction unset:
+    // it is shown, never acted on, and the next action replaces it.
+    if (std::optional<runtime::ActionType> type = runtime::FromWireName(Get<std::string>(a, "type", ""))) {
+      s.last_action = runtime::ActionRecord{Get<int64_t>(a, "step", 0), *type, Get<std::string>(a, "reason", ""),
+                                            Get<std::string>(a, "time", "")};
+    }
   }
   if (j.contains("conditions") && j["conditions"].is_array()) {
     for (const json& c : j["conditions"]) {

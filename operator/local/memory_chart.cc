@@ -51,16 +51,18 @@ double NiceStep(double range, int ticks) {
   return 10 * mag;
 }
 
-bool IsTrouble(const std::string& type) {
-  return type == "restartAfterOOMKill" || type == "restartAfterGpuOOM" || type == "restartAfterCrash" || type == "fail";
+bool IsTrouble(runtime::ActionType type) {
+  return runtime::IsUnplannedEnd(type) || type == runtime::ActionType::kFail;
 }
 
 // A crash happens during the step after the last one completed: say which.
 std::string ActionLabel(const runtime::ActionRecord& a) {
-  if (a.type == "restartAfterOOMKill") return "OOM kill in step " + std::to_string(a.step + 1);
-  if (a.type == "restartAfterGpuOOM") return "GPU OOM in step " + std::to_string(a.step + 1);
-  if (a.type == "restartAfterCrash") return "crash in step " + std::to_string(a.step + 1);
-  return a.type + " @" + std::to_string(a.step);
+  switch (a.type) {
+    case runtime::ActionType::kRestartAfterOOMKill: return "OOM kill in step " + std::to_string(a.step + 1);
+    case runtime::ActionType::kRestartAfterGpuOOM: return "GPU OOM in step " + std::to_string(a.step + 1);
+    case runtime::ActionType::kRestartAfterCrash: return "crash in step " + std::to_string(a.step + 1);
+    default: return std::string(runtime::ToWireName(a.type)) + " @" + std::to_string(a.step);
+  }
 }
 
 std::string Pct(double v) {
@@ -163,7 +165,7 @@ std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
     last_x = x;
     const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
     const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
-    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + a.type + ": " + a.reason) << "</title>"
+    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
         << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + plot_h
         << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
         << "<text x=\"" << Num(x + 3) << "\" y=\"" << kTop + 14 + 14 * lane << "\" fill=\"" << color

@@ -79,7 +79,7 @@ std::vector<std::string> ProgressView::Block(const runtime::JobStatus& s) const 
                 static_cast<long long>(s.steps_lost));
   lines.push_back(buf);
   if (s.last_action) {
-    std::string a = "  last action: step " + std::to_string(s.last_action->step) + " " + s.last_action->type + ": " +
+    std::string a = "  last action: step " + std::to_string(s.last_action->step) + " " + runtime::ToWireName(s.last_action->type) + ": " +
                     s.last_action->reason;
     if (a.size() > 160) a = a.substr(0, 157) + "...";
     lines.push_back(a);
@@ -105,7 +105,7 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protoco
   if (new_action) Clear();
   for (; actions_shown_ < s.actions.size(); ++actions_shown_) {
     const runtime::ActionRecord& a = s.actions[actions_shown_];
-    out_ << "[step " << a.step << "] " << a.type << ": " << a.reason << "\n";
+    out_ << "[step " << a.step << "] " << runtime::ToWireName(a.type) << ": " << a.reason << "\n";
   }
   for (const protocol::StepRecord& r : new_steps) {
     if (r.generation == generation_) latest_[r.rank] = r;

@@ -43,7 +43,7 @@ RunSummary RunSummary::From(const runtime::JobStatus& s, const std::string& job_
 std::string RunSummary::ToJson() const {
   nlohmann::json actions = nlohmann::json::array();
   for (const runtime::ActionRecord& a : this->actions) {
-    actions.push_back({{"step", a.step}, {"type", a.type}, {"reason", a.reason}});
+    actions.push_back({{"step", a.step}, {"type", runtime::ToWireName(a.type)}, {"reason", a.reason}});
   }
   nlohmann::json j = {
       {"steps", steps},
@@ -77,7 +77,7 @@ void RunSummary::Print(std::ostream& out) const {
   // Every action the JSON lists, one line each.
   out << "  actions       " << actions.size() << (actions.empty() ? "\n" : ":\n");
   for (const runtime::ActionRecord& a : actions) {
-    out << "    step " << a.step << "  " << OneLine(a.type) << ": " << OneLine(a.reason) << "\n";
+    out << "    step " << a.step << "  " << OneLine(runtime::ToWireName(a.type)) << ": " << OneLine(a.reason) << "\n";
   }
   if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
   if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";

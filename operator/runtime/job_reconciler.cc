@@ -76,7 +76,7 @@ void JobReconciler::MarkFailed(const std::string& reason) {
   if (!IsTerminal(status_.phase)) Finish(JobPhase::kFailed, reason);
 }
 
-void JobReconciler::Record(int64_t step, const std::string& type, const std::string& reason) {
+void JobReconciler::Record(int64_t step, ActionType type, const std::string& reason) {
   ActionRecord a{step, type, reason, Now()};
   status_.actions.push_back(a);
   status_.last_action = a;
@@ -124,7 +124,7 @@ NextStep JobReconciler::Finish(JobPhase phase, const std::string& message) {
   if (phase == JobPhase::kSucceeded) SetCondition("Succeeded", true, "AllStepsDone", message);
   if (phase == JobPhase::kFailed) {
     SetCondition("Failed", true, "GaveUp", message);
-    Record(status_.step, "fail", message);
+    Record(status_.step, ActionType::kFail, message);
   }
   NextStep next;
   next.kind = NextStep::Kind::kFinished;
@@ -264,7 +264,7 @@ NextStep JobReconciler::Reconcile(const Observation& observed) {
   return next;
 }
 
-NextStep JobReconciler::Relaunch(int64_t step, const std::string& type, const std::string& reason,
+NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::string& reason,
                                  bool counts_as_restart, bool reshard) {
   if (counts_as_restart) {
     const int max = job_.spec.memory_guard.max_restarts;
@@ -318,7 +318,7 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   }
   if (crashed) return OnCrash(observed, *crashed, oom);
   if (stop_requested_) {
-    Record(status_.step, "suspend", *stop_requested_);
+    Record(status_.step, ActionType::kSuspend, *stop_requested_);
     return Finish(JobPhase::kSuspended,
                   *stop_requested_ + "; the checkpoint at step " +
                       std::to_string(observed.checkpoint_step.value_or(status_.step)) + " is resumable");
@@ -331,7 +331,7 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     const int from = job_.spec.workers;
     job_.spec.workers = guard::NearestWorkerCount(job_.spec, *workers_requested_, from);
     workers_requested_.reset();
-    return Relaunch(status_.step, "scale",
+    return Relaunch(status_.step, ActionType::kScale,
                     "resharded on request: workers " + std::to_string(from) + " -> " +
                         std::to_string(job_.spec.workers),
                     /*counts_as_restart=*/false, /*reshard=*/true);
@@ -339,12 +339,12 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   if (resume_requested_) {
     const std::string reason = *resume_requested_;
     resume_requested_.reset();
-    Record(status_.step, "unsuspend", reason);
+    Record(status_.step, ActionType::kUnsuspend, reason);
     status_.phase = JobPhase::kPending;
     if (!unsettled_loss_from_step_) unsettled_loss_from_step_ = status_.step;
     return Launch(reason);
   }
-  return Relaunch(status_.step, "resume",
+  return Relaunch(status_.step, ActionType::kResume,
                   "workers drained (exit 75) without a stop request; resuming from the checkpoint", true,
                   false);
 }
@@ -396,7 +396,9 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
     const std::string& said = e.termination_message.empty() ? e.last_output : e.termination_message;
     if (!said.empty()) what += ": " + said.substr(0, 200);
   }
-  const std::string type = e.oom_killed ? "restartAfterOOMKill" : gpu_oom_exit ? "restartAfterGpuOOM" : "restartAfterCrash";
+  const ActionType type = e.oom_killed    ? ActionType::kRestartAfterOOMKill
+                          : gpu_oom_exit ? ActionType::kRestartAfterGpuOOM
+                                         : ActionType::kRestartAfterCrash;
   const bool out_of_memory = e.oom_killed || gpu_oom_exit;
 
   if (!options_.guard_enabled) {
@@ -417,7 +419,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   const bool plain = change.applied == guard::DecisionAction::kRestart;
   const spec::TrainingJob previous = job_;
   job_ = change.job;
-  NextStep next = Relaunch(reached, plain ? type : guard::DecisionActionName(change.applied),
+  NextStep next = Relaunch(reached, plain ? type : FromDecision(change.applied),
                            plain ? what + lost : what + lost + "; " + change.reason, true, change.reshard);
   if (next.kind != NextStep::Kind::kLaunch) {
     job_ = previous;
@@ -434,7 +436,7 @@ NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
   try {
     d = guard::Decision::FromJson(stopped.exit->termination_message);
   } catch (const std::exception& e) {
-    return Relaunch(status_.step, "restart",
+    return Relaunch(status_.step, ActionType::kRestart,
                     "rank " + std::to_string(stopped.rank) +
                         " stopped for the memory guard but its decision is unreadable (" + e.what() +
                         "); restarting at the same size",
@@ -442,7 +444,7 @@ NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
   }
   const int64_t step = d.step > 0 ? d.step : status_.step;
   if (!options_.guard_enabled) {
-    return Relaunch(step, "resume",
+    return Relaunch(step, ActionType::kResume,
                     std::string("guard disabled: not applying the worker's ") +
                         guard::DecisionActionName(d.action) + " decision; resuming",
                     true, false);
@@ -451,7 +453,7 @@ NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
   if (change.fail()) return Finish(JobPhase::kFailed, "memory guard gave up: " + change.reason);
   const spec::TrainingJob previous = job_;
   job_ = change.job;
-  NextStep next = Relaunch(step, guard::DecisionActionName(change.applied), change.reason, true, change.reshard);
+  NextStep next = Relaunch(step, FromDecision(change.applied), change.reason, true, change.reshard);
   if (next.kind != NextStep::Kind::kLaunch) {
     job_ = previous;
     return next;

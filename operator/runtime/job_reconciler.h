@@ -96,7 +96,7 @@ class JobReconciler {
   NextStep OnGenerationEnded(const Observation& observed);
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
   NextStep OnGuardStop(const RankObservation& stopped);
-  NextStep Relaunch(int64_t step, const std::string& type, const std::string& reason,
+  NextStep Relaunch(int64_t step, ActionType type, const std::string& reason,
                     bool counts_as_restart, bool reshard);
   void Ingest(const Observation& observed);
   // The memory part of the status comes from the workers' own forecasts (each rank's
@@ -110,7 +110,7 @@ class JobReconciler {
   };
   void MergeWorst(StepMemoryView& worst, const protocol::StepRecord& r) const;
   void UpdateMemoryStatus();
-  void Record(int64_t step, const std::string& type, const std::string& reason);
+  void Record(int64_t step, ActionType type, const std::string& reason);
   void SetCondition(const std::string& type, bool on, const std::string& reason,
                     const std::string& message);
   std::string Now() const;

@@ -24,7 +24,7 @@ bool IsTerminal(JobPhase phase) {
 
 namespace {
 nlohmann::json ActionJson(const ActionRecord& a) {
-  return {{"step", a.step}, {"type", a.type}, {"reason", a.reason}, {"time", a.time}};
+  return {{"step", a.step}, {"type", ToWireName(a.type)}, {"reason", a.reason}, {"time", a.time}};
 }
 }  // namespace
 

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "operator/runtime/action_type.h"
+
 namespace headroom::runtime {
 
 enum class JobPhase { kPending, kRunning, kRestarting, kResharding, kSuspended, kSucceeded, kFailed };
@@ -28,14 +30,11 @@ struct MemoryStatus {
   std::optional<double> forecast_steps_to_limit;  // none while memory is not growing
 };
 
-// One thing the runtime did to the job and why. Types: the guard's actions ("restart",
-// "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload"), a relaunch after an
-// unplanned end ("restartAfterOOMKill", "restartAfterGpuOOM", "restartAfterCrash",
-// "resume"), the user's
-// ("suspend", "scale") and the end ("fail").
+// One thing the runtime did to the job and why (the kinds and their wire names:
+// action_type.h).
 struct ActionRecord {
   int64_t step = 0;
-  std::string type;
+  ActionType type = ActionType::kRestart;
   std::string reason;
   std::string time;                // RFC 3339, UTC
 };

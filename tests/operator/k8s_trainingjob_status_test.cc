@@ -24,7 +24,7 @@ runtime::JobStatus Sample() {
   s.memory.host_limit_bytes = 1000;
   s.memory.growth_bytes_per_step = 48.5;
   s.memory.forecast_steps_to_limit = 2;
-  s.last_action = runtime::ActionRecord{17, "reshard", "optimizer state does not fit", "2026-11-22T02:00:00Z"};
+  s.last_action = runtime::ActionRecord{17, runtime::ActionType::kReshard, "optimizer state does not fit", "2026-11-22T02:00:00Z"};
   s.conditions.push_back({"MemoryPressure", "True", "ForecastCrossesThreshold", "host 90%", "2026-11-22T02:00:00Z"});
   s.message = "resharding";
   return s;
@@ -40,7 +40,7 @@ TEST(TrainingJobStatus, RoundTripsWhatRestoreNeeds) {
   EXPECT_EQ(back.generation, 3);
   EXPECT_EQ(back.steps_lost, 4);
   ASSERT_TRUE(back.last_action);
-  EXPECT_EQ(back.last_action->type, "reshard");
+  EXPECT_EQ(back.last_action->type, runtime::ActionType::kReshard);
 }
 
 TEST(TrainingJobStatus, StartAndCompletionTimesOnlyWhenKnown) {

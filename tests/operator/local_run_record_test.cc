@@ -64,7 +64,7 @@ TEST(RunSummary, JsonHasExactlyTheDesignKeys) {
   st.oom_kills = 1;
   st.steps_lost = 5;
   st.final_reward = 0.75;
-  st.actions.push_back({14, "restart", "leak", "t"});
+  st.actions.push_back({14, runtime::ActionType::kRestart, "leak", "t"});
   RunSummary s = RunSummary::From(st, "drill", 12.5);
   nlohmann::json j = nlohmann::json::parse(s.ToJson());
   EXPECT_EQ(j, nlohmann::json::parse(R"({"steps":40,"restarts":2,"reshards":0,"oom_kills":1,"steps_lost":5,
@@ -83,10 +83,10 @@ TEST(RunSummary, PrintsEveryActionTheJsonListsOnOneLineEach) {
   st.oom_kills = 2;
   st.gpu_oom_kills = 1;
   // Reasons quoting worker output: a newline, a carriage return, an escape sequence.
-  st.actions = {{3, "restartAfterCrash", "rank 0 crashed: boom\nframe #1: x", "t"},
-                {5, "restartAfterGpuOOM", "rank 0 ran out of GPU memory\r", "t"},
-                {7, "restartAfterCrash", "\x1b[2Krank 1 crashed", "t"},
-                {9, "restart", "leak", "t"}};
+  st.actions = {{3, runtime::ActionType::kRestartAfterCrash, "rank 0 crashed: boom\nframe #1: x", "t"},
+                {5, runtime::ActionType::kRestartAfterGpuOOM, "rank 0 ran out of GPU memory\r", "t"},
+                {7, runtime::ActionType::kRestartAfterCrash, "\x1b[2Krank 1 crashed", "t"},
+                {9, runtime::ActionType::kRestart, "leak", "t"}};
   const RunSummary s = RunSummary::From(st, "drill", 1);
   std::ostringstream text;
   s.Print(text);
@@ -113,7 +113,7 @@ TEST(MemoryChart, DrawsLinesPerRankAndGenerationThresholdAndLabelledActions) {
   MemoryChartInput in;
   in.title = "drill <guard on>";
   in.records = {Rec(1, 0, 1, 500), Rec(1, 0, 2, 800), Rec(2, 0, 3, 100, 1500), Rec(2, 0, 4, 200, 1600)};
-  in.actions = {{2, "restart", "leak", ""}, {3, "restartAfterOOMKill", "kernel", ""}};
+  in.actions = {{2, runtime::ActionType::kRestart, "leak", ""}, {3, runtime::ActionType::kRestartAfterOOMKill, "kernel", ""}};
   in.total_steps = 10;
   in.host_limit_bytes = 1000;
   in.host_threshold = 0.9;
@@ -138,7 +138,7 @@ TEST(ProgressView, PlainLinesOffATerminal) {
   st.generation = 1;
   st.total_steps = 10;
   view.Update(st, {Rec(1, 0, 1, 500), Rec(1, 1, 1, 600)});
-  st.actions.push_back({1, "restart", "leak", ""});
+  st.actions.push_back({1, runtime::ActionType::kRestart, "leak", ""});
   view.Update(st, {});
   EXPECT_EQ(out.str().find("\x1b["), std::string::npos);  // nothing redrawn
   EXPECT_NE(out.str().find("step 1/10"), std::string::npos) << out.str();
@@ -157,7 +157,7 @@ TEST(ProgressView, RedrawsABlockInPlaceOnATerminal) {
   const std::string first = out.str();
   EXPECT_NE(first.find("worker 0  host"), std::string::npos) << first;
   EXPECT_NE(first.find(" 50%"), std::string::npos) << first;
-  st.actions.push_back({1, "reshard", "state does not fit", ""});
+  st.actions.push_back({1, runtime::ActionType::kReshard, "state does not fit", ""});
   st.last_action = st.actions.back();
   view.Update(st, {});
   const std::string second = out.str().substr(first.size());

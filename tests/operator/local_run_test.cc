@@ -48,7 +48,7 @@ TEST(LocalRun, GuardRestartsBeforeTheLimitAndLosesNothing) {
   EXPECT_EQ(r.summary.oom_kills, 0);
   EXPECT_EQ(r.summary.steps_lost, 0);
   ASSERT_FALSE(r.summary.actions.empty());
-  EXPECT_EQ(r.summary.actions[0].type, "restart");
+  EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kRestart);
   // The record in the work directory.
   const std::string csv = ReadAll(o.workdir + "/memory.csv");
   EXPECT_EQ(csv.rfind("step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,"
@@ -82,7 +82,7 @@ TEST(LocalRun, WithoutTheGuardTheKernelKillsAndStepsAreLost) {
   EXPECT_GE(r.summary.oom_kills, 1);
   EXPECT_GT(r.summary.steps_lost, 0);
   ASSERT_FALSE(r.summary.actions.empty());
-  EXPECT_EQ(r.summary.actions[0].type, "restartAfterOOMKill");
+  EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kRestartAfterOOMKill);
   EXPECT_NE(ReadAll(o.workdir + "/gen-0001/job.yaml").find("enabled: false"), std::string::npos);
 }
 
@@ -99,7 +99,7 @@ TEST(LocalRun, ReshardDecisionRelaunchesWithMoreWorkers) {
   EXPECT_EQ(r.status.workers, 2);
   ASSERT_EQ(r.summary.actions.size(), 1u);
   EXPECT_EQ(r.summary.actions[0].step, 3);
-  EXPECT_EQ(r.summary.actions[0].type, "reshard");
+  EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kReshard);
   EXPECT_NE(ReadAll(o.workdir + "/gen-0002/job.yaml").find("workers: 2"), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0002/rank-1.log"));
 }
@@ -114,7 +114,7 @@ TEST(LocalRun, ShrinkMicroBatchDecisionRewritesTheSpec) {
   EXPECT_EQ(r.exit_code, 0) << r.status.message;
   EXPECT_EQ(r.status.micro_batch_size, 8);
   EXPECT_NE(ReadAll(o.workdir + "/gen-0002/job.yaml").find("microBatchSize: 8"), std::string::npos);
-  EXPECT_EQ(r.summary.actions.at(0).type, "shrinkMicroBatch");
+  EXPECT_EQ(r.summary.actions.at(0).type, runtime::ActionType::kShrinkMicroBatch);
 }
 
 TEST(LocalRun, CrashRestartsFromTheLastCheckpointCountingStepsLost) {
@@ -126,7 +126,7 @@ TEST(LocalRun, CrashRestartsFromTheLastCheckpointCountingStepsLost) {
   EXPECT_EQ(r.summary.restarts, 1);
   EXPECT_EQ(r.summary.oom_kills, 0);
   EXPECT_EQ(r.summary.steps_lost, 2);  // steps 6 and 7 were after the checkpoint at 5
-  EXPECT_EQ(r.summary.actions.at(0).type, "restartAfterCrash");
+  EXPECT_EQ(r.summary.actions.at(0).type, runtime::ActionType::kRestartAfterCrash);
 }
 
 TEST(LocalRun, GpuOutOfMemoryIsCountedAsAnOomWithItsReportAndStepsLost) {
@@ -143,7 +143,7 @@ TEST(LocalRun, GpuOutOfMemoryIsCountedAsAnOomWithItsReportAndStepsLost) {
   EXPECT_EQ(r.summary.gpu_oom_kills, 1);
   EXPECT_EQ(r.summary.steps_lost, 2);  // steps 6 and 7 were after the checkpoint at 5
   ASSERT_EQ(r.summary.actions.size(), 1u);
-  EXPECT_EQ(r.summary.actions[0].type, "restartAfterGpuOOM");
+  EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kRestartAfterGpuOOM);
   const std::string& reason = r.summary.actions[0].reason;
   EXPECT_NE(reason.find("ran out of GPU memory during step 8"), std::string::npos) << reason;
   EXPECT_NE(reason.find("tried to allocate 2 GiB with 70 GiB allocated, 74 GiB reserved of 80 GiB"),
@@ -169,7 +169,7 @@ TEST(LocalRun, GivesUpAfterMaxRestartsWithANonZeroExit) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.summary.phase, "Failed");
   EXPECT_NE(r.summary.message.find("gave up after 2 restarts"), std::string::npos) << r.summary.message;
-  EXPECT_EQ(r.summary.actions.back().type, "fail");
+  EXPECT_EQ(r.summary.actions.back().type, runtime::ActionType::kFail);
 }
 
 TEST(LocalRun, CtrlCDrainsToAResumableCheckpointAndARerunResumes) {

@@ -131,7 +131,7 @@ TEST(JobReconciler, GuardRestartRelaunchesTheSameSpecWithNoStepLost) {
   EXPECT_EQ(rec.status().steps_lost, 0);
   ASSERT_EQ(rec.status().actions.size(), 1u);
   EXPECT_EQ(rec.status().actions[0].step, 7);
-  EXPECT_EQ(rec.status().actions[0].type, "restart");
+  EXPECT_EQ(rec.status().actions[0].type, ActionType::kRestart);
   EXPECT_NE(rec.status().actions[0].reason.find("48 MiB/step"), std::string::npos);
   EXPECT_NE(next.launch.guard_history_json.find("\"restarts\":1"), std::string::npos)
       << next.launch.guard_history_json;
@@ -157,7 +157,7 @@ TEST(JobReconciler, GuardReshardGrowsTheWorkerCount) {
   EXPECT_EQ(rec.status().reshards, 1);
   EXPECT_EQ(rec.status().restarts, 0);
   EXPECT_EQ(rec.status().phase, JobPhase::kResharding);
-  EXPECT_EQ(rec.status().actions.back().type, "reshard");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kReshard);
   EXPECT_NE(rec.status().actions.back().reason.find("workers 1 -> 2"), std::string::npos);
 }
 
@@ -174,7 +174,7 @@ TEST(JobReconciler, ReshardBeyondMaxWorkersFallsBackToARestart) {
   NextStep next = rec.Reconcile(s.Ended({Exit(76, json), Exit(76, json)}, 0));
   ASSERT_EQ(next.kind, Kind::kLaunch);
   EXPECT_EQ(next.launch.job.spec.workers, 2);
-  EXPECT_EQ(rec.status().actions.back().type, "restart");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kRestart);
   EXPECT_NE(rec.status().actions.back().reason.find("fits within [1, 2]"), std::string::npos);
 }
 
@@ -198,7 +198,7 @@ TEST(JobReconciler, ShrinkMicroBatchAndOffloadToggleChangeOnlyThoseFields) {
   ASSERT_EQ(next.kind, Kind::kLaunch);
   EXPECT_FALSE(next.launch.job.spec.sharding.offload_optimizer);
   EXPECT_FALSE(next.launch.job.spec.sharding.offload_params);
-  EXPECT_EQ(rec2.status().actions.back().type, "disableOffload");
+  EXPECT_EQ(rec2.status().actions.back().type, ActionType::kDisableOffload);
 }
 
 TEST(JobReconciler, OomKillRestartsFromTheCheckpointCountingStepsLost) {
@@ -212,7 +212,7 @@ TEST(JobReconciler, OomKillRestartsFromTheCheckpointCountingStepsLost) {
   EXPECT_EQ(rec.status().oom_kills, 1);
   EXPECT_EQ(rec.status().steps_lost, 4);
   EXPECT_EQ(rec.status().restarts, 1);
-  EXPECT_EQ(rec.status().actions.back().type, "restartAfterOOMKill");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kRestartAfterOOMKill);
   EXPECT_EQ(rec.status().actions.back().step, 14);
   EXPECT_NE(rec.status().actions.back().reason.find("OOM-killed by the kernel during step 15"), std::string::npos);
   EXPECT_NE(rec.status().actions.back().reason.find("4 step(s) lost"), std::string::npos);
@@ -238,7 +238,7 @@ TEST(JobReconciler, GpuOutOfMemoryIsAnOomOnTheGpuWithItsReportAndStepsLost) {
   EXPECT_EQ(rec.status().gpu_oom_kills, 1);
   EXPECT_EQ(rec.status().steps_lost, 3);
   const ActionRecord& a = rec.status().actions.back();
-  EXPECT_EQ(a.type, "restartAfterGpuOOM");
+  EXPECT_EQ(a.type, ActionType::kRestartAfterGpuOOM);
   EXPECT_NE(a.reason.find("rank 1 ran out of GPU memory during step 14"), std::string::npos) << a.reason;
   EXPECT_NE(a.reason.find(oom.Describe()), std::string::npos) << a.reason;
   EXPECT_NE(a.reason.find("3 step(s) lost"), std::string::npos) << a.reason;
@@ -251,7 +251,7 @@ TEST(JobReconciler, GpuOutOfMemoryIsAnOomOnTheGpuWithItsReportAndStepsLost) {
   RankExit e = Exit(77);
   e.last_output = "CUDA out of memory. Tried to allocate 20.00 MiB";
   bare.Reconcile(Script{}.Ended({e}, 0));
-  EXPECT_EQ(bare.status().actions.back().type, "restartAfterGpuOOM");
+  EXPECT_EQ(bare.status().actions.back().type, ActionType::kRestartAfterGpuOOM);
   EXPECT_NE(bare.status().actions.back().reason.find(e.last_output), std::string::npos);
   EXPECT_EQ(bare.status().steps_lost, 2);
 }
@@ -294,7 +294,7 @@ TEST(JobReconciler, StepsLostAreSettledFromTheResumedStepWhenNoCheckpointIsVisib
   NextStep next = rec.Reconcile(Script{}.Ended({Exit(1, "segfault")}));
   ASSERT_EQ(next.kind, Kind::kLaunch);
   EXPECT_EQ(rec.status().steps_lost, 0);  // not known yet
-  EXPECT_EQ(rec.status().actions.back().type, "restartAfterCrash");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kRestartAfterCrash);
   rec.Reconcile(Script{.generation = 2}.Running({5}));  // resumed from checkpoint step 4
   EXPECT_EQ(rec.status().steps_lost, 2);
 }
@@ -344,7 +344,7 @@ TEST(JobReconciler, GivesUpAfterMaxRestartsWithTheReason) {
   EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
   EXPECT_NE(rec.status().message.find("gave up after 3 restarts"), std::string::npos) << rec.status().message;
   EXPECT_NE(rec.status().message.find("OOM-killed"), std::string::npos);
-  EXPECT_EQ(rec.status().actions.back().type, "fail");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kFail);
   EXPECT_EQ(rec.status().oom_kills, 4);
   EXPECT_EQ(rec.Reconcile(Observation{}).kind, Kind::kFinished);
 }
@@ -371,7 +371,7 @@ TEST(JobReconciler, StopRequestDrainsAndEndsSuspended) {
   next = rec.Reconcile(s.Ended({Exit(75), Exit(75)}, 3));
   EXPECT_EQ(next.kind, Kind::kFinished);
   EXPECT_EQ(rec.status().phase, JobPhase::kSuspended);
-  EXPECT_EQ(rec.status().actions.back().type, "suspend");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kSuspend);
   EXPECT_NE(rec.status().message.find("checkpoint at step 3 is resumable"), std::string::npos);
 }
 
@@ -380,7 +380,7 @@ TEST(JobReconciler, UnrequestedDrainResumes) {
   rec.Reconcile(Observation{});
   NextStep next = rec.Reconcile(Script{}.Ended({Exit(75)}, 5));
   ASSERT_EQ(next.kind, Kind::kLaunch);
-  EXPECT_EQ(rec.status().actions.back().type, "resume");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kResume);
 }
 
 TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
@@ -392,7 +392,7 @@ TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
   ASSERT_EQ(next.kind, Kind::kLaunch);
   EXPECT_EQ(next.launch.job.spec.workers, 2);
   EXPECT_EQ(rec.status().reshards, 1);
-  EXPECT_EQ(rec.status().actions.back().type, "scale");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kScale);
 }
 
 TEST(JobReconciler, WithoutTheGuardDecisionsAreNotAppliedButCrashesStillRestart) {
@@ -405,7 +405,7 @@ TEST(JobReconciler, WithoutTheGuardDecisionsAreNotAppliedButCrashesStillRestart)
   next = rec.Reconcile(Script{}.Ended({Exit(76, d.ToJson())}, 2));
   ASSERT_EQ(next.kind, Kind::kLaunch);
   EXPECT_EQ(next.launch.job.spec.workers, 1);
-  EXPECT_EQ(rec.status().actions.back().type, "resume");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kResume);
 }
 
 TEST(JobReconciler, StepsFromAnOldGenerationAreIgnored) {
@@ -480,7 +480,7 @@ TEST(JobReconciler, ResumingASuspendedJobIsNotARestart) {
   ASSERT_EQ(next.kind, Kind::kLaunch) << second.status().message;
   EXPECT_EQ(next.launch.generation, 2);
   EXPECT_EQ(second.status().restarts, 0);
-  EXPECT_EQ(second.status().actions.back().type, "unsuspend");
+  EXPECT_EQ(second.status().actions.back().type, ActionType::kUnsuspend);
   EXPECT_EQ(second.Reconcile(Script{.generation = 2}.Running({3})).kind, Kind::kWait);
   EXPECT_EQ(second.status().steps_lost, 0);
   EXPECT_EQ(second.status().phase, JobPhase::kRunning);
@@ -492,7 +492,7 @@ TEST(JobReconciler, MarkFailedEndsTheJobWithTheReason) {
   rec.MarkFailed("could not start generation 1: no worker binary");
   EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
   EXPECT_EQ(rec.Reconcile(Observation{}).kind, Kind::kFinished);
-  EXPECT_EQ(rec.status().actions.back().type, "fail");
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kFail);
 }
 
 }  // namespace

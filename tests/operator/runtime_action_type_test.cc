@@ -1,0 +1,56 @@
+// Action types travel as names (status.lastAction.type, the --summary JSON, Event names):
+// every type has exactly one, it reads back, and the guard's actions keep the guard's
+// (the spec's) spellings.
+#include "operator/runtime/action_type.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace headroom::runtime {
+namespace {
+
+constexpr ActionType kAll[] = {
+    ActionType::kRestart,           ActionType::kReshard,           ActionType::kShrinkMicroBatch,
+    ActionType::kDisableOffload,    ActionType::kEnableOffload,     ActionType::kRestartAfterOOMKill,
+    ActionType::kRestartAfterGpuOOM, ActionType::kRestartAfterCrash, ActionType::kResume,
+    ActionType::kSuspend,           ActionType::kUnsuspend,         ActionType::kScale,
+    ActionType::kFail,
+};
+
+TEST(ActionType, EveryTypeHasOneWireNameThatReadsBack) {
+  std::set<std::string> seen;
+  for (ActionType t : kAll) {
+    const std::string name = ToWireName(t);
+    EXPECT_NE(name, "unknown");
+    EXPECT_TRUE(seen.insert(name).second) << "two types share " << name;
+    ASSERT_TRUE(FromWireName(name).has_value()) << name;
+    EXPECT_EQ(*FromWireName(name), t) << name;
+  }
+  EXPECT_FALSE(FromWireName("Restart").has_value()) << "names are case-sensitive";
+  EXPECT_FALSE(FromWireName("").has_value());
+  EXPECT_FALSE(FromWireName("none").has_value()) << "doing nothing is no action";
+}
+
+TEST(ActionType, GuardDecisionsKeepTheGuardsNames) {
+  using guard::DecisionAction;
+  for (DecisionAction a : {DecisionAction::kRestart, DecisionAction::kReshard, DecisionAction::kShrinkMicroBatch,
+                           DecisionAction::kDisableOffload, DecisionAction::kEnableOffload, DecisionAction::kFail}) {
+    EXPECT_STREQ(ToWireName(FromDecision(a)), guard::DecisionActionName(a));
+  }
+  EXPECT_EQ(FromDecision(DecisionAction::kNone), ActionType::kRestart)
+      << "a guard stop with nothing to change restarts";
+}
+
+TEST(ActionType, OnlyCrashesAndOutOfMemoryEndsAreUnplanned) {
+  std::set<ActionType> unplanned;
+  for (ActionType t : kAll) {
+    if (IsUnplannedEnd(t)) unplanned.insert(t);
+  }
+  EXPECT_EQ(unplanned, (std::set<ActionType>{ActionType::kRestartAfterOOMKill, ActionType::kRestartAfterGpuOOM,
+                                             ActionType::kRestartAfterCrash}));
+}
+
+}  // namespace
+}  // namespace headroom::runtime
