@@ -33,6 +33,7 @@
 
 #include "core/spec/training_job.h"
 #include "operator/local/local_process_backend.h"
+#include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
 
 namespace fs = std::filesystem;
@@ -111,8 +112,8 @@ spec:
   std::optional<Clock::time_point> exit_seen;
   int waiting_generation = 0;
   const auto deadline = Clock::now() + std::chrono::minutes(8);
-  while (Clock::now() < deadline) {
-    runtime::Observation obs = backend.Observe();
+  runtime::DriveOptions drive;
+  drive.on_step = [&](const runtime::Observation& obs, const runtime::NextStep& next) {
     for (const auto& r : obs.new_steps) {
       if (exit_seen && r.generation == waiting_generation) {
         exit_to_first_step.push_back(std::chrono::duration<double>(obs.now - *exit_seen).count());
@@ -120,20 +121,17 @@ spec:
         exit_seen.reset();
       }
     }
-    const int generation = obs.generation;
-    runtime::NextStep next = reconciler.Reconcile(obs);
-    if (next.kind == runtime::NextStep::Kind::kFinished) break;
-    if (next.kind == runtime::NextStep::Kind::kLaunch) {
-      if (generation > 0 && reconciler.status().last_action && reconciler.status().last_action->type == runtime::ActionType::kRestart) {
-        const std::string term = backend.generation_dir(generation) + "/rank-0.termination";
-        decision_to_exit.push_back(SecondsSinceMtime(term));
-        exit_seen = obs.now;
-        waiting_generation = next.launch.generation;
-      }
-      backend.Launch(next.launch);
-      continue;
+    const std::optional<runtime::ActionRecord>& last = reconciler.status().last_action;
+    if (next.kind == runtime::NextStep::Kind::kLaunch && obs.generation > 0 && last &&
+        last->type == runtime::ActionType::kRestart) {
+      const std::string term = backend.generation_dir(obs.generation) + "/rank-0.termination";
+      decision_to_exit.push_back(SecondsSinceMtime(term));
+      exit_seen = obs.now;
+      waiting_generation = next.launch.generation;
     }
-    if (next.kind == runtime::NextStep::Kind::kKill) backend.Kill();
+  };
+  while (Clock::now() < deadline) {
+    if (runtime::DriveJob(reconciler, backend, drive).kind == runtime::NextStep::Kind::kFinished) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const runtime::JobStatus& s = reconciler.status();

@@ -10,6 +10,7 @@
 #include "core/protocol/environment.h"
 #include "core/spec/training_job.h"
 #include "operator/k8s/trainingjob_status.h"
+#include "operator/runtime/job_driver.h"
 #include "operator/kube/resource_client.h"
 #include "operator/manifests/children.h"
 
@@ -422,34 +423,6 @@ void TrainingJobController::ApplySpecChanges(JobEntry& entry, const json& object
   entry.observed_generation = generation;
 }
 
-void TrainingJobController::Drive(JobEntry& entry) {
-  // Launches are carried out and observed again at once (the next step may follow from
-  // them); anything else waits for the next reconcile.
-  for (int round = 0; round < 3; ++round) {
-    runtime::Observation observed = entry.backend->Observe();
-    runtime::NextStep next = entry.reconciler->Reconcile(observed);
-    switch (next.kind) {
-      case runtime::NextStep::Kind::kLaunch:
-        try {
-          entry.backend->Launch(next.launch);
-        } catch (const std::exception& e) {
-          entry.reconciler->MarkFailed("could not create generation " + std::to_string(next.launch.generation) +
-                                       ": " + e.what());
-          return;
-        }
-        continue;
-      case runtime::NextStep::Kind::kDrain:
-        entry.backend->Drain(next.grace);
-        return;
-      case runtime::NextStep::Kind::kKill:
-        entry.backend->Kill();
-        return;
-      default:
-        return;
-    }
-  }
-}
-
 void TrainingJobController::ReportActions(JobEntry& entry, const json& object) {
   const runtime::JobStatus& s = entry.reconciler->status();
   for (size_t i = entry.actions_reported; i < s.actions.size(); ++i) {
@@ -522,7 +495,7 @@ controller::Result TrainingJobController::Reconcile(const std::string& key) {
     entry->backend->Sync(pods);
   }
   ApplySpecChanges(*entry, *object, job);
-  Drive(*entry);
+  runtime::DriveJob(*entry->reconciler, *entry->backend);
   ReportActions(*entry, *object);
   const runtime::JobStatus& s = entry->reconciler->status();
   const std::string now = kube::FormatTime(std::chrono::system_clock::now());

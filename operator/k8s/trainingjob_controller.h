@@ -14,7 +14,7 @@
 //   - spec changes (metadata.generation vs status.observedGeneration): spec.suspend drains
 //     to a checkpoint (phase Suspended), unsuspend resumes from it; spec.workers (the
 //     scale subresource, `kubectl scale`) reshards through RequestWorkers().
-//   - then Observe -> Reconcile -> Launch/Drain/Kill, an Event for every action the
+//   - then runtime::DriveJob (Observe -> Reconcile -> Launch/Drain/Kill), an Event for every action the
 //     reconciler records (and for Succeeded/Suspended/Failed), guard actions counted in
 //     headroom_operator_guard_actions_total{action,reason}, and the status written through
 //     the status subresource only when it differs from what is there (a resync of an
@@ -82,7 +82,6 @@ class TrainingJobController {
   std::shared_ptr<JobEntry> NewEntry(const nlohmann::json& object, const spec::TrainingJob& job);
   void RestoreEntry(JobEntry& entry, const nlohmann::json& object, const spec::TrainingJob& job);
   void ApplySpecChanges(JobEntry& entry, const nlohmann::json& object, const spec::TrainingJob& job);
-  void Drive(JobEntry& entry);
   void ReportActions(JobEntry& entry, const nlohmann::json& object);
   void Event(const nlohmann::json& object, const std::string& name_suffix, const std::string& type,
              const std::string& reason, const std::string& message);

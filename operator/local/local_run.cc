@@ -8,6 +8,7 @@
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
+#include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
 
 namespace headroom::local {
@@ -68,6 +69,11 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     LocalProcessBackend backend(backend_options);  // its destructor always cleans up
     result.used_cgroups = backend.using_cgroups();
     if (!options.guard_enabled) view.Notice("memory guard off (--no-guard): only the kernel's limit applies");
+    runtime::DriveOptions drive;
+    drive.on_step = [&](const runtime::Observation& observed, const runtime::NextStep&) {
+      for (const protocol::StepRecord& r : observed.new_steps) series.Add(r);
+      view.Update(reconciler.status(), observed.new_steps);
+    };
     for (;;) {
       const int interrupts = options.interrupts ? options.interrupts->load() : 0;
       if (interrupts > interrupts_seen) {
@@ -81,30 +87,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
           backend.Kill();
         }
       }
-      runtime::Observation observed = backend.Observe();
-      for (const protocol::StepRecord& r : observed.new_steps) series.Add(r);
-      runtime::NextStep next = reconciler.Reconcile(observed);
-      view.Update(reconciler.status(), observed.new_steps);
-      if (next.kind == runtime::NextStep::Kind::kFinished) break;
-      switch (next.kind) {
-        case runtime::NextStep::Kind::kLaunch:
-          try {
-            backend.Launch(next.launch);
-          } catch (const std::exception& e) {
-            reconciler.MarkFailed("could not start generation " + std::to_string(next.launch.generation) + ": " +
-                                  e.what());
-            view.Update(reconciler.status(), {});
-          }
-          continue;
-        case runtime::NextStep::Kind::kDrain:
-          backend.Drain(next.grace);
-          break;
-        case runtime::NextStep::Kind::kKill:
-          backend.Kill();
-          break;
-        default:
-          break;
-      }
+      if (runtime::DriveJob(reconciler, backend, drive).kind == runtime::NextStep::Kind::kFinished) break;
       std::this_thread::sleep_for(options.poll);
     }
     view.Finish(reconciler.status());

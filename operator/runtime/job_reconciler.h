@@ -3,7 +3,8 @@
 //
 // It knows nothing of processes, pods or clocks it did not get passed: every call to
 // Reconcile() gets an Observation from a WorkerBackend and returns one step for the
-// caller to carry out (launch a generation, drain, kill, wait, or finish). It is
+// caller to carry out (launch a generation, drain, kill, wait, or finish); job_driver.h's
+// DriveJob() is the one loop that does, for both supervisors. It is
 // deterministic: the same observations give the same steps, so it is unit-tested with a
 // scripted backend and reused unchanged by the operator.
 //
