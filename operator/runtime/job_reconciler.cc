@@ -384,7 +384,8 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
     what = rank + " was OOM-killed by the kernel during step " + std::to_string(reached + 1) + " (limit " +
            job_.spec.resources.memory + ")";
   } else if (gpu_oom_exit) {
-    what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit 77)";
+    what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit " +
+           std::to_string(protocol::kExitGpuOom) + ")";
     if (gpu_oom) {
       what += ": " + gpu_oom->Describe();
     } else if (!e.last_output.empty()) {
@@ -393,7 +394,10 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   } else {
     what = rank + " crashed during step " + std::to_string(reached + 1) + " (" + e.reason + ", exit " +
            std::to_string(e.exit_code) + ")";
-    const std::string& said = e.termination_message.empty() ? e.last_output : e.termination_message;
+    // On Kubernetes a worker that wrote no message has its log's tail there instead
+    // (FallbackToLogsOnError): the reason is its error line, not a frame or a warning.
+    const std::string said =
+        protocol::CrashReasonLine(e.termination_message.empty() ? e.last_output : e.termination_message);
     if (!said.empty()) what += ": " + said.substr(0, 200);
   }
   const ActionType type = e.oom_killed    ? ActionType::kRestartAfterOOMKill

@@ -256,6 +256,24 @@ TEST(JobReconciler, GpuOutOfMemoryIsAnOomOnTheGpuWithItsReportAndStepsLost) {
   EXPECT_EQ(bare.status().steps_lost, 2);
 }
 
+TEST(JobReconciler, ACrashIsExplainedByTheWorkersErrorLineNotAFrameOrAWarning) {
+  JobReconciler rec(MakeJob(), Options(false));
+  rec.Reconcile(Observation{});
+  rec.Reconcile(Script{}.Running({1, 2}));
+  // What Kubernetes puts in the termination message of a worker that wrote none: its
+  // log's tail.
+  const std::string tail =
+      "[2026-11-24 20:00:02.000] [headroom-worker] [error] NCCL error: unhandled system error\n"
+      "Exception raised from checkForNCCLErrors at ProcessGroupNCCL.cpp:1234 (most recent call first):\n"
+      "frame #26: <unknown function> + 0xc21d5 (0x7f in libtorch_cpu.so)\n"
+      "[W1124 20:00:02.5 ProcessGroupNCCL.cpp:1250] Warning: process group has NOT been destroyed\n";
+  rec.Reconcile(Script{}.Ended({Exit(1, tail)}, 0));
+  const std::string& reason = rec.status().actions.back().reason;
+  EXPECT_NE(reason.find(": NCCL error: unhandled system error"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("frame #"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("Warning"), std::string::npos) << reason;
+}
+
 TEST(JobReconciler, MemoryStatusIsTheWorstRanksOwnForecast) {
   JobReconciler rec(MakeJob(2), Options());
   rec.Reconcile(Observation{});
