@@ -273,6 +273,31 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   EXPECT_NE(d.reason.find("all 3 restarts of maxRestarts used"), std::string::npos) << d.reason;
 }
 
+TEST(PolicyTest, AfterAGpuOutOfMemoryRestartThenBringGpuMemoryPerWorkerDown) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.sharding.stage = 2;  // more workers hold less gradient and optimizer state each
+  job.memory_guard.max_restarts = 3;
+  GuardHistory h;
+  Decision d = DecideAfterCrash(ExitCause::kGpuOom, 57, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kRestart);
+  EXPECT_EQ(d.resource, "gpu");
+  EXPECT_EQ(d.reason, "worker ran out of GPU memory at step 57 (7 steps lost since the checkpoint at step 50): "
+                      "restart from the checkpoint at step 50");
+
+  // Out of GPU memory again right away: not a crash loop to give up on, but memory per
+  // worker that must come down.
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  EXPECT_EQ(d.target_workers, 2);
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
+  d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+}
+
 TEST(DecisionTest, JsonRoundTripAndApply) {
   Decision d;
   d.action = DecisionAction::kReshard;
