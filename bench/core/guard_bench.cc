@@ -3,7 +3,8 @@
 //
 //   1. Lead: per trace, the step of the guard's first decision vs the first step whose
 //      peak crosses the limit (a decision at row t is made before step t+1 runs, so any
-//      lead >= 1 is in time). Stable traces: the number of actions (target 0).
+//      lead >= 1 is in time). Stable traces (steady, warm-ups that level off, sawtooths from
+//      their first tooth): false alarms, the traces with any action (target 0).
 //   2. One-step-ahead peak forecast error: |predicted peak(t+1) - measured peak(t+1)| /
 //      measured, median over every step of every trace and resource (target <= 3%),
 //      against a baseline measured in the same run: naive linear extrapolation of the last
@@ -138,6 +139,8 @@ int main(int argc, char** argv) {
               "naive baseline acts");
   std::vector<double> errors, naive_errors;
   int in_time = 0, must_act = 0, false_actions = 0, naive_false = 0, naive_late = 0;
+  int stable = 0, false_alarms = 0;
+  std::vector<double> leads;
   for (const std::string& name : files) {
     auto trace = guard::ReadTraceFile(dir + "/" + name);
     auto steps = guard::Replay(trace, guard::ReplayOptions{});
@@ -168,6 +171,7 @@ int main(int argc, char** argv) {
       ++must_act;
       bool ok = first != nullptr && first->step < crossing.step && first->decision.resource == crossing.resource;
       in_time += ok;
+      if (first != nullptr) leads.push_back(crossing.step - first->step);
       if (naive.first_action < 0 || naive.first_action >= crossing.step) ++naive_late;
       std::snprintf(naive_text, sizeof naive_text, "%s", naive.first_action < 0 ? "never" : std::to_string(naive.first_action).c_str());
       std::printf("%-30s %-6s %8d %8s %6s %-17s | %s%s\n", label.c_str(), crossing.resource.c_str(), crossing.step,
@@ -176,6 +180,8 @@ int main(int argc, char** argv) {
                   first ? guard::DecisionActionName(first->decision.action) : "-", naive_text, ok ? "" : "   <-- LATE");
     } else {
       false_actions += actions;
+      ++stable;
+      false_alarms += actions > 0;
       if (naive.first_action >= 0) ++naive_false;
       std::snprintf(naive_text, sizeof naive_text, "%s",
                     naive.first_action < 0 ? "never (ok)" : ("step " + std::to_string(naive.first_action) + " (false alarm)").c_str());
@@ -186,6 +192,9 @@ int main(int argc, char** argv) {
   }
   std::printf("acted in time on the right resource: %d of %d; actions on stable traces: %d (target 0)\n", in_time,
               must_act, false_actions);
+  std::printf("false alarms: %d of %d stable traces (target 0); leads before crossing: min %.0f, median %.0f steps\n",
+              false_alarms, stable, leads.empty() ? 0.0 : *std::min_element(leads.begin(), leads.end()),
+              Median(leads));
   std::printf("naive baseline: late or never on %d of %d; false alarms on %d stable traces\n\n", naive_late, must_act,
               naive_false);
 

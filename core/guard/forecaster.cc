@@ -240,6 +240,10 @@ ResourceForecast Analyze(const Series& full, int64_t limit, double threshold_fra
   f.peak_bytes_per_token = excess.c;
   f.next_step_tokens = static_cast<int64_t>(next_tokens);
   f.warming_up = trend.warming_up;
+  if (trend.klass == MemoryClass::kLeak) {
+    f.trend_steps = static_cast<int>(s.t.size());
+    f.trend_confirmed = f.trend_steps >= o.confirm_steps;
+  }
 
   auto peak_at = [&](int h) {
     double tokens = h == 1 ? next_tokens : token_median;
@@ -326,6 +330,7 @@ Forecaster::Forecaster(ForecasterOptions options) : options_(options) {
   options_.window = std::max(4, options_.window);
   options_.min_history = std::clamp(options_.min_history, 2, options_.window);
   options_.horizon = std::max(1, options_.horizon);
+  options_.confirm_steps = std::clamp(options_.confirm_steps, options_.min_history, options_.window);
 }
 
 void Forecaster::Observe(const StepMemory& step) {

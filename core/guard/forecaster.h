@@ -22,6 +22,12 @@
 //   sawtooth  no trend, with periodic drops (e.g. a cache that is rebuilt)
 //   unknown   too few steps to say (fewer than ForecasterOptions::min_history)
 //
+// A projected crossing is only as good as the growth behind it: the first steps of a
+// warm-up and the first tooth of a sawtooth rise like a leak. So each forecast says how
+// many steps its growth rests on (trend_steps), and a leak counts as confirmed once that
+// reaches ForecasterOptions::confirm_steps; the policy waits for that, or for the limit
+// itself to come within one step, before it acts on growth.
+//
 // Contract: Observe() steps must increase (a repeated or older step replaces the history
 // from that step on: a restarted worker resumes from a checkpoint). ForecastNext() is
 // const, O(window^2), ~ a few microseconds for the default window, allocation-light.
@@ -76,6 +82,10 @@ struct ResourceForecast {
   int steps_to_limit = kNever;       // first h >= 1 whose predicted peak >= limit
   MemoryClass memory_class = MemoryClass::kUnknown;
   bool warming_up = false;           // growth present but decelerating (levels off)
+  // Steps the projected growth has been seen over without levelling off or dropping
+  // (0: no growth is projected); confirmed once it reaches confirm_steps.
+  int trend_steps = 0;
+  bool trend_confirmed = false;
   double confidence = 0;             // 0..1: history length and fit quality
   // One line for logs and reasons: "812 MiB of 1 GiB (79%), +48 MiB/step (leak)".
   std::string Describe() const;
@@ -92,6 +102,10 @@ struct Forecast {
 struct ForecasterOptions {
   int window = 12;                   // steps the trend is fitted over
   int min_history = 4;               // fewer steps: class unknown, no trend
+  // Steps of sustained, non-decelerating growth that confirm a leak. Longer than a warm-up's
+  // steep phase and a cache's tooth in the runs the guard is modelled on (3-5 steps), and
+  // at most the window.
+  int confirm_steps = 8;
   int horizon = 2;                   // steps predicted (predicted_*_bytes size)
   int max_steps_scan = 100000;       // steps_to_* beyond this are kNever
   double host_threshold = 0.90;

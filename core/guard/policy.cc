@@ -254,6 +254,20 @@ double Pressure(const ResourceForecast& rf) {
   return static_cast<double>(peak) / rf.threshold_bytes;
 }
 
+// Why a forecast crossing of the threshold is enough to act on now; empty: not yet. A
+// crossing projected from growth needs evidence, since a warm-up's steep first steps and a
+// sawtooth's first tooth rise like a leak and a restart helps neither (the warm-up comes
+// back, the tooth drops by itself): either the growth is a confirmed leak, or the limit
+// itself comes within one step, the last decision before it. Crossings that project no
+// growth (the level is there, or the next batch's known token count spikes the peak) are
+// acted on at once: waiting brings no new evidence.
+std::string EvidenceToAct(const ResourceForecast& rf) {
+  if (rf.growth_bytes_per_step <= 0) return "no growth projected";
+  if (rf.trend_confirmed) return "a leak confirmed over " + Steps(rf.trend_steps);
+  if (rf.steps_to_limit != kNever && rf.steps_to_limit <= 1) return "the limit itself is forecast for the next step";
+  return "";
+}
+
 void FillForecastFields(Decision& d, const ResourceForecast& rf) {
   d.forecast_peak_bytes = 0;
   for (int64_t v : rf.predicted_peak_bytes) d.forecast_peak_bytes = std::max(d.forecast_peak_bytes, v);
@@ -271,13 +285,22 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
   const spec::MemoryGuardSpec& g = spec.memory_guard;
   const int horizon = std::max(1, g.horizon_steps);
 
-  // The resource that crosses first within the horizon (ties: the one under more pressure).
+  // The resource that crosses first within the horizon (ties: the one under more pressure),
+  // among those with the evidence to act now; the others are said to be waiting.
   const ResourceForecast* hit = nullptr;
-  std::string resource;
+  std::string resource, waiting;
   for (const auto& [name, rf] : {std::pair<std::string, const ResourceForecast*>{"host", &forecast.host},
                                  std::pair<std::string, const ResourceForecast*>{"gpu", &forecast.gpu}}) {
     if (!rf->present || rf->limit_bytes <= 0 || rf->steps_to_threshold == kNever) continue;
     if (rf->steps_to_threshold > horizon) continue;
+    if (EvidenceToAct(*rf).empty()) {
+      const double fraction = name == "host" ? g.host_threshold : g.gpu_threshold;
+      waiting += "; " + name + " forecast crosses the " + ThresholdPercent(fraction) + " threshold in " +
+                 Steps(rf->steps_to_threshold) + " on growth seen over " + Steps(rf->trend_steps) +
+                 (rf->warming_up ? " that is levelling off" : "") +
+                 ", not a confirmed leak, and the limit is not forecast for the next step: waiting for evidence";
+      continue;
+    }
     if (hit == nullptr || rf->steps_to_threshold < hit->steps_to_threshold ||
         (rf->steps_to_threshold == hit->steps_to_threshold && Pressure(*rf) > Pressure(*hit))) {
       hit = rf;
@@ -298,8 +321,8 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
     if (!g.enabled) {
       d.reason = (text.empty() ? "" : text + "; ") + "memory guard disabled";
     } else {
-      d.reason = (text.empty() ? std::string("no measurements yet") : text) + "; no forecast crosses a threshold within " +
-                 Steps(horizon);
+      d.reason = (text.empty() ? std::string("no measurements yet") : text) +
+                 (waiting.empty() ? "; no forecast crosses a threshold within " + Steps(horizon) : waiting);
     }
     return d;
   }
@@ -326,7 +349,8 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
 
   std::string situation = std::string(ResourceLabel(resource)) + " " + rf.Describe() + "; forecast peak " +
                           HumanBytes(static_cast<double>(d.forecast_peak_bytes)) + " crosses the " +
-                          ThresholdPercent(fraction) + " threshold in " + Steps(rf.steps_to_threshold);
+                          ThresholdPercent(fraction) + " threshold in " + Steps(rf.steps_to_threshold) + " (" +
+                          EvidenceToAct(rf) + ")";
   if (cause == Cause::kSpike && rf.next_step_tokens > 0) {
     situation += " (next batch " + std::to_string(rf.next_step_tokens) + " tokens)";
   }

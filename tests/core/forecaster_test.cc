@@ -72,6 +72,45 @@ TEST(ForecasterTest, WarmUpThatLevelsOffIsNotALeak) {
   EXPECT_EQ(fc.host.memory_class, MemoryClass::kPlateau);
 }
 
+TEST(ForecasterTest, ALeakIsConfirmedAfterConfirmStepsOfGrowth) {
+  ForecasterOptions o;
+  o.confirm_steps = 8;
+  Forecaster f(o);
+  for (int t = 0; t < 10; ++t) {
+    f.Observe(Host(t, 300 * kMiB + 40 * kMiB * t, 320 * kMiB + 40 * kMiB * t, 1000, 2 * kGiB));
+    Forecast fc = f.ForecastNext(1000);
+    if (t + 1 < o.min_history) {
+      EXPECT_EQ(fc.host.trend_steps, 0) << "step " << t;
+      continue;
+    }
+    EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak) << "step " << t;
+    EXPECT_EQ(fc.host.trend_steps, t + 1) << "step " << t;
+    EXPECT_EQ(fc.host.trend_confirmed, t + 1 >= 8) << "step " << t;
+  }
+}
+
+TEST(ForecasterTest, ASteepWarmUpIsNeverAConfirmedLeak) {
+  // +15, +11, +8 points of the limit per step (64% at step 3), levelling off at 84%.
+  Forecaster f;
+  for (int t = 0; t < 20; ++t) {
+    double end = (0.84 - 0.54 * std::pow(0.73, t)) * 4 * kGiB;
+    f.Observe(Host(t, end, end + 0.04 * 4 * kGiB, 1000, 4 * kGiB));
+    Forecast fc = f.ForecastNext(1000);
+    EXPECT_FALSE(fc.host.trend_confirmed) << "step " << t << ": " << fc.host.Describe();
+    // Never within one step of the limit either: nothing to act on.
+    EXPECT_NE(fc.host.steps_to_limit, 1) << "step " << t;
+  }
+}
+
+TEST(ForecasterTest, ConfirmStepsStayWithinTheWindow) {
+  ForecasterOptions o;
+  o.window = 6;
+  o.confirm_steps = 50;
+  EXPECT_EQ(Forecaster(o).options().confirm_steps, 6);
+  o.confirm_steps = 1;
+  EXPECT_EQ(Forecaster(o).options().confirm_steps, Forecaster(o).options().min_history);
+}
+
 TEST(ForecasterTest, StaircaseIsSustainedGrowth) {
   Forecaster f;
   for (int t = 0; t < 15; ++t) {

@@ -58,16 +58,52 @@ spec::TrainingJobSpec DefaultJob() {
 
 TEST(PolicyTest, LeakGetsARestartWithAReadableReason) {
   spec::TrainingJobSpec job = DefaultJob();
-  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);  // last: 788 MiB, peak +48
+  // Ten steps: a leak confirmed (confirm_steps is 8); last 788 MiB, peak +48.
+  Forecast fc = HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
   Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
   EXPECT_EQ(d.action, DecisionAction::kRestart) << d.reason;
   EXPECT_EQ(d.resource, "host");
-  EXPECT_EQ(d.step, 6);
+  EXPECT_EQ(d.step, 9);
   EXPECT_EQ(d.memory_class, "leak");
   EXPECT_NEAR(d.growth_bytes_per_step, 48.0 * kMiB, kMiB);
   EXPECT_EQ(d.reason,
             "host working set 788 MiB of 1 GiB (77%), growing 48 MiB/step (leak); forecast peak 932 MiB crosses "
-            "the 90% threshold in 2 steps: restart from a checkpoint at step 6 to reclaim leaked memory");
+            "the 90% threshold in 2 steps (a leak confirmed over 10 steps): restart from a checkpoint at step 9 to "
+            "reclaim leaked memory");
+}
+
+TEST(PolicyTest, GrowthTooShortToConfirmWaitsUntilTheLimitIsOneStepAway) {
+  spec::TrainingJobSpec job = DefaultJob();
+  // Six steps of +60 MiB, last 800 MiB, peak +48: the threshold (922 MiB) is crossed within
+  // the horizon, the limit (1024 MiB) is not reached by the next step's peak (908 MiB).
+  Forecast fc = HostForecast(job, 6, 500 * kMiB, 60 * kMiB, 48 * kMiB, kGiB);
+  ASSERT_LE(fc.host.steps_to_threshold, 2);
+  ASSERT_FALSE(fc.host.trend_confirmed);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kNone) << d.reason;
+  EXPECT_NE(d.reason.find("on growth seen over 6 steps, not a confirmed leak, and the limit is not forecast for "
+                          "the next step: waiting for evidence"),
+            std::string::npos)
+      << d.reason;
+
+  // Two steps later the next step's peak (1028 MiB) reaches the limit: no later decision
+  // would come in time, so the guard acts on the growth it has.
+  fc = HostForecast(job, 7, 560 * kMiB, 60 * kMiB, 48 * kMiB, kGiB);
+  ASSERT_EQ(fc.host.steps_to_limit, 1);
+  ASSERT_FALSE(fc.host.trend_confirmed);
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kRestart) << d.reason;
+  EXPECT_NE(d.reason.find("(the limit itself is forecast for the next step)"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, ACrossingThatProjectsNoGrowthIsActedOnAtOnce) {
+  // A level already past the threshold: there is no trend to wait for.
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecast fc = HostForecast(job, 3, 0.93 * kGiB, 0, 0, kGiB);
+  ASSERT_EQ(fc.host.growth_bytes_per_step, 0);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
+  EXPECT_TRUE(d.acts()) << d.reason;
+  EXPECT_NE(d.reason.find("(no growth projected)"), std::string::npos) << d.reason;
 }
 
 TEST(PolicyTest, StableNearTheThresholdIsLeftAlone) {
@@ -92,7 +128,7 @@ TEST(PolicyTest, ARestartThatBoughtNoProgressEscalatesToReshard) {
   job.model.preset = "small";
   job.sharding.stage = 2;
   job.resources.memory_bytes = kGiB;
-  Forecast fc = HostForecast(job, 6, 500 * kMiB, 60 * kMiB, 48 * kMiB, kGiB, /*first_step=*/10);
+  Forecast fc = HostForecast(job, 9, 320 * kMiB, 60 * kMiB, 48 * kMiB, kGiB, /*first_step=*/7);
   GuardHistory h;
   h.restarts = 1;
   h.last_restart_step = 14;  // restarted at step 14, now at 15: one step of progress
@@ -114,7 +150,7 @@ TEST(PolicyTest, MaxRestartsSpentWithNothingElseAllowedFails) {
   spec::TrainingJobSpec job = DefaultJob();
   job.memory_guard.actions = {GuardAction::kRestart};
   job.memory_guard.max_restarts = 3;
-  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
+  Forecast fc = HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
   GuardHistory h;
   h.restarts = 3;
   Decision d = Decide(fc, job, h, nullptr, 1);
@@ -126,7 +162,7 @@ TEST(PolicyTest, MaxRestartsSpentWithNothingElseAllowedFails) {
 TEST(PolicyTest, OnlyListedActionsAreUsed) {
   spec::TrainingJobSpec job = DefaultJob();
   job.memory_guard.actions = {GuardAction::kShrinkMicroBatch};  // no restart for a leak
-  Forecast fc = HostForecast(job, 7, 500 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
+  Forecast fc = HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
   Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
   EXPECT_NE(d.action, DecisionAction::kRestart);
   job.memory_guard.actions = {};

@@ -93,7 +93,10 @@ TEST_P(StableTraceTest, NeverActs) {
 
 INSTANTIATE_TEST_SUITE_P(Stable, StableTraceTest,
                          ::testing::Values("host_steady_near_threshold", "host_sawtooth", "host_warmup_plateau",
-                                           "gpu_capacity_steady"));
+                                           "gpu_capacity_steady",
+                                           // Shapes a guard acting on any projected
+                                           // threshold crossing restarted in a loop.
+                                           "host_warmup_steep", "host_sawtooth_first_tooth"));
 
 TEST(ReplayTest, OffloadFillWithAnOffloadingJobMovesStateOrReshards) {
   // The job the report describes: a large model with parameters and optimizer offloaded.
@@ -140,10 +143,13 @@ TEST(ReplayTest, OverridesLimitsThresholdsAndHorizon) {
     EXPECT_FALSE(s.decision.acts()) << s.decision.reason;
   }
 
+  // A longer horizon sees a confirmed leak's crossing earlier (the staircase is confirmed
+  // long before it crosses; a leak that crosses sooner is caught by the limit rule, which
+  // the horizon does not move).
   ReplayOptions longer;
-  longer.horizon = 4;  // sees the leak's crossing earlier
-  const ReplayStep* early = FirstAction(Replay(Load("host_leak_linear"), longer));
-  const ReplayStep* normal = FirstAction(Replay(Load("host_leak_linear"), ReplayOptions{}));
+  longer.horizon = 4;
+  const ReplayStep* early = FirstAction(Replay(Load("host_staircase_offload"), longer));
+  const ReplayStep* normal = FirstAction(Replay(Load("host_staircase_offload"), ReplayOptions{}));
   ASSERT_NE(early, nullptr);
   ASSERT_NE(normal, nullptr);
   EXPECT_LT(early->step, normal->step);

@@ -179,9 +179,41 @@ def gpu_capacity_steady(rng):
             "expect: no action at any step"], rows
 
 
+def host_warmup_steep(rng):
+    # Modelled on a run the guard used to restart: the generation cache and optimizer state
+    # fill over the first steps, +15, +11, +8 points of the limit per step (64% at step 3),
+    # and level off at 84%. A restart only starts the warm-up again.
+    limit = 16 * GiB
+    rows = []
+    for t in range(30):
+        tokens = 8192 + rng.randint(-300, 300)
+        frac = 0.84 - 0.54 * (0.73 ** t)
+        end = frac * limit + rng.gauss(0, 0.002) * limit
+        peak = end + 0.04 * limit + rng.gauss(0, 0.001) * limit
+        rows.append(row(t, end, 0, peak, 0, tokens, limit, 0))
+    return ["steep warm-up: +15, +11, +8 points per step (64% at step 3), levelling off at 84%",
+            "expect: no action at any step (growth is slowing; the limit is never in reach)"], rows
+
+
+def host_sawtooth_first_tooth(rng):
+    # Modelled on a run the guard used to restart: a cache grows +8 points per step from 48%
+    # to 80% and is collected every fifth step; the trace starts at the bottom of the first
+    # tooth, so the guard sees a steady climb before it has seen any drop.
+    limit = 8 * GiB
+    rows = []
+    for t in range(30):
+        tokens = 4096 + rng.randint(-200, 200)
+        end = (0.48 + 0.08 * (t % 5)) * limit + rng.gauss(0, 0.002) * limit
+        peak = end + 0.02 * limit
+        rows.append(row(t, end, 0, peak, 0, tokens, limit, 0))
+    return ["sawtooth from its first tooth: 48% -> 80% at +8 points per step, collected every fifth step",
+            "expect: no action at any step (at step 4, 80%, the next step stays below the limit)"], rows
+
+
 TRACES = [host_leak_linear, host_staircase_offload, host_offload_fill, gpu_long_prompt_spike,
           host_gencache_fragmentation, gpu_missing_backward, host_steady_near_threshold,
-          host_sawtooth, host_warmup_plateau, gpu_capacity_steady]
+          host_sawtooth, host_warmup_plateau, gpu_capacity_steady, host_warmup_steep,
+          host_sawtooth_first_tooth]
 
 
 def main():
