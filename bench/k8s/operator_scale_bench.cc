@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "core/net/free_port.h"
 #include "operator/k8s/http_scrape.h"
 #include "operator/k8s/worker_metrics_text.h"
 #include "operator/kube/resource_client.h"
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
                             << server.url() << "\"}\nusers:\n- name: bench\n  user: {}\ncontexts:\n- name: test\n"
                             << "  context: {cluster: test, user: bench, namespace: default}\ncurrent-context: test\n";
 
-  const int metrics_port = testserver::FreeLoopbackPort();
+  const int metrics_port = net::FreePort();
   const std::string metrics_port_arg = std::to_string(metrics_port);
   const auto start = Clock::now();
   const pid_t pid = ::fork();

@@ -7,27 +7,13 @@
 
 #include <cpprest/http_listener.h>
 
+#include "core/net/free_port.h"
+
 namespace headroom::controller {
 
 namespace http = web::http;
 
 namespace {
-
-int PickFreePort(const std::string& address) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("operator endpoints: socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    throw std::runtime_error("operator endpoints: cannot bind " + address);
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::pair<int, std::string> RunChecks(const std::vector<std::pair<std::string, OperatorEndpoints::Check>>& checks,
                                       const std::vector<std::pair<std::string, std::function<std::string()>>>& info) {
@@ -91,7 +77,7 @@ void OperatorEndpoints::Start() {
   std::string last_error;
   const bool pick = port_ == 0;
   for (int attempt = 0; attempt < (pick ? 10 : 1) && !impl_->listener; ++attempt) {
-    const int port = pick ? PickFreePort(address_) : port_;
+    const int port = pick ? net::FreePort(address_) : port_;
     auto listener = std::make_unique<http::experimental::listener::http_listener>(
         "http://" + address_ + ":" + std::to_string(port));
     listener->support(http::methods::GET, [this](http::http_request req) {

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/net/free_port.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
@@ -73,24 +74,6 @@ int64_t ResidentBytes(pid_t pid) {
 }
 
 }  // namespace
-
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const std::string err = std::strerror(errno);
-    close(fd);
-    throw std::runtime_error("no free port on 127.0.0.1: " + err);
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::optional<int64_t> ReadLatestCheckpointStep(const std::string& dir) {
   const std::string name = Trim(ReadFile(dir + "/latest"));
@@ -184,7 +167,7 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
     out << spec::ToYaml(job);
     if (!out) throw std::runtime_error("cannot write " + job_path);
   }
-  const int port = FreeLoopbackPort();
+  const int port = net::FreePort();
   const int world = job.spec.workers;
 
   // The environment every rank shares, then the per-rank part.

@@ -97,8 +97,6 @@ class LocalProcessBackend : public runtime::WorkerBackend {
   std::optional<std::chrono::steady_clock::time_point> kill_after_;
 };
 
-// A TCP port free on 127.0.0.1 right now (bind to port 0, read it back, close).
-int FreeLoopbackPort();
 
 // The step named by DIR/latest ("step-000120" -> 120); nullopt when there is none.
 std::optional<int64_t> ReadLatestCheckpointStep(const std::string& checkpoint_dir);

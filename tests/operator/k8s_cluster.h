@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/net/free_port.h"
 #include "core/spec/training_job.h"
 #include "operator/k8s/trainingjob_controller.h"
 #include "operator/kube/resource_client.h"
@@ -226,13 +227,13 @@ class Cluster {
     {
       std::lock_guard<std::mutex> lock(mu_);
       const std::string key = job + "/" + std::to_string(launch.generation);
-      if (!rendezvous_.count(key)) rendezvous_[key] = testserver::FreeLoopbackPort();
+      if (!rendezvous_.count(key)) rendezvous_[key] = net::FreePort();
       rendezvous = rendezvous_[key];
       std::filesystem::create_directories(dir_ + "/jobs/" + job);
       spec_file = dir_ + "/jobs/" + job + "/job-g" + std::to_string(launch.generation) + ".yaml";
       std::ofstream(spec_file) << spec::ToYaml(launch.job);
     }
-    const int metrics = testserver::FreeLoopbackPort();
+    const int metrics = net::FreePort();
     json& c = pod["spec"]["containers"][0];
     c["command"] = json::array({options_.worker});
     c["args"] = json::array({"--job", spec_file, "--checkpoint-dir", dir_ + "/jobs/" + job + "/checkpoints",

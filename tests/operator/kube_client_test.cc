@@ -2,6 +2,7 @@
 // merge patches, subresources, pagination, errors carrying metav1.Status, retries.
 #include <gtest/gtest.h>
 
+#include "core/net/free_port.h"
 #include "operator/kube/resource_client.h"
 #include "operator/kube/rest_client.h"
 #include "tests/operator/testserver/api_server.h"
@@ -277,7 +278,7 @@ TEST_F(KubeClientTest, RetriesInjectedFaultsOnReadsAndReportsThemOnWrites) {
 
 TEST_F(KubeClientTest, UnreachableServerIsATransportError) {
   KubeConfig config = server_.ClientConfig();
-  config.server = "http://127.0.0.1:" + std::to_string(testserver::FreeLoopbackPort());
+  config.server = "http://127.0.0.1:" + std::to_string(net::FreePort());
   RestClientOptions options;
   options.max_retries = 1;
   RestClient dead(config, options);

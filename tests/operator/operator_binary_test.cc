@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "core/net/free_port.h"
 #include "operator/k8s/http_scrape.h"
 #include "tests/operator/k8s_cluster.h"
 
@@ -93,7 +94,7 @@ TEST(OperatorBinary, ReconcilesServesEndpointsAndStopsOnSigterm) {
   o.kubelet = false;
   Cluster c(o);
   const std::string kubeconfig = WriteKubeconfig(c.dir(), c.server().url());
-  const int port = testserver::FreeLoopbackPort();
+  const int port = net::FreePort();
   OperatorProcess op({"--kubeconfig", kubeconfig, "--namespace", "default", "--metrics-port", std::to_string(port)},
                      c.dir() + "/operator.log");
   JobShape shape;

@@ -1,5 +1,7 @@
 #include "tests/operator/testserver/api_server.h"
 
+#include "core/net/free_port.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,23 +19,6 @@ namespace headroom::testserver {
 
 namespace http = web::http;
 using nlohmann::json;
-
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind(127.0.0.1:0) failed");
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 namespace {
 
@@ -187,7 +172,7 @@ void TestApiServer::Start() {
   }
   std::string last_error;
   for (int attempt = 0; attempt < 20 && !impl_->listener; ++attempt) {
-    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(net::FreePort());
     auto listener = std::make_unique<http_listener>(url, config);
     listener->support([impl = impl_.get()](http::http_request req) { impl->Route(std::move(req)); });
     try {

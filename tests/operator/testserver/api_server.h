@@ -92,7 +92,5 @@ class TestApiServer {
   std::atomic<int64_t> injected_faults_{0};
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int FreeLoopbackPort();
 
 }  // namespace headroom::testserver

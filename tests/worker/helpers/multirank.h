@@ -20,21 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/net/free_port.h"
+
 namespace headroom::testing {
 
-// A TCP port that was free a moment ago (bound to port 0, then released).
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+// Tests ask for a rendezvous port by this name; the one implementation is core's.
+using net::FreePort;
 
 struct RankResult {
   int rank = 0;
