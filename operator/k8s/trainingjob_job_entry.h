@@ -1,0 +1,35 @@
+// What the TrainingJobController keeps per job between reconciles, shared by the files
+// that make up the controller (one concept each: wiring in trainingjob_controller.cc,
+// restore, spec changes, events, status writing). Private to operator/k8s/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/k8s/pod_backend.h"
+#include "operator/k8s/trainingjob_controller.h"
+#include "operator/k8s/trainingjob_status.h"
+#include "operator/runtime/job_reconciler.h"
+
+namespace headroom::k8s {
+
+struct TrainingJobController::JobEntry {
+  std::mutex mu;  // the reconcile of this key vs pod events routed to its backend
+  std::string uid;
+  std::unique_ptr<PodBackend> backend;
+  std::unique_ptr<runtime::JobReconciler> reconciler;
+  int64_t observed_generation = 0;
+  bool suspend = false;          // spec.suspend as last applied
+  int workers = 0;               // spec.workers as last applied
+  size_t actions_reported = 0;   // of reconciler->status().actions
+  std::string phase_reported;    // the phase the last phase Event was for
+  std::optional<nlohmann::json> written;  // the status this operator last wrote
+  StatusTimes times;             // startTime / completionTime
+};
+
+}  // namespace headroom::k8s
