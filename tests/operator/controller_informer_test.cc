@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "operator/controller/informer.h"
+#include "tests/helpers/eventually.h"
 #include "tests/operator/testserver/api_server.h"
 
 namespace headroom::controller {
@@ -16,15 +17,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using testserver::TestApiServer;
 
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 10000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using headroom::testing::Eventually;
 
 json Pod(const std::string& name, const std::string& job, const std::string& owner_uid) {
   json pod = {{"metadata", {{"name", name}, {"labels", {{"headroom.dev/job-name", job}}}}},

@@ -7,10 +7,13 @@
 #include <thread>
 
 #include "operator/controller/leader_election.h"
+#include "tests/helpers/eventually.h"
 #include "tests/operator/testserver/api_server.h"
 
 namespace headroom::controller {
 namespace {
+
+using headroom::testing::Eventually;
 
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -79,16 +82,6 @@ class LeaderElectionTest : public ::testing::Test {
   json Lease() {
     kube::RestClient reader(server_->ClientConfig("ns1"));
     return kube::ResourceClient(reader, kube::resources::kLeases).Get("ns1", "headroom-operator");
-  }
-
-  template <typename Pred>
-  bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return pred();
   }
 
   std::unique_ptr<TestApiServer> server_;

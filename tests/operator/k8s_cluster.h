@@ -34,6 +34,7 @@
 #include "operator/k8s/trainingjob_controller.h"
 #include "operator/kube/resource_client.h"
 #include "operator/manifests/children.h"
+#include "tests/helpers/eventually.h"
 #include "tests/operator/testserver/api_server.h"
 #include "tests/operator/testserver/test_kubelet.h"
 
@@ -176,15 +177,15 @@ class Cluster {
   }
   template <typename Pred>
   bool WaitUntil(Pred pred, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
+    // A read the API server refuses mid-test (an injected fault) means "not yet".
+    auto holds = [&] {
       try {
-        if (pred()) return true;
+        return static_cast<bool>(pred());
       } catch (const std::exception&) {
+        return false;
       }
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
+    };
+    return headroom::testing::Eventually(holds, timeout, 50ms);
   }
 
   std::vector<json> PodsOf(const std::string& job) {

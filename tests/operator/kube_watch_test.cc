@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "operator/kube/watcher.h"
+#include "tests/helpers/eventually.h"
 #include "tests/operator/testserver/api_server.h"
 
 namespace headroom::kube {
@@ -23,16 +24,7 @@ json Job(const std::string& name) {
   return {{"metadata", {{"name", name}}}, {"spec", {{"workers", 1}}}};
 }
 
-// Waits up to `timeout` for pred(), polling.
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 5000ms) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using headroom::testing::Eventually;
 
 TEST(KubeStreamTest, EventsArriveBeforeTheStreamEnds) {
   TestApiServer server;

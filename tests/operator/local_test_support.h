@@ -11,24 +11,13 @@
 #include <string>
 
 #include "core/spec/training_job.h"
+#include "tests/helpers/temp_dir.h"
 
 namespace headroom::local::testing {
 
 inline std::string FakeWorkerPath() { return std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-fake-worker"; }
 
-// A fresh directory under the system temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "headroom-local-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using headroom::testing::TempDir;
 
 struct JobShape {
   std::string name = "fake";
