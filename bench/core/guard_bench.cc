@@ -1,5 +1,6 @@
-// guard_bench: the memory guard against its targets (issue 3), on the failure-report
-// traces in tests/core/testdata/traces/.
+// guard_bench: the memory guard against the targets that make it worth running (act in
+// time on every failure, never on a stable run, forecast closely, cost next to nothing),
+// on the failure-report traces in tests/core/testdata/traces/.
 //
 //   1. Lead: per trace, the step of the guard's first decision vs the first step whose
 //      peak crosses the limit (a decision at row t is made before step t+1 runs, so any
@@ -12,7 +13,7 @@
 //   3. Cost per step of MemoryGuard::AfterStep (observe, forecast, correct the plan,
 //      decide) with a full window, in
 //      microseconds and as a share of a step (target < 1 ms and < 1%). The tiny job's
-//      step time is measured by the worker (issue 4); pass it with --step-ms (default
+//      step time is what the worker logs (step_seconds); pass it with --step-ms (default
 //      200 ms, an assumption, printed as such). The cost of one host-probe read is
 //      printed alongside, since the worker pays it every step too.
 //

@@ -1,4 +1,5 @@
-// operator_scale_bench: issue 7's targets for the operator, measured on the real
+// operator_scale_bench: the operator's scale targets (one operator for a cluster's jobs
+// must keep up and stay small), measured on the real
 // headroom-operator process against the in-process test API server (no kubelet: pods are
 // counted, not run), printed with their ratio to the target.
 //   1. N TrainingJobs (default 500) reconciled to their pods: time from the operator's

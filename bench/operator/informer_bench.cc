@@ -6,7 +6,7 @@
 //   2. Watch delivery: writes made straight to the store vs the rate at which they reach
 //      the informer's handlers over the chunked watch stream.
 //   3. Work-queue round trip (Add, Get, Done) per key vs a mutex-protected std::deque.
-//   4. Resident memory of the informer cache per object (goal of issue 7: the operator
+//   4. Resident memory of the informer cache per object (the goal: the operator
 //      under 64 MiB with 500 jobs and their pods).
 // Usage: informer_bench [objects=2000]
 #include <malloc.h>

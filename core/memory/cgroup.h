@@ -1,6 +1,7 @@
 // A memory cgroup we create and own: the local runtime puts each worker in one, with the
 // TrainingJob's memory limit, so `headroom run` is judged by the same kernel OOM killer
-// as a pod (issue 6). v1 (this machine: /sys/fs/cgroup/memory) and v2 are supported.
+// as a pod. Both cgroup v1 (/sys/fs/cgroup/memory) and v2 are supported, since hosts
+// and container runtimes still ship either.
 //
 // Contract:
 //   - Create() makes <hierarchy>/<parent>/<name> (parents created as needed), sets the
