@@ -10,26 +10,19 @@
 #include <vector>
 
 #include "core/protocol/exit_codes.h"
+#include "tests/operator/runtime_test_support.h"
 
 namespace headroom::runtime {
 namespace {
 
 using Kind = NextStep::Kind;
+using testing::Exit;
+using testing::MakeJob;
+using testing::Options;
 
-spec::TrainingJob MakeJob(int workers) {
-  spec::TrainingJob job;
-  job.metadata.name = "drive";
-  job.spec.workers = workers;
-  job.spec.min_workers = 1;
-  job.spec.max_workers = 4;
-  job.spec.grpo.steps = 10;
-  job.spec.grpo.prompts_per_step = 8;
-  return job;
-}
-
-ReconcilerOptions Options() {
-  ReconcilerOptions o;
-  o.wall_clock = [] { return std::string("2026-01-01T00:00:00Z"); };
+// Drains get a grace the tests can recognise.
+ReconcilerOptions DriveOptionsWithGrace() {
+  ReconcilerOptions o = Options();
   o.drain_grace = std::chrono::milliseconds(1234);
   return o;
 }
@@ -61,7 +54,7 @@ class RecordingBackend : public WorkerBackend {
 
   void End(int rank, int exit_code) {
     ranks_[rank].running = false;
-    ranks_[rank].exit = RankExit{exit_code, false, protocol::ExitReason(exit_code, false), "", ""};
+    ranks_[rank].exit = Exit(exit_code);
   }
 
   std::vector<std::string> calls;
@@ -73,7 +66,7 @@ class RecordingBackend : public WorkerBackend {
 };
 
 TEST(DriveJob, ALaunchIsObservedAgainAtOnce) {
-  JobReconciler rec(MakeJob(2), Options());
+  JobReconciler rec(MakeJob(2), DriveOptionsWithGrace());
   RecordingBackend backend;
   std::vector<Kind> seen;
   DriveOptions options;
@@ -85,7 +78,7 @@ TEST(DriveJob, ALaunchIsObservedAgainAtOnce) {
 }
 
 TEST(DriveJob, ALaunchThatThrowsFailsTheJobWithTheReason) {
-  JobReconciler rec(MakeJob(1), Options());
+  JobReconciler rec(MakeJob(1), DriveOptionsWithGrace());
   RecordingBackend backend;
   backend.launch_error = "no such binary: headroom-worker";
   EXPECT_EQ(DriveJob(rec, backend).kind, Kind::kFinished);
@@ -95,7 +88,7 @@ TEST(DriveJob, ALaunchThatThrowsFailsTheJobWithTheReason) {
 }
 
 TEST(DriveJob, AStopRequestDrainsWithTheGraceAndEndsTheCall) {
-  JobReconciler rec(MakeJob(2), Options());
+  JobReconciler rec(MakeJob(2), DriveOptionsWithGrace());
   RecordingBackend backend;
   DriveJob(rec, backend);
   rec.RequestStop("user asked");
@@ -110,7 +103,7 @@ TEST(DriveJob, AStopRequestDrainsWithTheGraceAndEndsTheCall) {
 }
 
 TEST(DriveJob, ACrashedRankGetsItsPeersKilledThenTheJobRelaunches) {
-  JobReconciler rec(MakeJob(2), Options());
+  JobReconciler rec(MakeJob(2), DriveOptionsWithGrace());
   RecordingBackend backend;
   DriveJob(rec, backend);
   backend.End(1, protocol::kExitFailure);
@@ -125,7 +118,7 @@ TEST(DriveJob, ACrashedRankGetsItsPeersKilledThenTheJobRelaunches) {
 }
 
 TEST(DriveJob, RoundsAreBounded) {
-  JobReconciler rec(MakeJob(1), Options());
+  JobReconciler rec(MakeJob(1), DriveOptionsWithGrace());
   RecordingBackend backend;
   DriveOptions options;
   options.max_rounds = 1;
