@@ -1,0 +1,66 @@
+// A Hugging Face causal LM's config.json, as transformers 4.x and 5.x write it, for the
+// architectures headroom trains: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM.
+//
+// Read: architectures[0], vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, num_key_value_heads (default: num_attention_heads), head_dim
+// (default hidden/heads), rms_norm_eps, max_position_embeddings, tie_word_embeddings,
+// attention_bias (Llama; Qwen2 always has q/k/v biases, Qwen3 none), torch_dtype or (5.x)
+// dtype, and the rotary parameters: rope_theta + rope_scaling at the top level (4.x) or
+// rope_parameters {rope_type, rope_theta, ...} (5.x). Rope scaling: none/"default" or
+// Llama 3's "llama3" (factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings); any other type is refused.
+//
+// Every refusal is an HfConfigError whose message names the file and the field.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace headroom::hf {
+
+// An invalid_argument: a bad model directory is bad input (the worker exits 2), not a crash.
+class HfConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class Architecture { kQwen2, kQwen3, kLlama };
+
+struct RopeScaling {
+  std::string type = "default";  // default | llama3
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct HfModelConfig {
+  Architecture architecture = Architecture::kQwen2;
+  std::string architecture_name;  // as written, e.g. "Qwen2ForCausalLM"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry a bias (always for Qwen2)
+  bool qk_norm = false;         // per-head RMSNorm on queries and keys (Qwen3)
+  std::string dtype = "float32";  // bfloat16 | float16 | float32: how the weights are stored
+
+  // Parameters of the model, embeddings and head included (the head once when tied).
+  int64_t ParameterCount() const;
+};
+
+// Parses the JSON text of `file` (named in errors).
+HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& file);
+// Reads <dir>/config.json.
+HfModelConfig LoadHfConfig(const std::string& model_dir);
+
+}  // namespace headroom::hf
