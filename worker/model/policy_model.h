@@ -7,8 +7,10 @@
 
 namespace headroom::worker {
 
-// spec.model's preset dimensions -> a Transformer (model_config.h), seeded from the spec.
-// Throws std::invalid_argument naming the field when the dimensions are unusable.
+// spec.model.path set: the Hugging Face model there (hf_causal_lm.h), weights loaded;
+// throws hf::HfConfigError / hf::SafetensorsError naming the file and field or tensor.
+// Otherwise the preset's dimensions -> a Transformer (model_config.h), seeded from the
+// spec; throws std::invalid_argument naming the field when the dimensions are unusable.
 CausalLM MakePolicyModel(const spec::TrainingJobSpec& spec);
 
 }  // namespace headroom::worker

@@ -1,0 +1,252 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/model/hf_causal_lm.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "core/hf/safetensors.h"
+#include "worker/model/bf16_autocast.h"
+
+namespace headroom::worker {
+namespace {
+
+torch::Tensor RotateHalf(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
+}
+
+// The rotary frequencies transformers computes for the config (default or llama3).
+torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
+  auto inv = 1.0 / torch::pow(c.rope_theta, torch::arange(0, c.head_dim, 2, torch::kInt64).to(torch::kFloat32) /
+                                                static_cast<double>(c.head_dim));
+  if (c.rope_scaling.type != "llama3") return inv;
+  const auto& s = c.rope_scaling;
+  const double old_len = static_cast<double>(s.original_max_position_embeddings);
+  const double low_wavelen = old_len / s.low_freq_factor;
+  const double high_wavelen = old_len / s.high_freq_factor;
+  auto wavelen = 2 * M_PI / inv;
+  auto scaled = torch::where(wavelen > low_wavelen, inv / s.factor, inv);
+  auto smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  auto smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
+  auto medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+  return torch::where(medium, smoothed, scaled);
+}
+
+torch::Dtype TorchDtype(const std::string& dtype, const std::string& what) {
+  if (dtype == "BF16") return torch::kBFloat16;
+  if (dtype == "F16") return torch::kFloat16;
+  if (dtype == "F32") return torch::kFloat32;
+  throw hf::SafetensorsError(what + ": dtype " + dtype + " is not supported (BF16, F16, F32)");
+}
+
+}  // namespace
+
+HfRmsNormImpl::HfRmsNormImpl(int64_t width, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({width}));
+}
+
+torch::Tensor HfRmsNormImpl::forward(const torch::Tensor& x) {
+  // In fp32 whatever the input, as transformers does, then back to the input's dtype.
+  auto h = x.to(torch::kFloat32);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * h.to(x.scalar_type());
+}
+
+HfDecoderLayerImpl::HfDecoderLayerImpl(const hf::HfModelConfig& c) {
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  using torch::nn::Linear;
+  using torch::nn::LinearOptions;
+  // Module names may not contain dots: "self_attn" and "mlp" are plain containers, which
+  // gives the Hugging Face names model.layers.<l>.self_attn.q_proj.weight and so on.
+  auto attn = register_module("self_attn", std::make_shared<torch::nn::Module>());
+  q_proj = attn->register_module("q_proj", Linear(LinearOptions(c.hidden_size, q).bias(c.attention_bias)));
+  k_proj = attn->register_module("k_proj", Linear(LinearOptions(c.hidden_size, kv).bias(c.attention_bias)));
+  v_proj = attn->register_module("v_proj", Linear(LinearOptions(c.hidden_size, kv).bias(c.attention_bias)));
+  o_proj = attn->register_module("o_proj", Linear(LinearOptions(q, c.hidden_size).bias(false)));
+  if (c.qk_norm) {
+    q_norm = attn->register_module("q_norm", HfRmsNorm(c.head_dim, c.rms_norm_eps));
+    k_norm = attn->register_module("k_norm", HfRmsNorm(c.head_dim, c.rms_norm_eps));
+  }
+  auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+  gate_proj = mlp->register_module("gate_proj", Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  up_proj = mlp->register_module("up_proj", Linear(LinearOptions(c.hidden_size, c.intermediate_size).bias(false)));
+  down_proj = mlp->register_module("down_proj", Linear(LinearOptions(c.intermediate_size, c.hidden_size).bias(false)));
+  input_layernorm = register_module("input_layernorm", HfRmsNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", HfRmsNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+HfCausalLMImpl::HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len)
+    : config_(config), max_seq_len_(max_seq_len) {
+  if (max_seq_len < 1) throw std::invalid_argument("hf model: max_seq_len must be >= 1");
+  body_ = register_module("model", std::make_shared<torch::nn::Module>());
+  embed_tokens_ = body_->register_module("embed_tokens", torch::nn::Embedding(config_.vocab_size, config_.hidden_size));
+  layers_ = body_->register_module("layers", torch::nn::ModuleList());
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    layer_list_.emplace_back(config_);
+    layers_->push_back(layer_list_.back());
+  }
+  norm_ = body_->register_module("norm", HfRmsNorm(config_.hidden_size, config_.rms_norm_eps));
+  if (!config_.tie_word_embeddings) {
+    lm_head_ = register_module(
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
+  }
+  inv_freq_ = register_buffer("inv_freq", InverseFrequencies(config_));
+}
+
+std::string HfCausalLMImpl::Describe() const {
+  return config_.architecture_name + " " + std::to_string(config_.num_hidden_layers) + " layers x " +
+         std::to_string(config_.hidden_size) + ", heads " + std::to_string(config_.num_attention_heads) + "/" +
+         std::to_string(config_.num_key_value_heads) + " kv, vocab " + std::to_string(config_.vocab_size);
+}
+
+NamedTensors HfCausalLMImpl::OrderedParameters() const {
+  NamedTensors out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
+  static const std::string kPrefix = "model.layers.";
+  if (name.rfind(kPrefix, 0) != 0) return -1;
+  const size_t dot = name.find('.', kPrefix.size());
+  return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
+}
+
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::Rotary(int64_t start, int64_t t,
+                                                              const torch::Device& device) const {
+  auto positions = torch::arange(start, start + t, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  auto freqs = torch::outer(positions, inv_freq_.to(device));
+  auto emb = torch::cat({freqs, freqs}, -1);  // [t, head_dim]
+  return {emb.cos(), emb.sin()};
+}
+
+torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
+                                    int64_t first_output) {
+  auto& b = *layer_list_.at(static_cast<size_t>(layer));
+  const int64_t batch = x.size(0), t = x.size(1);
+  const int64_t start = cache ? cache->length() : 0;
+  TORCH_CHECK(first_output == 0 || (!cache && first_output < t), "block ", layer, ": first output position ",
+              first_output, " needs an uncached forward over more than that many positions");
+  const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
+
+  auto n1 = b.input_layernorm(x);
+  auto q = b.q_proj(n1).view({batch, t, heads, d});
+  auto k = b.k_proj(n1).view({batch, t, kv_heads, d});
+  auto v = b.v_proj(n1).view({batch, t, kv_heads, d}).transpose(1, 2);
+  if (config_.qk_norm) {
+    q = b.q_norm(q);
+    k = b.k_norm(k);
+  }
+  q = q.transpose(1, 2);  // [B, heads, t, d]
+  k = k.transpose(1, 2);
+  auto [cos, sin] = Rotary(start, t, x.device());
+  cos = cos.to(q.scalar_type());
+  sin = sin.to(q.scalar_type());
+  q = q * cos + RotateHalf(q) * sin;
+  k = k * cos + RotateHalf(k) * sin;
+  if (cache) {
+    cache->Append(layer, k, v);
+    k = cache->Keys(layer, start + t);
+    v = cache->Values(layer, start + t);
+  }
+  if (heads != kv_heads) {  // grouped-query attention: each key/value head serves heads/kv_heads query heads
+    k = k.repeat_interleave(heads / kv_heads, 1);
+    v = v.repeat_interleave(heads / kv_heads, 1);
+  }
+  const int64_t out_t = t - first_output;
+  auto qo = q.narrow(2, first_output, out_t);
+  auto scores = torch::matmul(qo, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+  if (mask.defined()) scores = scores + mask.narrow(0, first_output, out_t).to(scores.scalar_type());
+  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(v.scalar_type());
+  auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({batch, out_t, heads * d});
+  auto h = x.narrow(1, first_output, out_t) + b.o_proj(attn);
+  auto n2 = b.post_attention_layernorm(h);
+  return h + b.down_proj(torch::silu(b.gate_proj(n2)) * b.up_proj(n2));
+}
+
+torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output) {
+  const int64_t t = x.size(1);
+  const int64_t start = cache ? cache->length() : 0;
+  const int64_t last = config_.num_hidden_layers - 1;
+  torch::Tensor mask;  // causal over [start, start + t); one cached position sees everything
+  if (t > 1) {
+    mask = torch::full({t, start + t}, -std::numeric_limits<float>::infinity(),
+                       torch::TensorOptions().dtype(torch::kFloat32).device(x.device()))
+               .triu(start + 1);
+  }
+  for (int64_t l = 0; l <= last; ++l) {
+    if (executor_) {
+      x = executor_->RunBlock(*this, l, x, mask, cache);
+      if (l == last && first_output > 0) x = x.narrow(1, first_output, t - first_output);
+    } else {
+      x = Block(l, x, mask, cache, l == last ? first_output : 0);
+    }
+  }
+  if (cache) cache->Advance(t);
+  return x;
+}
+
+torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& hidden) {
+  auto h = norm_(hidden);
+  return lm_head_ ? lm_head_(h) : torch::matmul(h, embed_tokens_->weight.t());
+}
+
+torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
+  Bf16Autocast autocast(tokens.device());
+  const int64_t t = tokens.size(1);
+  TORCH_CHECK(t <= max_seq_len_, "sequence of ", t, " tokens exceeds max_seq_len ", max_seq_len_);
+  TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
+              " positions");
+  return Head(Blocks(embed_tokens_(tokens), nullptr, first_output));
+}
+
+torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
+  Bf16Autocast autocast(tokens.device());
+  const int64_t t = tokens.size(1);
+  TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
+  auto x = Blocks(embed_tokens_(tokens), &cache, 0);
+  return Head(x.select(1, t - 1));
+}
+
+HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {
+  const hf::HfModelConfig config = hf::LoadHfConfig(dir);
+  HfCausalLM model(config, max_seq_len);
+  const hf::SafetensorsModel weights(dir);
+  torch::NoGradGuard no_grad;
+  size_t used = 0;
+  for (auto& [name, param] : model->OrderedParameters()) {
+    const hf::TensorView& view = weights.Get(name);
+    const std::string what = view.file + ": tensor " + name;
+    if (view.shape != param.sizes().vec()) {
+      throw hf::SafetensorsError(what + " has shape " + c10::str(c10::IntArrayRef(view.shape)) + ", " +
+                                 config.architecture_name + " with this config.json needs " + c10::str(param.sizes()));
+    }
+    const torch::Dtype dtype = TorchDtype(view.dtype, what);
+    // A view of the mapped bytes; the copy converts to fp32 and is the only copy made.
+    auto stored = torch::from_blob(const_cast<std::byte*>(view.data), view.shape, torch::TensorOptions().dtype(dtype));
+    param.copy_(stored);
+    ++used;
+  }
+  const size_t extra = weights.tensors().size() - used;
+  if (extra > 0 && !(extra == 1 && config.tie_word_embeddings && weights.Has("lm_head.weight"))) {
+    spdlog::warn("{}: {} tensor(s) in the safetensors are not parameters of {} and were ignored", dir, extra,
+                 config.architecture_name);
+  }
+  return model;
+}
+
+void SaveHfSafetensors(HfCausalLMImpl& model, const std::string& path, const std::string& dtype) {
+  const torch::Dtype target = TorchDtype(dtype, path);
+  std::vector<torch::Tensor> keep;
+  std::vector<hf::TensorToWrite> out;
+  for (const auto& [name, p] : model.OrderedParameters()) {
+    keep.push_back(p.detach().to(torch::kCPU, target).contiguous());
+    const auto& t = keep.back();
+    out.push_back({name, dtype, t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.numel() * t.element_size())});
+  }
+  hf::WriteSafetensors(path, out);
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,93 @@
+// A pretrained Hugging Face causal LM (Qwen2, Qwen3, Llama 3) in LibTorch, as a CausalLM
+// the trainer, rollout, ZeRO shards and checkpoints use like any other (causal_lm.h).
+//
+// Architecture, as transformers implements it: token embedding; per layer
+//   h = x + o_proj(attention(rope(q_proj(n1(x))), rope(k_proj(n1(x))), v_proj(n1(x))))
+//   y = h + down_proj(silu(gate_proj(n2(h))) * up_proj(n2(h)))
+// with n1, n2 RMSNorm (input_layernorm, post_attention_layernorm); grouped-query
+// attention (num_key_value_heads); q/k/v biases (Qwen2, or Llama's attention_bias); a
+// per-head RMSNorm on queries and keys before the rotation (Qwen3's q_norm, k_norm);
+// rotary embeddings with the config's theta and Llama 3 scaling; final RMSNorm; lm_head,
+// or the embedding matrix itself when tie_word_embeddings.
+//
+// Parameter names are the Hugging Face names (model.embed_tokens.weight,
+// model.layers.<l>.self_attn.q_proj.weight, ..., model.norm.weight, lm_head.weight), so
+// checkpoints and exports speak them. A tied model has no lm_head parameter.
+// Weights are held in fp32 (master weights); on a CUDA device forwards run under bf16
+// autocast. Positions are the cache length onwards (no padding inside a sequence).
+#pragma once
+
+#include <string>
+
+#include <torch/torch.h>
+
+#include "core/hf/hf_config.h"
+#include "worker/model/causal_lm.h"
+
+namespace headroom::worker {
+
+struct HfRmsNormImpl : torch::nn::Module {
+  HfRmsNormImpl(int64_t width, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(HfRmsNorm);
+
+struct HfDecoderLayerImpl : torch::nn::Module {
+  explicit HfDecoderLayerImpl(const hf::HfModelConfig& c);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  HfRmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  HfRmsNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
+};
+TORCH_MODULE(HfDecoderLayer);
+
+class HfCausalLMImpl : public CausalLMImpl {
+ public:
+  // Random weights of the config's shape (tests, benchmarks); max_seq_len caps the
+  // positions a forward or a cache may hold (<= max_position_embeddings is not required).
+  HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len);
+
+  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
+  torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
+                      int64_t first_output = 0) override;
+  NamedTensors OrderedParameters() const override;
+  int64_t LayerOfParameter(const std::string& name) const override;
+  int64_t layers() const override { return config_.num_hidden_layers; }
+  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t max_seq_len() const override { return max_seq_len_; }
+  KvCacheShape kv_cache_shape() const override {
+    return {config_.num_hidden_layers, config_.num_key_value_heads, config_.head_dim, max_seq_len_};
+  }
+  std::string Describe() const override;
+  const hf::HfModelConfig& config() const { return config_; }
+
+ private:
+  torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
+  torch::Tensor Head(const torch::Tensor& hidden);
+  // cos, sin [t, head_dim] for positions start..start+t.
+  std::pair<torch::Tensor, torch::Tensor> Rotary(int64_t start, int64_t t, const torch::Device& device) const;
+
+  hf::HfModelConfig config_;
+  int64_t max_seq_len_;
+  std::shared_ptr<torch::nn::Module> body_;  // the "model." prefix: embeddings, layers, final norm
+  torch::nn::Embedding embed_tokens_{nullptr};
+  torch::nn::ModuleList layers_{nullptr};
+  std::vector<HfDecoderLayer> layer_list_;
+  HfRmsNorm norm_{nullptr};
+  torch::nn::Linear lm_head_{nullptr};  // null when tied
+  torch::Tensor inv_freq_;              // [head_dim / 2], fp32, rope scaling applied
+};
+TORCH_MODULE(HfCausalLM);
+
+// Loads <dir> (config.json + safetensors): every parameter must be present with its
+// shape, stored as BF16, F16 or F32 (converted to fp32). Throws hf::HfConfigError or
+// hf::SafetensorsError naming the file and the field or tensor.
+HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len);
+
+// Writes the model's parameters as <dir>/model.safetensors in `dtype` (BF16, F16, F32).
+void SaveHfSafetensors(HfCausalLMImpl& model, const std::string& path, const std::string& dtype);
+
+}  // namespace headroom::worker
