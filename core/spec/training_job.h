@@ -84,6 +84,9 @@ struct ModelSpec {
   std::string init = "random";      // random | checkpoint
   std::string init_checkpoint;      // "initCheckpoint": a checkpoint dir when init=checkpoint
   uint64_t seed = 0;                // weight-init seed; default task.seed
+  // A Hugging Face model directory (config.json, safetensors, tokenizer files) to
+  // fine-tune; when set, the architecture and weights come from it, not the preset.
+  std::string path;
   bool operator==(const ModelSpec&) const = default;
 };
 

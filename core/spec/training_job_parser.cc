@@ -256,6 +256,7 @@ void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, 
   r.String("init", m.init);
   r.String("initCheckpoint", m.init_checkpoint);
   r.Uint64("seed", m.seed);
+  r.String("path", m.path);
   r.Finish();
 }
 

@@ -43,7 +43,7 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
                 {"hidden", m.hidden},       {"heads", m.heads},
                 {"ffnHidden", m.ffn_hidden}, {"maxSeqLen", m.max_seq_len},
                 {"init", m.init},           {"initCheckpoint", m.init_checkpoint},
-                {"seed", m.seed}};
+                {"seed", m.seed},           {"path", m.path}};
   j["task"] = {{"name", s.task.name}, {"digits", s.task.digits}, {"seed", s.task.seed}};
   const GrpoSpec& g = s.grpo;
   j["grpo"] = {{"steps", g.steps},

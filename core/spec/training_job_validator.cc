@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
+#include "core/hf/hf_config.h"
 #include "core/spec/closest_name.h"
 #include "core/spec/kubernetes_names.h"
 #include "core/spec/model_presets.h"
@@ -187,6 +189,18 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   }
   if (m.init == "random" && !m.init_checkpoint.empty()) {
     c.Fail("spec.model.initCheckpoint", "only used when init is checkpoint; init is random");
+  }
+  if (!m.path.empty()) {
+    // Checked where it can be read (on the machine that runs `headroom validate` or the
+    // worker); on a cluster the path may live on a volume only the pods mount.
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(m.path) / "config.json", ec)) {
+      try {
+        hf::LoadHfConfig(m.path);
+      } catch (const hf::HfConfigError& e) {
+        c.Fail("spec.model.path", e.what());
+      }
+    }
   }
 }
 
