@@ -10,9 +10,18 @@ namespace headroom::guard {
 
 namespace {
 
-// The model's dimensions with presets and defaults resolved, so a spec built in code
-// (without ApplyDefaults) plans the same as a parsed one.
-spec::ModelSpec ResolvedModel(const spec::TrainingJobSpec& s) {
+int64_t Round(double v) { return static_cast<int64_t>(std::llround(v)); }
+
+std::string StageNote(int stage, int workers) {
+  return "stage " + std::to_string(stage) + ", " + std::to_string(workers) + " worker" +
+         (workers == 1 ? "" : "s");
+}
+
+}  // namespace
+
+ModelShape PresetModelShape(const spec::TrainingJobSpec& s) {
+  // Presets and defaults resolved, so a spec built in code (without ApplyDefaults) plans
+  // the same as a parsed one.
   spec::ModelSpec m = s.model;
   if (auto preset = spec::FindModelPreset(m.preset)) {
     if (m.layers == 0) m.layers = preset->layers;
@@ -23,17 +32,34 @@ spec::ModelSpec ResolvedModel(const spec::TrainingJobSpec& s) {
   if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
   if (m.heads == 0) m.heads = 1;
   if (m.max_seq_len == 0) m.max_seq_len = s.grpo.max_prompt_length + s.grpo.max_response_length;
-  return m;
+  ModelShape shape;
+  shape.parameters = spec::ParameterCount(m);
+  const int64_t h = m.hidden, f = m.ffn_hidden;
+  shape.layer_parameters = 4 * h * h + 2 * h * f + 9 * h + f;
+  shape.layers = m.layers;
+  shape.hidden = h;
+  shape.heads = shape.kv_heads = m.heads;
+  shape.head_dim = h / std::max(1, m.heads);
+  shape.vocab = spec::kVocabSize;
+  shape.source = m.preset.empty() ? "spec.model" : "preset " + m.preset;
+  return shape;
 }
 
-int64_t Round(double v) { return static_cast<int64_t>(std::llround(v)); }
-
-std::string StageNote(int stage, int workers) {
-  return "stage " + std::to_string(stage) + ", " + std::to_string(workers) + " worker" +
-         (workers == 1 ? "" : "s");
+ModelShape HfModelShape(const hf::HfModelConfig& c) {
+  ModelShape shape;
+  shape.parameters = c.ParameterCount();
+  hf::HfModelConfig one_layer = c;  // one block = a one-layer model less embeddings, head, final norm
+  one_layer.num_hidden_layers = 0;
+  shape.layer_parameters = (c.ParameterCount() - one_layer.ParameterCount()) / std::max<int64_t>(1, c.num_hidden_layers);
+  shape.layers = c.num_hidden_layers;
+  shape.hidden = c.hidden_size;
+  shape.heads = c.num_attention_heads;
+  shape.kv_heads = c.num_key_value_heads;
+  shape.head_dim = c.head_dim;
+  shape.vocab = c.vocab_size;
+  shape.source = c.architecture_name + " config.json";
+  return shape;
 }
-
-}  // namespace
 
 const PlanComponent* Plan::Find(const std::string& name) const {
   for (const PlanComponent& c : components) {
@@ -56,14 +82,14 @@ void PlanCorrection::Observe(const Plan& plan, int64_t measured_host_peak, int64
 Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
                 const PlanCorrection& correction) {
   if (workers < 1) throw std::invalid_argument("PlanMemory: workers must be >= 1, got " + std::to_string(workers));
-  const spec::ModelSpec model = ResolvedModel(s);
+  const ModelShape model = options.model ? *options.model : PresetModelShape(s);
   const bool gpu = s.resources.gpus > 0;
   const double n = workers;
   const int stage = std::clamp(s.sharding.stage, 0, 3);
 
   Plan plan;
   plan.workers = workers;
-  plan.parameters = spec::ParameterCount(model);
+  plan.parameters = model.parameters;
   plan.host_limit_bytes = s.resources.memory_bytes;
   plan.gpu_limit_bytes = gpu ? options.gpu_total_bytes : 0;
   const double psi = static_cast<double>(plan.parameters);
@@ -99,9 +125,8 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
       sharding + (stage >= 3 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_params ? ", offloaded" : ""), true);
   if (stage >= 3) {
     // Stage 3 gathers one layer's full parameters at a time for forward and backward.
-    const double h = model.hidden, f = model.ffn_hidden;
-    const double layer = p_bytes * (4 * h * h + 2 * h * f + 9 * h + f);
-    add("gathered layer", layer, gpu, "stage 3: one full layer gathered at a time", true);
+    add("gathered layer", p_bytes * static_cast<double>(model.layer_parameters), gpu,
+        "stage 3: one full layer gathered at a time", true);
   }
   // With offloaded optimizer the fp32 gradient shard the optimizer steps on lives on host.
   add("gradients", grads, gpu && !offload_optim,
@@ -121,14 +146,14 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
       "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
           " x layers x (17 h + 2.5 heads seq)",
       false);
-  add("logits", 3.0 * micro * seq * spec::kVocabSize * 4, gpu, "logits, log-softmax and gradient, fp32", false);
+  add("logits", 3.0 * micro * seq * model.vocab * 4, gpu,
+      "logits, log-softmax and gradient, fp32, vocab " + std::to_string(model.vocab), false);
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
   const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / n);
   const double batch = local_prompts * s.grpo.group_size;
-  const double head_dim = static_cast<double>(model.hidden) / std::max(1, model.heads);
   const double kv_bytes = gpu ? 2 : 4;
-  add("generation cache", 2.0 * model.layers * model.heads * head_dim * seq * batch * kv_bytes, gpu,
+  add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * kv_bytes, gpu,
       std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
       true);
   if (s.grpo.kl_coef > 0) {

@@ -13,7 +13,7 @@
 // bytes per token per layer in 16-bit, i.e. 17 h + 2.5 a s elements):
 //   micro * seq * layers * (17 * hidden + 2.5 * heads * seq) * act_bytes
 // plus the logits and their log-softmax and gradient: 3 * micro * seq * vocab * 4.
-// Generation KV cache: 2 * layers * heads * head_dim * seq * batch * kv_bytes with
+// Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
 // Reference model (klCoef > 0): parameters only, replicated.
 // Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
@@ -29,9 +29,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/hf/hf_config.h"
 #include "core/spec/training_job.h"
 
 namespace headroom::guard {
@@ -41,9 +43,32 @@ inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
 inline constexpr double kActivationElementsPerHidden = 17.0;   // per token per layer
 inline constexpr double kActivationElementsPerHeadSeq = 2.5;   // attention scores per token per layer
 
+// The model dimensions the plan depends on. A preset (or spec.model's own layers/hidden/...)
+// gives the toy transformer's shape; a Hugging Face model's config.json (spec.model.path)
+// gives its own: grouped-query heads, explicit head_dim, vocabulary, tied head.
+struct ModelShape {
+  int64_t parameters = 0;        // Psi, the head counted once when tied
+  int64_t layer_parameters = 0;  // one block's (what stage 3 gathers at a time)
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;             // query heads
+  int64_t kv_heads = 0;          // key/value heads (the generation cache holds these)
+  int64_t head_dim = 0;
+  int64_t vocab = 0;
+  std::string source;            // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
+};
+
+// The shape of spec.model's preset or explicit dimensions (the toy transformer).
+ModelShape PresetModelShape(const spec::TrainingJobSpec& spec);
+// The shape of a Hugging Face model (read its config with hf::LoadHfConfig).
+ModelShape HfModelShape(const hf::HfModelConfig& config);
+
 struct PlanOptions {
   int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
   bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
+  // The model's shape when it is not the spec's preset: a job with spec.model.path plans
+  // with HfModelShape of that directory's config.json. Unset: PresetModelShape(spec).
+  std::optional<ModelShape> model;
 };
 
 struct PlanComponent {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/guard/planner.h"
+#include "core/hf/hf_config.h"
 #include "core/spec/model_presets.h"
 
 namespace headroom::guard {
@@ -206,6 +207,49 @@ TEST(PlannerTest, CorrectionLearnsMeasuredOverPlanned) {
 
 TEST(PlannerTest, RejectsZeroWorkers) {
   EXPECT_THROW(PlanMemory(Job("tiny", 2), 0), std::invalid_argument);
+}
+
+
+// A Hugging Face model's plan comes from its config.json: Qwen2.5-0.5B's dimensions (as
+// published with the model; 494,032,768 parameters per its model card's 0.49B).
+TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
+  const hf::HfModelConfig qwen = hf::ParseHfConfig(R"({
+    "architectures": ["Qwen2ForCausalLM"], "vocab_size": 151936, "hidden_size": 896,
+    "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+    "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})",
+                                                   "config.json");
+  PlanOptions options;
+  options.model = HfModelShape(qwen);
+  spec::TrainingJobSpec s = Job("tiny", 3, /*gpus=*/1);
+  s.grpo.max_prompt_length = 256;
+  s.grpo.max_response_length = 512;
+  s.grpo.prompts_per_step = 8;
+  s.grpo.group_size = 4;
+  s.grpo.micro_batch_size = 2;
+  const int n = 2;
+  const Plan p = PlanMemory(s, n, options);
+  const int64_t psi = 494032768;
+  EXPECT_EQ(p.parameters, psi);
+  EXPECT_EQ(GpuOf(p, "parameters"), 4 * psi / n);
+  EXPECT_EQ(GpuOf(p, "optimizer"), 8 * psi / n);
+  // One Qwen2 block: q/o 896x896, k/v 896x128 (2 kv heads of 64), biases, SwiGLU, 2 norms.
+  const int64_t block = 2 * 896 * 896 + 2 * 896 * 128 + (896 + 2 * 128) + 3 * 896 * 4864 + 2 * 896;
+  EXPECT_EQ(GpuOf(p, "gathered layer"), 4 * block);
+  const int64_t seq = 256 + 512, local_sequences = 8 / n * 4;
+  // The cache holds the 2 key/value heads, not the 14 query heads; bf16 on GPU.
+  EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);
+  EXPECT_EQ(GpuOf(p, "logits"), 3 * 2 * seq * 151936LL * 4);
+  // The preset's plan is a different (far smaller) model.
+  EXPECT_LT(PlanMemory(s, n).parameters, psi / 100);
+}
+
+TEST(PlannerTest, PresetShapeMatchesTheSpecParameterCount) {
+  const spec::TrainingJobSpec s = Job("small", 0);
+  const ModelShape shape = PresetModelShape(s);
+  EXPECT_EQ(shape.parameters, Psi(s));
+  EXPECT_EQ(shape.kv_heads, shape.heads);
+  EXPECT_EQ(shape.vocab, spec::kVocabSize);
 }
 
 }  // namespace
