@@ -1,0 +1,49 @@
+// `headroom export`: a training checkpoint back into the Hugging Face directory layout the
+// job started from, so the fine-tuned model can be served or loaded by transformers.
+//
+// Reads the checkpoint's manifest.json and rank files directly (the format in design.md,
+// "Checkpoints"; worker/checkpoint/checkpoint_manifest.h) rather than through the worker's
+// reader, so the `headroom` binary needs no LibTorch. Each tensor of the source model's
+// safetensors is taken from the checkpoint tensor "model." + its name (the worker's
+// kModelTensorPrefix, worker/sharding/sharded_state_checkpoint.h), stored there as fp32
+// master weights, and written back in the source's dtype (BF16 and F16 rounded to nearest
+// even), shape and name. The output holds model.safetensors, or when the tensors exceed
+// max_shard_bytes, model-0000K-of-0000N.safetensors + model.safetensors.index.json, as
+// transformers' save_pretrained does; every other file of the source directory (config.json
+// unchanged, generation_config.json, tokenizer files) is copied.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headroom::hf {
+
+class ExportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExportSummary {
+  std::string step_dir;               // the checkpoint step exported
+  std::string model_dir;              // the source Hugging Face directory
+  std::vector<std::string> files;     // written into the output, by name
+  int64_t tensors = 0;
+  int64_t tensor_bytes = 0;
+};
+
+inline constexpr int64_t kDefaultMaxShardBytes = 5'000'000'000;  // save_pretrained's "5GB"
+
+// `checkpoint`: a checkpoint root (its `latest` step is used) or one step directory.
+// `model_dir`: the source Hugging Face directory; empty = the one the manifest records
+// (extra.model_path). Throws ExportError (or SafetensorsError / HfConfigError from the
+// source) naming the file and the tensor or field.
+ExportSummary ExportCheckpoint(const std::string& checkpoint, const std::string& out_dir,
+                               const std::string& model_dir = "", int64_t max_shard_bytes = kDefaultMaxShardBytes);
+
+// fp32 -> bf16 / fp16 bits, rounding to nearest even (NaN stays NaN, overflow -> inf).
+uint16_t Bf16FromFloat(float value);
+uint16_t F16FromFloat(float value);
+
+}  // namespace headroom::hf

@@ -1,0 +1,201 @@
+// ExportCheckpoint: a checkpoint written in the worker's format (fp32 master weights in
+// shards over rank files, "model." + the Hugging Face name) back into the source model's
+// layout: the same names, dtypes, shapes and bytes, config.json unchanged, sharded with an
+// index above the size limit.
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/hf/hf_export.h"
+#include "core/hf/safetensors.h"
+
+namespace headroom::hf {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path Fixture(const std::string& name) { return fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf" / name; }
+
+class Scratch {
+ public:
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "headroom-export-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~Scratch() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+float Decode(const TensorView& v, size_t i) {
+  uint16_t h;
+  if (v.dtype == "F32") {
+    float f;
+    std::memcpy(&f, v.data + 4 * i, 4);
+    return f;
+  }
+  std::memcpy(&h, v.data + 2 * i, 2);
+  if (v.dtype == "BF16") {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  // F16: sign, 5-bit exponent, 10-bit mantissa (the fixtures hold no inf/NaN).
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  const float mag = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
+                             : std::ldexp(static_cast<float>(mant + 1024), exp - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A checkpoint root holding the fixture's weights as the worker saves them: fp32, every
+// tensor split in two shards over two rank files, `latest` naming the step.
+fs::path WriteCheckpoint(const fs::path& root, const std::string& fixture, bool record_model_path = true,
+                         const std::string& skip = "") {
+  const SafetensorsModel model(Fixture(fixture).string());
+  const fs::path step = root / "step-000003";
+  fs::create_directories(step);
+  std::ofstream rank[2] = {std::ofstream(step / "rank-00000.bin", std::ios::binary),
+                           std::ofstream(step / "rank-00001.bin", std::ios::binary)};
+  int64_t written[2] = {0, 0};
+  json tensors = json::object();
+  for (const auto& [name, view] : model.tensors()) {
+    if (name == skip) continue;
+    const size_t numel = view.bytes / DtypeSize(view.dtype);
+    std::vector<float> values(numel);
+    for (size_t i = 0; i < numel; ++i) values[i] = Decode(view, i);
+    const int64_t half = static_cast<int64_t>(numel) / 2;
+    json shards = json::array();
+    for (int r = 0; r < 2; ++r) {
+      const int64_t begin = r == 0 ? 0 : half, n = r == 0 ? half : static_cast<int64_t>(numel) - half;
+      shards.push_back({{"file", "rank-0000" + std::to_string(r) + ".bin"}, {"offset", begin}, {"numel", n},
+                        {"file_offset", written[r]}});
+      rank[r].write(reinterpret_cast<const char*>(values.data() + begin), n * 4);
+      written[r] += n * 4;
+    }
+    tensors["model." + name] = {{"dtype", "float32"}, {"shape", view.shape}, {"shards", shards}};
+  }
+  json manifest = {{"format", "headroom-checkpoint/1"}, {"step", 3}, {"world_size", 2}, {"tensors", tensors},
+                   {"extra", json::object()}};
+  if (record_model_path) manifest["extra"]["model_path"] = Fixture(fixture).string();
+  std::ofstream(step / "manifest.json") << manifest.dump();
+  std::ofstream(root / "latest") << "step-000003\n";
+  return root;
+}
+
+void ExpectSameModel(const fs::path& exported, const std::string& fixture) {
+  const SafetensorsModel source(Fixture(fixture).string()), out(exported.string());
+  ASSERT_EQ(out.tensors().size(), source.tensors().size());
+  for (const auto& [name, view] : source.tensors()) {
+    ASSERT_TRUE(out.Has(name)) << name;
+    const TensorView& got = out.Get(name);
+    EXPECT_EQ(got.dtype, view.dtype) << name;
+    EXPECT_EQ(got.shape, view.shape) << name;
+    ASSERT_EQ(got.bytes, view.bytes) << name;
+    EXPECT_EQ(std::memcmp(got.data, view.data, view.bytes), 0) << name << ": bytes differ";
+  }
+  EXPECT_EQ(ReadText(exported / "config.json"), ReadText(Fixture(fixture) / "config.json"));
+}
+
+class HfExportTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfExportTest, RoundTripsNamesDtypesShapesAndBytes) {
+  Scratch dir;
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", GetParam());
+  const ExportSummary s = ExportCheckpoint(root.string(), (dir.path() / "out").string());
+  EXPECT_EQ(s.model_dir, Fixture(GetParam()).string());
+  EXPECT_EQ(s.files.front(), "model.safetensors");
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "model.safetensors.index.json"));
+  ExpectSameModel(dir.path() / "out", GetParam());
+}
+
+// F32 (and sharded source), BF16, F16.
+INSTANTIATE_TEST_SUITE_P(Fixtures, HfExportTest, ::testing::Values("qwen2", "llama3", "qwen3", "llama3_v5"));
+
+TEST(HfExport, AboveTheShardLimitWritesShardsAndAnIndex) {
+  Scratch dir;
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const ExportSummary s = ExportCheckpoint((root / "step-000003").string(), (dir.path() / "out").string(),
+                                           Fixture("qwen2").string(), /*max_shard_bytes=*/20000);
+  ASSERT_TRUE(fs::exists(dir.path() / "out" / "model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "model.safetensors"));
+  const json index = json::parse(ReadText(dir.path() / "out" / "model.safetensors.index.json"));
+  EXPECT_EQ(index["metadata"]["total_size"].get<int64_t>(), s.tensor_bytes);
+  EXPECT_GT(s.files.size(), 3u);
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / s.files.front())) << s.files.front();
+  ExpectSameModel(dir.path() / "out", "qwen2");
+}
+
+TEST(HfExport, RefusalsNameWhatIsMissing) {
+  Scratch dir;
+  const fs::path a = WriteCheckpoint(dir.path() / "a", "qwen2", true, "model.norm.weight");
+  try {
+    ExportCheckpoint(a.string(), (dir.path() / "out").string());
+    FAIL() << "exported a checkpoint without model.norm.weight";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.model.norm.weight"), std::string::npos) << e.what();
+  }
+  const fs::path b = WriteCheckpoint(dir.path() / "b", "qwen2", /*record_model_path=*/false);
+  try {
+    ExportCheckpoint(b.string(), (dir.path() / "out").string());
+    FAIL() << "exported without knowing the source model";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("extra.model_path"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ExportCheckpoint((dir.path() / "nothing").string(), (dir.path() / "out").string()), ExportError);
+}
+
+// `headroom export` (the binary): exit 0 and the directory; exit 2 naming what is missing.
+TEST(HfExport, TheHeadroomCommand) {
+  Scratch dir;
+  const auto run = [](const std::string& args, std::string& out) {
+    FILE* p = popen((std::string(HEADROOM_BINARY_DIR) + "/bin/headroom export " + args + " 2>&1").c_str(), "r");
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    return WEXITSTATUS(pclose(p));
+  };
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen3");
+  std::string out;
+  ASSERT_EQ(run(root.string() + " --to " + (dir.path() / "out").string(), out), 0) << out;
+  ExpectSameModel(dir.path() / "out", "qwen3");
+  out.clear();
+  const fs::path broken = WriteCheckpoint(dir.path() / "broken", "qwen3", true, "lm_head.weight");
+  fs::remove(broken / "step-000003" / "manifest.json");
+  EXPECT_EQ(run(broken.string() + " --to " + (dir.path() / "out2").string(), out), 2) << out;
+  EXPECT_NE(out.find("manifest.json"), std::string::npos) << out;
+}
+
+TEST(HfExport, HalfPrecisionRoundsToNearestEven) {
+  EXPECT_EQ(Bf16FromFloat(1.0f), 0x3f80);
+  EXPECT_EQ(Bf16FromFloat(0.1f), 0x3dcd);    // 0x3dcccccd rounds up
+  EXPECT_EQ(Bf16FromFloat(-2.0f), 0xc000);
+  EXPECT_EQ(F16FromFloat(1.0f), 0x3c00);
+  EXPECT_EQ(F16FromFloat(0.1f), 0x2e66);
+  EXPECT_EQ(F16FromFloat(65504.0f), 0x7bff);  // the largest half
+  EXPECT_EQ(F16FromFloat(1e6f), 0x7c00);      // overflow: inf
+  EXPECT_EQ(F16FromFloat(1e-7f), 0x0002);     // a subnormal: 1e-7 / 2^-24 = 1.68 -> 2
+  EXPECT_EQ(F16FromFloat(-0.0f), 0x8000);
+  EXPECT_EQ(F16FromFloat(1.0f + 1.0f / 2048), 0x3c00);  // exactly halfway, to even
+  EXPECT_EQ(F16FromFloat(1.0f + 3.0f / 2048), 0x3c02);  // halfway, up to even
+}
+
+}  // namespace
+}  // namespace headroom::hf
