@@ -1,10 +1,11 @@
 // `headroom plan JOB.yaml [--workers N] [--gpu-memory QUANTITY] [--json]`: the planner's
-// per-worker memory estimate (core/guard/planner.h) for the job's preset, sharding stage,
-// offload settings and worker count, by component, with host and GPU totals against the
-// limits the guard protects.
+// per-worker memory estimate (core/guard/planner.h) for the job's model (its preset, or the
+// config.json of spec.model.path), sharding stage, offload settings and worker count, by
+// component, with host and GPU totals against the limits the guard protects.
 //
 //   exit 0: printed (whether or not it fits: the verdict is in the output)
-//   exit 2: invalid spec (every problem, as `headroom validate` prints them) or bad options
+//   exit 2: invalid spec (every problem, as `headroom validate` prints them), bad options, or
+//           a spec.model.path whose config.json cannot be read or used here
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "core/guard/human_bytes.h"
+#include "core/hf/hf_config.h"
 #include "core/guard/planner.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
@@ -48,6 +50,15 @@ int RunPlan(const PlanArgs& args) {
     }
     options.gpu_total_bytes = *bytes;
   }
+  if (!job.spec.model.path.empty()) {
+    try {
+      options.model = guard::HfModelShape(hf::LoadHfConfig(job.spec.model.path));
+    } catch (const hf::HfConfigError& e) {
+      std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
+      return 2;
+    }
+  }
+  const guard::ModelShape shape = options.model ? *options.model : guard::PresetModelShape(job.spec);
   const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   const bool fits = guard::PlanFits(plan, g);
@@ -57,6 +68,7 @@ int RunPlan(const PlanArgs& args) {
     nlohmann::ordered_json j;
     j["job"] = job.metadata.name;
     j["workers"] = workers;
+    j["model"] = shape.source;
     j["parameters"] = plan.parameters;
     j["stage"] = job.spec.sharding.stage;
     j["gpus_per_worker"] = job.spec.resources.gpus;
@@ -81,8 +93,8 @@ int RunPlan(const PlanArgs& args) {
     return 0;
   }
 
-  std::printf("%s: %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
-              job.metadata.name.c_str(), workers, workers == 1 ? "" : "s", job.spec.sharding.stage,
+  std::printf("%s: %s, %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
+              job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s", job.spec.sharding.stage,
               job.spec.sharding.offload_params ? "on" : "off", job.spec.sharding.offload_optimizer ? "on" : "off",
               job.spec.resources.gpus, job.spec.resources.gpus == 1 ? "" : "s",
               std::to_string(plan.parameters).c_str());

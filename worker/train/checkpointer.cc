@@ -71,6 +71,8 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
   meta.extra = {{"world_size", comm_.world_size()},
                 {"micro_batch_size", spec_.grpo.micro_batch_size},
                 {"stage", spec_.sharding.stage}};
+  // `headroom export` writes the fine-tuned weights back in this directory's layout.
+  if (!spec_.model.path.empty()) meta.extra["model_path"] = spec_.model.path;
   CheckpointSaveStats stats = writer_->Save(meta, TrainingStateSlices(trainer_), CpuRngState());
   saved_step_ = done;
   spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
