@@ -149,6 +149,10 @@ struct MemoryGuardSpec {
 struct DebugSpec {
   int64_t host_leak_bytes_per_step = 0;  // "hostLeakBytesPerStep": a deliberate leak (drills)
   int64_t gpu_leak_bytes_per_step = 0;   // "gpuLeakBytesPerStep"
+  // "hostLeakDecay", in (0, 1]: each step leaks this fraction of what the step before
+  // leaked. 1 is a leak that never stops; below 1 a warm-up that climbs steeply and levels
+  // off at hostLeakBytesPerStep / (1 - decay) (caches and optimizer state filling).
+  double host_leak_decay = 1.0;
   bool operator==(const DebugSpec&) const = default;
 };
 

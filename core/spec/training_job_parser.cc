@@ -354,6 +354,7 @@ void DecodeDebug(Decoder& d, const DocumentNode& node, const std::string& path, 
   MapReader r(d, node, path);
   r.ByteCount("hostLeakBytesPerStep", dbg.host_leak_bytes_per_step);
   r.ByteCount("gpuLeakBytesPerStep", dbg.gpu_leak_bytes_per_step);
+  r.Double("hostLeakDecay", dbg.host_leak_decay);
   r.Finish();
 }
 

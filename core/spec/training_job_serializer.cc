@@ -75,7 +75,8 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
                       {"maxRestarts", mg.max_restarts},
                       {"actions", actions}};
   j["debug"] = {{"hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step},
-                {"gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step}};
+                {"gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step},
+                {"hostLeakDecay", s.debug.host_leak_decay}};
   return j;
 }
 

@@ -208,6 +208,14 @@ TEST(SpecParser, ByteCountsTakeIntegersOrQuantities) {
   EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostLeakBytesPerStep"})) << AllErrors(r);
 }
 
+TEST(SpecParser, HostLeakDecayIsAFraction) {
+  ParseResult r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 160Mi, hostLeakDecay: 0.7"));
+  ASSERT_TRUE(r.ok()) << AllErrors(r);
+  EXPECT_DOUBLE_EQ(r.job->spec.debug.host_leak_decay, 0.7);
+  r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 0, hostLeakDecay: fast"));
+  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostLeakDecay"})) << AllErrors(r);
+}
+
 TEST(SpecParser, QuantitiesKeepTheirTextAndTakeNumbers) {
   ParseResult r = ParseTrainingJob(GoodJobWith("{cpu: \"2\", memory: 4Gi, gpus: 0}", "{cpu: 1.5, memory: 1.5G}"));
   ASSERT_TRUE(r.ok()) << AllErrors(r);

@@ -33,6 +33,7 @@ TrainingJob AwkwardJob() {
   job.spec.task.seed = 0;
   job.spec.memory_guard.actions = {};
   job.spec.debug.host_leak_bytes_per_step = 48LL << 20;
+  job.spec.debug.host_leak_decay = 0.7;
   job.spec.checkpoint.volume = "pvc";
   ApplyDefaults(job);
   return job;

@@ -57,6 +57,8 @@ TEST(SpecValidator, Ranges) {
       {[](TrainingJob& j) { j.spec.resources.gpus = -1; }, "spec.resources.gpus", "must be >= 0, got -1"},
       {[](TrainingJob& j) { j.spec.debug.host_leak_bytes_per_step = -5; }, "spec.debug.hostLeakBytesPerStep",
        "must be >= 0, got -5"},
+      {[](TrainingJob& j) { j.spec.debug.host_leak_decay = 1.5; }, "spec.debug.hostLeakDecay",
+       "must be in (0, 1], got 1.5"},
       {[](TrainingJob& j) { j.spec.grpo.updates_per_step = 0; }, "spec.grpo.updatesPerStep", "must be >= 1, got 0"},
   };
   for (const Case& c : cases) {

@@ -5,6 +5,8 @@
 //     kernel, and the summary counts the kills and the steps lost;
 //   - the same drill with the guard finishes every step with at least one guard restart,
 //     no OOM kill and no step lost;
+//   - a healthy job whose memory warms up steeply and levels off (tests/e2e/testdata/
+//     warmup-steep.yaml) finishes with no guard action;
 //   - a reshard case and a micro-batch case (tests/e2e/testdata/), their limits set from a
 //     short calibration run's measured peak (and the planner's ratio between the two
 //     configurations) so that the guard must act and its change is enough.
@@ -22,6 +24,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/guard/planner.h"
 #include "core/memory/cgroup.h"
@@ -197,6 +200,56 @@ TEST(HeadroomRunE2E, LeakDrillWithTheGuardFinishesEveryStepWithoutAnOomKill) {
   // The trace is replayable: header plus at least one row per step.
   const std::string csv = ReadAll(r.workdir + "/memory.csv");
   EXPECT_EQ(csv.rfind("step,host_bytes,gpu_bytes", 0), 0u);
+}
+
+TEST(HeadroomRunE2E, SteepWarmUpThatLevelsOffFinishesWithNoGuardAction) {
+  SKIP_UNLESS_RUNNABLE();
+  Workspace ws;
+  spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/warmup-steep.yaml");
+  const double decay = job.spec.debug.host_leak_decay;
+  const int64_t limit = job.spec.resources.memory_bytes;
+  // The warm-up is sized from what this machine's worker needs without it: the calibrated
+  // peak plus hostLeakBytesPerStep / (1 - decay) would level off at 88% of the limit, just
+  // under the 90% threshold; the job stops after 10 steps at about 85% as the working set
+  // reads it, still rising by ~1 point per step. Replayed through a guard that acts on any
+  // projected threshold crossing, such a run is restarted at step 4 (65%, growing ~12
+  // points per step).
+  spec::TrainingJob quiet = job;
+  quiet.spec.debug.host_leak_bytes_per_step = 0;
+  const HostUse base = MeasuredHost(ws, quiet);
+  const double warmup = 0.88 * static_cast<double>(limit) - static_cast<double>(base.peak);
+  ASSERT_GT(warmup, 0.5 * static_cast<double>(limit)) << "the worker alone needs " << base.peak << " bytes";
+  job.spec.debug.host_leak_bytes_per_step = static_cast<int64_t>((1 - decay) * warmup) & ~int64_t{(1 << 20) - 1};
+  std::printf("calibrated peak %lld MiB of %lld MiB; warm-up +%lld MiB at step 1, x%.2f per step\n",
+              static_cast<long long>(base.peak >> 20), static_cast<long long>(limit >> 20),
+              static_cast<long long>(job.spec.debug.host_leak_bytes_per_step >> 20), decay);
+
+  RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
+  ASSERT_FALSE(r.summary.is_null()) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.summary["steps"], job.spec.grpo.steps);
+  EXPECT_TRUE(r.summary["actions"].empty()) << r.summary.dump(2);
+  EXPECT_EQ(r.summary["restarts"], 0) << r.output;
+  EXPECT_EQ(r.summary["oom_kills"], 0) << r.output;
+
+  // The warm-up really was steep and really levelled off: the shape, not a quiet run.
+  std::istringstream csv(ReadAll(r.workdir + "/memory.csv"));
+  std::string line;
+  std::getline(csv, line);
+  std::vector<int64_t> level;
+  while (std::getline(csv, line)) {
+    std::istringstream row(line);
+    std::string step, host;
+    std::getline(row, step, ',');
+    std::getline(row, host, ',');
+    level.push_back(std::stoll(host));
+  }
+  ASSERT_GE(level.size(), 8u) << ReadAll(r.workdir + "/memory.csv");
+  const double rise_first3 = static_cast<double>(level[3] - level[0]) / 3 / static_cast<double>(limit);
+  const double rise_last3 = static_cast<double>(level.back() - level[level.size() - 4]) / 3 / static_cast<double>(limit);
+  EXPECT_GT(rise_first3, 0.08) << "the first steps did not climb steeply";
+  EXPECT_LT(rise_last3, 0.03) << "the warm-up did not level off";
+  EXPECT_GT(static_cast<double>(*std::max_element(level.begin(), level.end())), 0.6 * static_cast<double>(limit));
 }
 
 TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {

@@ -126,6 +126,16 @@ TEST(DebugLeaks, HostLeakIsResidentAndHeld) {
   EXPECT_GT(after - before, 60 << 20) << "RSS grew by " << (after - before);
 }
 
+TEST(DebugLeaks, HostLeakWithADecayLevelsOff) {
+  DebugLeaks leaks(32 << 20, 0, torch::kCPU, /*host_decay=*/0.5);
+  leaks.Step();
+  EXPECT_EQ(leaks.host_leaked_bytes(), 32 << 20);
+  leaks.Step();
+  EXPECT_EQ(leaks.host_leaked_bytes(), 48 << 20);
+  leaks.Step();
+  EXPECT_EQ(leaks.host_leaked_bytes(), 56 << 20);
+}
+
 TEST(DebugLeaks, GpuLeakIgnoredOnCpu) {
   DebugLeaks leaks(0, 1 << 20, torch::kCPU);
   leaks.Step();

@@ -6,8 +6,12 @@
 
 namespace headroom::worker {
 
-DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device)
-    : host_per_step_(host_bytes_per_step), gpu_per_step_(gpu_bytes_per_step), device_(device) {
+DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device,
+                       double host_decay)
+    : host_next_(static_cast<double>(host_bytes_per_step)),
+      host_decay_(host_decay),
+      gpu_per_step_(gpu_bytes_per_step),
+      device_(device) {
   if (gpu_per_step_ > 0 && !device_.is_cuda()) {
     spdlog::warn("spec.debug.gpuLeakBytesPerStep {} ignored: this worker runs on {}, not a CUDA device",
                  gpu_per_step_, device_.str());
@@ -16,12 +20,14 @@ DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, 
 }
 
 void DebugLeaks::Step() {
-  if (host_per_step_ > 0) {
-    std::unique_ptr<char[]> block(new char[static_cast<size_t>(host_per_step_)]);
+  const auto host_bytes = static_cast<size_t>(host_next_);
+  host_next_ *= host_decay_;
+  if (host_bytes > 0) {
+    std::unique_ptr<char[]> block(new char[host_bytes]);
     // Touch every byte: untouched pages would cost address space only, not RSS.
-    std::memset(block.get(), 0xA5, static_cast<size_t>(host_per_step_));
+    std::memset(block.get(), 0xA5, host_bytes);
     host_blocks_.push_back(std::move(block));
-    host_leaked_ += host_per_step_;
+    host_leaked_ += static_cast<int64_t>(host_bytes);
   }
   if (gpu_per_step_ > 0) {
     gpu_blocks_.push_back(torch::ones({gpu_per_step_}, torch::TensorOptions().dtype(torch::kUInt8).device(device_)));

@@ -3,6 +3,9 @@
 // hostLeakBytesPerStep: each step allocates that many bytes of host memory, writes every
 // page (so it counts in RSS and the cgroup's working set, not just address space) and
 // holds it until the process exits — like the rollout engines that leaked in the reports.
+// hostLeakDecay: each step's host leak is this fraction of the step before's, so below 1
+// the leak is a warm-up that levels off (what a healthy job's caches do in their first
+// steps) instead of a leak that never stops.
 // gpuLeakBytesPerStep: holds that many bytes of device memory per step, in CUDA builds on
 // a CUDA device; elsewhere it is ignored, said once in the log.
 #pragma once
@@ -17,14 +20,16 @@ namespace headroom::worker {
 
 class DebugLeaks {
  public:
-  DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device);
+  DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device,
+             double host_decay = 1.0);
   // Leaks one step's worth.
   void Step();
   int64_t host_leaked_bytes() const { return host_leaked_; }
   int64_t gpu_leaked_bytes() const { return gpu_leaked_; }
 
  private:
-  int64_t host_per_step_;
+  double host_next_;     // what the next step leaks on the host
+  double host_decay_;
   int64_t gpu_per_step_;
   torch::Device device_;
   std::vector<std::unique_ptr<char[]>> host_blocks_;

@@ -229,7 +229,8 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
 
   // 3. Telemetry, the drills' leaks, the guard.
   StepTelemetry telemetry(TelemetryOptions(options, job, comm->world_size()), device);
-  DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device);
+  DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device,
+                   spec.debug.host_leak_decay);
   WorkerGuard guard(spec, comm->world_size());
 
   // 4. The trainer: model, optimizer, generation cache, built once.
