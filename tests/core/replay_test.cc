@@ -148,8 +148,11 @@ TEST(ReplayTest, OverridesLimitsThresholdsAndHorizon) {
   // the horizon does not move).
   ReplayOptions longer;
   longer.horizon = 4;
-  const ReplayStep* early = FirstAction(Replay(Load("host_staircase_offload"), longer));
-  const ReplayStep* normal = FirstAction(Replay(Load("host_staircase_offload"), ReplayOptions{}));
+  // The replays are kept: FirstAction points into them.
+  const auto longer_steps = Replay(Load("host_staircase_offload"), longer);
+  const auto normal_steps = Replay(Load("host_staircase_offload"), ReplayOptions{});
+  const ReplayStep* early = FirstAction(longer_steps);
+  const ReplayStep* normal = FirstAction(normal_steps);
   ASSERT_NE(early, nullptr);
   ASSERT_NE(normal, nullptr);
   EXPECT_LT(early->step, normal->step);
