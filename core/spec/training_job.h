@@ -90,10 +90,44 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
+// A text task's problems: a JSON Lines file, one object per problem.
+struct DatasetSpec {
+  std::string path;                   // a .jsonl file; non-empty makes the job a text task
+  std::string prompt_key = "question";  // "promptKey": the field holding the problem
+  std::string answer_key = "answer";    // "answerKey": the field holding the reference answer
+  std::string held_out;               // "heldOut": a .jsonl file of evaluation problems; "" = none
+  bool operator==(const DatasetSpec&) const = default;
+};
+
+// How a problem becomes the model's prompt (worker/tasks/chat_prompt.h).
+struct PromptSpec {
+  std::string format = "chatml";      // chatml | llama3 | template
+  std::string system;                 // the system message; "" = none
+  std::string template_text;          // "template": the whole prompt, with {system} and {prompt}
+                                      // (core/spec/prompt_template.h); only with format template
+  bool operator==(const PromptSpec&) const = default;
+};
+
+// How a response is scored (worker/tasks/text_reward.h).
+struct RewardSpec {
+  std::string name = "gsm8k";         // gsm8k | math | exact
+  double format_weight = 0.0;         // "formatWeight", in [0, 1]: the reward for stating an
+                                      // answer in the expected form, right or wrong
+  bool operator==(const RewardSpec&) const = default;
+};
+
+// A generated arithmetic task (name, digits) or, when dataset.path is set, a text task
+// (dataset, prompt, reward), for which name and digits are ignored. seed serves both:
+// the generated problems, or the order the dataset is visited in.
 struct TaskSpec {
   std::string name = "addition";    // addition | reverse | sort
   int digits = 3;
   uint64_t seed = 1;
+  DatasetSpec dataset;
+  PromptSpec prompt;
+  RewardSpec reward;
+  // A text task reads its problems from a dataset and needs a model path (its tokenizer).
+  bool is_text() const { return !dataset.path.empty(); }
   bool operator==(const TaskSpec&) const = default;
 };
 
