@@ -27,10 +27,22 @@ std::string RunDefinitionHash(const TrainingJobSpec& spec) {
   const nlohmann::json full = ToJsonValue(job);
   nlohmann::json grpo = full["spec"]["grpo"];
   grpo.erase("microBatchSize");  // the guard may shrink it; the math is unchanged
+  // Only the fields the task reads: a generated task ignores dataset, prompt and reward
+  // (so its hash is what it was before text tasks existed, and its checkpoints resume),
+  // a text task ignores name and digits.
+  nlohmann::json task = full["spec"]["task"];
+  if (job.spec.task.is_text()) {
+    task.erase("name");
+    task.erase("digits");
+  } else {
+    task.erase("dataset");
+    task.erase("prompt");
+    task.erase("reward");
+  }
   const nlohmann::json canonical = {
       {"version", kApiVersion},
       {"model", full["spec"]["model"]},
-      {"task", full["spec"]["task"]},
+      {"task", task},
       {"grpo", grpo},
   };
   char hex[17];

@@ -260,11 +260,38 @@ void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, 
   r.Finish();
 }
 
+void DecodeDataset(Decoder& d, const DocumentNode& node, const std::string& path, DatasetSpec& ds) {
+  MapReader r(d, node, path);
+  r.String("path", ds.path);
+  r.String("promptKey", ds.prompt_key);
+  r.String("answerKey", ds.answer_key);
+  r.String("heldOut", ds.held_out);
+  r.Finish();
+}
+
+void DecodePrompt(Decoder& d, const DocumentNode& node, const std::string& path, PromptSpec& p) {
+  MapReader r(d, node, path);
+  r.String("format", p.format);
+  r.String("system", p.system);
+  r.String("template", p.template_text);
+  r.Finish();
+}
+
+void DecodeReward(Decoder& d, const DocumentNode& node, const std::string& path, RewardSpec& rw) {
+  MapReader r(d, node, path);
+  r.String("name", rw.name);
+  r.Double("formatWeight", rw.format_weight);
+  r.Finish();
+}
+
 void DecodeTask(Decoder& d, const DocumentNode& node, const std::string& path, TaskSpec& t) {
   MapReader r(d, node, path);
   r.String("name", t.name);
   r.Int("digits", t.digits);
   r.Uint64("seed", t.seed);
+  if (const DocumentNode* n = r.Field("dataset")) DecodeDataset(d, *n, r.Child("dataset"), t.dataset);
+  if (const DocumentNode* n = r.Field("prompt")) DecodePrompt(d, *n, r.Child("prompt"), t.prompt);
+  if (const DocumentNode* n = r.Field("reward")) DecodeReward(d, *n, r.Child("reward"), t.reward);
   r.Finish();
 }
 

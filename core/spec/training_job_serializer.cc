@@ -44,7 +44,18 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
                 {"ffnHidden", m.ffn_hidden}, {"maxSeqLen", m.max_seq_len},
                 {"init", m.init},           {"initCheckpoint", m.init_checkpoint},
                 {"seed", m.seed},           {"path", m.path}};
-  j["task"] = {{"name", s.task.name}, {"digits", s.task.digits}, {"seed", s.task.seed}};
+  const TaskSpec& t = s.task;
+  j["task"] = {{"name", t.name},
+               {"digits", t.digits},
+               {"seed", t.seed},
+               {"dataset", {{"path", t.dataset.path},
+                            {"promptKey", t.dataset.prompt_key},
+                            {"answerKey", t.dataset.answer_key},
+                            {"heldOut", t.dataset.held_out}}},
+               {"prompt", {{"format", t.prompt.format},
+                           {"system", t.prompt.system},
+                           {"template", t.prompt.template_text}}},
+               {"reward", {{"name", t.reward.name}, {"formatWeight", t.reward.format_weight}}}};
   const GrpoSpec& g = s.grpo;
   j["grpo"] = {{"steps", g.steps},
                {"promptsPerStep", g.prompts_per_step},

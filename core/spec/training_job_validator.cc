@@ -1,17 +1,23 @@
 // Validate: ranges, enums, names and cross-field rules of a typed, defaulted job.
 // Each rule says why it exists where the reason is not obvious.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/hf/hf_config.h"
 #include "core/spec/closest_name.h"
 #include "core/spec/kubernetes_names.h"
 #include "core/spec/model_presets.h"
+#include "core/spec/prompt_template.h"
 #include "core/spec/quantity.h"
 #include "core/spec/task_shapes.h"
+#include "core/spec/text_task_names.h"
 #include "core/spec/training_job.h"
 
 namespace headroom::spec {
@@ -204,10 +210,88 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   }
 }
 
+// A dataset file named by the spec, checked where it can be read (as spec.model.path is):
+// on a cluster it may live on a volume only the pods mount, so a path that does not exist
+// here is left to the worker. One that does must be a readable file whose first record
+// has the keys the spec names, so a wrong key fails at validate, not minutes into a run.
+void CheckDatasetFile(Checker& c, const std::string& field, const std::string& file, const DatasetSpec& ds) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return;
+  if (std::filesystem::is_directory(file, ec)) {
+    c.Fail(field, "is a directory, expected a .jsonl file: " + file);
+    return;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    c.Fail(field, "cannot read " + file + ": " + std::strerror(errno));
+    return;
+  }
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
+    if (line.find_first_not_of(" \t\r\n\f\v") == std::string::npos) continue;
+    const std::string where = file + ":" + std::to_string(number) + ": ";
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_discarded()) {
+      c.Fail(field, where + "not valid JSON");
+    } else if (!record.is_object()) {
+      c.Fail(field, where + "expected a JSON object per line, got " + record.type_name());
+    } else {
+      for (const std::string* key : {&ds.prompt_key, &ds.answer_key}) {
+        if (key->empty() || record.contains(*key)) continue;
+        std::string keys;
+        for (const auto& [k, v] : record.items()) keys += (keys.empty() ? "" : ", ") + k;
+        c.Fail(field, where + "no key \"" + *key + "\" (" + (key == &ds.prompt_key ? "promptKey" : "answerKey") +
+                          "); the record has: " + (keys.empty() ? "no keys" : keys));
+      }
+    }
+    return;  // the first record; the worker reads the rest
+  }
+  c.Fail(field, file + " has no records (empty file)");
+}
+
+void CheckTextTask(Checker& c, const TrainingJobSpec& s) {
+  const TaskSpec& t = s.task;
+  const DatasetSpec& ds = t.dataset;
+  if (ds.prompt_key.empty()) c.Fail("spec.task.dataset.promptKey", "must not be empty");
+  if (ds.answer_key.empty()) c.Fail("spec.task.dataset.answerKey", "must not be empty");
+  if (t.is_text()) {
+    if (s.model.path.empty()) {
+      c.Fail("spec.task.dataset.path", "requires spec.model.path: a text task's tokenizer (and chat "
+                                       "special tokens) come from the model directory");
+    }
+    CheckDatasetFile(c, "spec.task.dataset.path", ds.path, ds);
+  } else if (!ds.held_out.empty()) {
+    c.Fail("spec.task.dataset.heldOut", "only used with spec.task.dataset.path (a text task)");
+  }
+  if (!ds.held_out.empty()) CheckDatasetFile(c, "spec.task.dataset.heldOut", ds.held_out, ds);
+
+  const PromptSpec& p = t.prompt;
+  c.Enum("spec.task.prompt.format", p.format, PromptFormatNames());
+  if (p.format == "template") {
+    if (p.template_text.empty()) {
+      c.Fail("spec.task.prompt.template", "required when format is template");
+    } else if (std::string bad = CheckPromptTemplate(p.template_text); !bad.empty()) {
+      c.Fail("spec.task.prompt.template", bad);
+    }
+  } else if (!p.template_text.empty()) {
+    c.Fail("spec.task.prompt.template", "only used when format is template; format is " + p.format);
+  }
+
+  c.Enum("spec.task.reward.name", t.reward.name, TextRewardNames());
+  const double w = t.reward.format_weight;
+  if (!std::isfinite(w) || w < 0 || w > 1) {
+    c.Fail("spec.task.reward.formatWeight", "must be in [0, 1], got " + Num(w));
+  }
+}
+
 void CheckTaskAndGrpo(Checker& c, const TrainingJobSpec& s) {
   const TaskSpec& t = s.task;
+  // Checked for a text task too, which does not read them: their defaults always pass,
+  // and the CRD schema can hold the same rule.
   c.Enum("spec.task.name", t.name, TaskNames());
   c.Between("spec.task.digits", t.digits, 1, 12);
+  CheckTextTask(c, s);
 
   const GrpoSpec& g = s.grpo;
   c.AtLeast("spec.grpo.steps", g.steps, 1);
@@ -225,8 +309,9 @@ void CheckTaskAndGrpo(Checker& c, const TrainingJobSpec& s) {
          {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"});
   c.Positive("spec.grpo.temperature", g.temperature);
 
-  // The task's prompts and answers must fit, or the model never sees a whole problem.
-  if (IsKnownTask(t.name) && t.digits >= 1 && t.digits <= 12) {
+  // The task's prompts and answers must fit, or the model never sees a whole problem (a
+  // text task's lengths are known only once its dataset is tokenized: the worker checks).
+  if (!t.is_text() && IsKnownTask(t.name) && t.digits >= 1 && t.digits <= 12) {
     const int prompt = PromptTokens(t.name, t.digits);
     if (g.max_prompt_length >= 1 && g.max_prompt_length < prompt) {
       c.Fail("spec.grpo.maxPromptLength",

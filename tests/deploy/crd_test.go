@@ -397,6 +397,7 @@ func TestCRDDefaultsMatchTrainingJobH(t *testing.T) {
 	// `  int prompts_per_step = 32;  // "promptsPerStep"` -> field default.
 	member := regexp.MustCompile(`(?m)^\s+(int|int64_t|uint64_t|double|bool|std::string)\s+(\w+)\s*=\s*([^=;][^;]*);\s*(//\s*"(\w+)")?`)
 	structField := map[string]string{"Resources": "resources", "ModelSpec": "model", "TaskSpec": "task",
+		"DatasetSpec": "task.dataset", "PromptSpec": "task.prompt", "RewardSpec": "task.reward",
 		"GrpoSpec": "grpo", "ShardingSpec": "sharding", "CheckpointSpec": "checkpoint",
 		"MemoryGuardSpec": "memoryGuard", "DebugSpec": "debug", "TrainingJobSpec": ""}
 	structRE := regexp.MustCompile(`(?m)^struct (\w+) \{`)
@@ -424,7 +425,7 @@ func TestCRDDefaultsMatchTrainingJobH(t *testing.T) {
 			}
 			path := []string{"spec"}
 			if prefix != "" {
-				path = append(path, prefix)
+				path = append(path, strings.Split(prefix, ".")...)
 			}
 			path = append(path, yamlName)
 			got := dig(doc, path...)
