@@ -4,11 +4,20 @@
 
 namespace headroom::guard {
 
+namespace {
+
+PlanOptions WithJobModel(PlanOptions options, const spec::TrainingJobSpec& spec) {
+  if (!options.model) options.model = JobModelShape(spec);
+  return options;
+}
+
+}  // namespace
+
 MemoryGuard::MemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history, PlanOptions plan_options)
     : spec_(std::move(spec)),
       workers_(std::max(1, workers)),
       history_(std::move(history)),
-      plan_options_(plan_options),
+      plan_options_(WithJobModel(std::move(plan_options), spec_)),
       forecaster_(ForecasterOptionsFromSpec(spec_.memory_guard)),
       plan_(PlanMemory(spec_, workers_, plan_options_)) {}
 

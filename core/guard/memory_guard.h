@@ -26,6 +26,8 @@ namespace headroom::guard {
 
 class MemoryGuard {
  public:
+  // Plans with plan_options.model, or when unset JobModelShape(spec) (a spec.model.path
+  // job reads its config.json here, once; throws hf::HfConfigError when it cannot).
   MemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history = {}, PlanOptions plan_options = {});
 
   // Observes step `measured` and decides what to do before the next step runs.

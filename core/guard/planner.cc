@@ -61,6 +61,11 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
   return shape;
 }
 
+ModelShape JobModelShape(const spec::TrainingJobSpec& spec) {
+  if (spec.model.path.empty()) return PresetModelShape(spec);
+  return HfModelShape(hf::LoadHfConfig(spec.model.path));
+}
+
 const PlanComponent* Plan::Find(const std::string& name) const {
   for (const PlanComponent& c : components) {
     if (c.name == name) return &c;

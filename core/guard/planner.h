@@ -62,12 +62,18 @@ struct ModelShape {
 ModelShape PresetModelShape(const spec::TrainingJobSpec& spec);
 // The shape of a Hugging Face model (read its config with hf::LoadHfConfig).
 ModelShape HfModelShape(const hf::HfModelConfig& config);
+// The one source of the shape a job is planned with, for everything that plans it
+// (`headroom plan`, the worker's guard, `headroom replay`, the supervisors' crash
+// escalation): spec.model.path's config.json (HfModelShape), else PresetModelShape.
+// Reads the file: call once per job and keep the result in PlanOptions::model. Throws
+// hf::HfConfigError naming the file and the field when the config cannot be read or used.
+ModelShape JobModelShape(const spec::TrainingJobSpec& spec);
 
 struct PlanOptions {
   int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
   bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
-  // The model's shape when it is not the spec's preset: a job with spec.model.path plans
-  // with HfModelShape of that directory's config.json. Unset: PresetModelShape(spec).
+  // The model's shape: JobModelShape(spec), read once by whoever plans. Unset:
+  // PresetModelShape(spec), which is right only for jobs without spec.model.path.
   std::optional<ModelShape> model;
 };
 

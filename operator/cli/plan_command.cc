@@ -50,15 +50,13 @@ int RunPlan(const PlanArgs& args) {
     }
     options.gpu_total_bytes = *bytes;
   }
-  if (!job.spec.model.path.empty()) {
-    try {
-      options.model = guard::HfModelShape(hf::LoadHfConfig(job.spec.model.path));
-    } catch (const hf::HfConfigError& e) {
-      std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
-      return 2;
-    }
+  try {
+    options.model = guard::JobModelShape(job.spec);
+  } catch (const hf::HfConfigError& e) {
+    std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
+    return 2;
   }
-  const guard::ModelShape shape = options.model ? *options.model : guard::PresetModelShape(job.spec);
+  const guard::ModelShape& shape = *options.model;
   const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   const bool fits = guard::PlanFits(plan, g);

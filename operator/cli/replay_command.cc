@@ -17,9 +17,11 @@
 #include <sstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
+#include "core/hf/hf_config.h"
 #include "core/protocol/step_record.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
@@ -86,9 +88,15 @@ int RunReplay(const ReplayArgs& args) {
     std::cerr << "headroom replay: " << e.what() << "\n";
     return 2;
   }
-  for (const guard::ReplayStep& step : guard::Replay(trace, options)) {
-    std::cout << guard::ReplayLineJson(step) << "\n";
+  std::vector<guard::ReplayStep> steps;
+  try {
+    steps = guard::Replay(trace, options);
+  } catch (const hf::HfConfigError& e) {
+    // The guard plans a spec.model.path job with its config.json, as the worker did.
+    std::cerr << "headroom replay: spec.model.path: " << e.what() << " (the guard plans with the model's config.json)\n";
+    return 2;
   }
+  for (const guard::ReplayStep& step : steps) std::cout << guard::ReplayLineJson(step) << "\n";
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "core/guard/next_spec.h"
 #include "core/guard/planner.h"
 #include "core/guard/policy.h"
+#include "core/hf/hf_config.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
 
@@ -52,6 +53,11 @@ JobReconciler::JobReconciler(spec::TrainingJob job, ReconcilerOptions options)
   status_.workers = job_.spec.workers;
   status_.micro_batch_size = job_.spec.grpo.micro_batch_size;
   status_.memory.host_limit_bytes = job_.spec.resources.memory_bytes;
+  try {
+    plan_options_.model = guard::JobModelShape(job_.spec);
+  } catch (const hf::HfConfigError&) {
+    // Unreadable here: see plan_options_.
+  }
 }
 
 std::string JobReconciler::Now() const { return options_.wall_clock(); }
@@ -417,7 +423,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   const guard::Decision d = guard::DecideAfterCrash(
       e.oom_killed ? guard::ExitCause::kOomKill : gpu_oom_exit ? guard::ExitCause::kGpuOom : guard::ExitCause::kCrash,
       static_cast<int>(reached + 1),
-      static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers);
+      static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers, plan_options_);
   const guard::NextSpec change = guard::ApplyDecision(job_, d);
   if (change.fail()) return Finish(JobPhase::kFailed, what + "; " + change.reason);
   const bool plain = change.applied == guard::DecisionAction::kRestart;

@@ -41,6 +41,7 @@
 #include "operator/runtime/job_status.h"
 #include "core/guard/forecaster.h"
 #include "core/guard/guard_history.h"
+#include "core/guard/planner.h"
 #include "operator/runtime/worker_backend.h"
 
 namespace headroom::runtime {
@@ -118,6 +119,11 @@ class JobReconciler {
 
   spec::TrainingJob job_;
   ReconcilerOptions options_;
+  // What the crash escalation plans with (guard::JobModelShape, read once). A supervisor
+  // that cannot read a spec.model.path (on Kubernetes the model may be on a volume only
+  // the pods mount) plans with the preset's dimensions: the escalation compares plans of
+  // the same model at different worker counts, so only their shape matters there.
+  guard::PlanOptions plan_options_;
   JobStatus status_;
   guard::GuardHistory history_;
 
