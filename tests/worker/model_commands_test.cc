@@ -1,7 +1,7 @@
 // `headroom-worker logits` and `generate` as a user checks a port: their JSON output for the
 // tiny models in tests/worker/fixtures/hf/ against the references make_fixtures.py wrote
-// (expected.json: the equations in float64; expected_transformers.json, where present:
-// transformers itself), and their refusals of directories they cannot use (exit 2, the file
+// (expected.json: the equations in float64; expected_transformers.json: transformers itself,
+// made on a machine that has it), and their refusals of directories they cannot use (exit 2, the file
 // and the field or tensor named).
 #include <gtest/gtest.h>
 #include <stdio.h>
@@ -48,12 +48,14 @@ std::string IdList(const std::vector<int64_t>& ids) {
   return s;
 }
 
-// Every reference written for a fixture: expected.json, and expected_transformers.json when
-// make_fixtures.py --reference transformers has been run.
+// Both references of a fixture: expected.json (make_fixtures.py) and expected_transformers.json
+// (make_fixtures.py --reference transformers). A missing one fails the test: a port checked
+// against its own equations alone is not checked against the library users compare with.
 std::vector<json> References(const std::string& name) {
   std::vector<json> refs;
   for (const char* file : {"expected.json", "expected_transformers.json"}) {
     std::ifstream in(Fixture(name) / file);
+    EXPECT_TRUE(in.good()) << (Fixture(name) / file).string() << " is missing";
     if (in) refs.push_back(json::parse(in));
   }
   return refs;

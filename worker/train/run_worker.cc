@@ -141,7 +141,7 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
               const char* host_source) {
   const spec::TrainingJobSpec& spec = job.spec;
   spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
-               job.metadata.name, spec.task.name, spec.task.digits, ConfigFromSpec(spec).ToString(),
+               job.metadata.name, spec.task.name, spec.task.digits, trainer.model()->Describe(),
                trainer.shards().numel(), device.str(), torch::get_num_threads(), host_source);
   if (device.is_cpu()) {
     const BlasInfo blas = DetectBlas();
