@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/files/remove_tree.h"
 #include "worker/checkpoint/durable_file.h"
 
 namespace headroom::worker {
@@ -84,7 +85,7 @@ std::vector<std::string> PruneCheckpoints(const std::filesystem::path& root, int
     if (entry.is_directory() && (partial || incomplete)) doomed.push_back(name);
   }
   for (const auto& name : doomed) {
-    std::filesystem::remove_all(root / name, ec);
+    files::RemoveTree(root / name, ec);
     if (ec) spdlog::warn("checkpoint: could not remove {}: {}", (root / name).string(), ec.message());
   }
   if (!doomed.empty()) SyncDirectory(root);

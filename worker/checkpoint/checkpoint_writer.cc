@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/files/remove_tree.h"
 #include "worker/checkpoint/base64.h"
 #include "worker/checkpoint/checkpoint_directory.h"
 #include "worker/checkpoint/checkpoint_manifest.h"
@@ -65,15 +66,15 @@ void Publish(const std::filesystem::path& partial, const std::filesystem::path& 
                           std::strerror(errno));
   }
   if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
-    std::filesystem::remove_all(partial);  // now holds the replaced step
+    files::RemoveTree(partial);  // now holds the replaced step
     return;
   }
   std::filesystem::path aside = final_dir;
   aside += ".replaced";
-  std::filesystem::remove_all(aside);
+  files::RemoveTree(aside);
   std::filesystem::rename(final_dir, aside);
   std::filesystem::rename(partial, final_dir);
-  std::filesystem::remove_all(aside);
+  files::RemoveTree(aside);
 }
 
 }  // namespace
@@ -110,7 +111,7 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
   if (rank == 0) {
     try {
       std::filesystem::create_directories(root_);
-      std::filesystem::remove_all(partial);
+      files::RemoveTree(partial);
       std::filesystem::create_directory(partial);
       SyncDirectory(root_);
     } catch (const std::exception& e) {
