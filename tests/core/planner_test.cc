@@ -237,8 +237,9 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   const int64_t block = 2 * 896 * 896 + 2 * 896 * 128 + (896 + 2 * 128) + 3 * 896 * 4864 + 2 * 896;
   EXPECT_EQ(GpuOf(p, "gathered layer"), 4 * block);
   const int64_t seq = 256 + 512, local_sequences = 8 / n * 4;
-  // The cache holds the 2 key/value heads, not the 14 query heads; bf16 on GPU.
-  EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);
+  // The cache holds the 2 key/value heads, not the 14 query heads; fp32, as the rollout
+  // allocates it on a GPU too.
+  EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
   EXPECT_EQ(GpuOf(p, "logits"), 3 * 2 * seq * 151936LL * 4);
   // The preset's plan is a different (far smaller) model.
   EXPECT_LT(PlanMemory(s, n).parameters, psi / 100);
