@@ -2,6 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/files/remove_tree.h"
 #include "core/hf/safetensors.h"
 
 namespace headroom::hf {
@@ -101,6 +107,107 @@ std::vector<std::byte> Encode(const std::vector<float>& values, const std::strin
   return out;
 }
 
+// fsync of a file or a directory: its bytes, or the names in it, survive a crash.
+void SyncPath(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ExportError("cannot open " + path.string() + " to sync it: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw ExportError("cannot sync " + path.string() + ": " + std::strerror(err));
+}
+
+// An existing `out` may be replaced only when it is a model directory or empty: a
+// mistyped --to must not delete unrelated files.
+void RequireReplaceable(const fs::path& out) {
+  if (!fs::exists(out)) return;
+  const bool model_dir = fs::exists(out / "config.json");
+  if (!fs::is_directory(out) || (!model_dir && !fs::is_empty(out))) {
+    throw ExportError(out.string() + ": exists and is not a model directory (no config.json); refusing to replace it");
+  }
+}
+
+// Puts the finished `partial` directory at `out`: a plain rename when `out` is absent, else
+// an atomic exchange (the old export then sits at `partial` and is removed), else, where
+// the filesystem has no exchange, the old one moved aside first.
+void Publish(const fs::path& partial, const fs::path& out) {
+  RequireReplaceable(out);
+  if (::rename(partial.c_str(), out.c_str()) != 0) {
+    if (errno != EEXIST && errno != ENOTEMPTY) {
+      throw ExportError("cannot rename " + partial.string() + " to " + out.string() + ": " + std::strerror(errno));
+    }
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
+      files::RemoveTree(partial);  // now the replaced export
+    } else {
+      fs::path aside = out;
+      aside += ".replaced";
+      files::RemoveTree(aside);
+      fs::rename(out, aside);
+      fs::rename(partial, out);
+      files::RemoveTree(aside);
+    }
+  }
+  SyncPath(out.has_parent_path() ? out.parent_path() : fs::path("."));
+}
+
+// The export itself, into `out` (a fresh directory).
+void WriteExport(const fs::path& step, const json& manifest, const fs::path& source, const fs::path& out,
+                 int64_t max_shard_bytes, ExportSummary& summary) {
+  const SafetensorsModel model(source.string());  // names, dtypes, shapes to reproduce
+  fs::create_directories(out);
+
+  // Group the tensors (in name order) into shards of at most max_shard_bytes.
+  std::vector<std::vector<std::string>> shards(1);
+  int64_t shard_bytes = 0;
+  for (const auto& [name, view] : model.tensors()) {
+    const auto bytes = static_cast<int64_t>(view.bytes);
+    if (shard_bytes > 0 && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(name);
+    shard_bytes += bytes;
+    summary.tensor_bytes += bytes;
+  }
+  json weight_map = json::object();
+  for (size_t k = 0; k < shards.size(); ++k) {
+    char file_name[64];
+    std::snprintf(file_name, sizeof file_name, "model-%05zu-of-%05zu.safetensors", k + 1, shards.size());
+    const std::string file = shards.size() == 1 ? "model.safetensors" : file_name;
+    std::vector<std::vector<std::byte>> data;
+    std::vector<TensorToWrite> tensors;
+    data.reserve(shards[k].size());
+    for (const std::string& name : shards[k]) {
+      const TensorView& view = model.Get(name);
+      const auto values = ReadCheckpointTensor(step, manifest, kCheckpointModelPrefix + name, view.shape, name);
+      data.push_back(Encode(values, view.dtype, view.file + ": tensor " + name));
+      tensors.push_back({name, view.dtype, view.shape, data.back().data(), data.back().size()});
+      weight_map[name] = file;
+      ++summary.tensors;
+    }
+    WriteSafetensors((out / file).string(), tensors);
+    summary.files.push_back(file);
+  }
+  if (shards.size() > 1) {
+    const json index = {{"metadata", {{"total_size", summary.tensor_bytes}}}, {"weight_map", weight_map}};
+    std::ofstream index_file(out / "model.safetensors.index.json");
+    index_file << index.dump(2) << "\n";
+    index_file.close();
+    if (!index_file) throw ExportError((out / "model.safetensors.index.json").string() + ": write failed");
+    summary.files.push_back("model.safetensors.index.json");
+  }
+  // Everything else of the source (config.json unchanged, generation and tokenizer files).
+  for (const auto& entry : fs::directory_iterator(source)) {
+    const std::string name = entry.path().filename().string();
+    const bool weights = entry.path().extension() == ".safetensors" || name == "model.safetensors.index.json";
+    if (!entry.is_regular_file() || weights) continue;
+    fs::copy_file(entry.path(), out / name, fs::copy_options::overwrite_existing);
+    summary.files.push_back(name);
+  }
+  for (const std::string& name : summary.files) SyncPath(out / name);
+  SyncPath(out);
+}
+
 }  // namespace
 
 uint16_t Bf16FromFloat(float value) {
@@ -154,54 +261,21 @@ ExportSummary ExportCheckpoint(const std::string& checkpoint, const std::string&
     summary.model_dir = extra["model_path"].get<std::string>();
   }
   const fs::path source = summary.model_dir;
-  const SafetensorsModel model(source.string());  // names, dtypes, shapes to reproduce
-  const fs::path out = out_dir;
-  fs::create_directories(out);
-
-  // Group the tensors (in name order) into shards of at most max_shard_bytes.
-  std::vector<std::vector<std::string>> shards(1);
-  int64_t shard_bytes = 0;
-  for (const auto& [name, view] : model.tensors()) {
-    const auto bytes = static_cast<int64_t>(view.bytes);
-    if (shard_bytes > 0 && shard_bytes + bytes > max_shard_bytes) {
-      shards.emplace_back();
-      shard_bytes = 0;
-    }
-    shards.back().push_back(name);
-    shard_bytes += bytes;
-    summary.tensor_bytes += bytes;
-  }
-  json weight_map = json::object();
-  for (size_t k = 0; k < shards.size(); ++k) {
-    char file_name[64];
-    std::snprintf(file_name, sizeof file_name, "model-%05zu-of-%05zu.safetensors", k + 1, shards.size());
-    const std::string file = shards.size() == 1 ? "model.safetensors" : file_name;
-    std::vector<std::vector<std::byte>> data;
-    std::vector<TensorToWrite> tensors;
-    data.reserve(shards[k].size());
-    for (const std::string& name : shards[k]) {
-      const TensorView& view = model.Get(name);
-      const auto values = ReadCheckpointTensor(step, manifest, kCheckpointModelPrefix + name, view.shape, name);
-      data.push_back(Encode(values, view.dtype, view.file + ": tensor " + name));
-      tensors.push_back({name, view.dtype, view.shape, data.back().data(), data.back().size()});
-      weight_map[name] = file;
-      ++summary.tensors;
-    }
-    WriteSafetensors((out / file).string(), tensors);
-    summary.files.push_back(file);
-  }
-  if (shards.size() > 1) {
-    const json index = {{"metadata", {{"total_size", summary.tensor_bytes}}}, {"weight_map", weight_map}};
-    std::ofstream(out / "model.safetensors.index.json") << index.dump(2) << "\n";
-    summary.files.push_back("model.safetensors.index.json");
-  }
-  // Everything else of the source (config.json unchanged, generation and tokenizer files).
-  for (const auto& entry : fs::directory_iterator(source)) {
-    const std::string name = entry.path().filename().string();
-    const bool weights = entry.path().extension() == ".safetensors" || name == "model.safetensors.index.json";
-    if (!entry.is_regular_file() || weights) continue;
-    fs::copy_file(entry.path(), out / name, fs::copy_options::overwrite_existing);
-    summary.files.push_back(name);
+  fs::path out = fs::path(out_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/" names dir
+  RequireReplaceable(out);  // before any work
+  fs::path partial = out;
+  partial += ".partial";
+  // What a failed export left. RemoveTree, not remove_all: this runs inside the worker,
+  // where a PyTorch wheel's LibTorch breaks remove_all (core/files/remove_tree.h).
+  files::RemoveTree(partial);
+  try {
+    WriteExport(step, manifest, source, partial, max_shard_bytes, summary);
+    Publish(partial, out);
+  } catch (...) {
+    std::error_code ignored;
+    files::RemoveTree(partial, ignored);
+    throw;
   }
   return summary;
 }

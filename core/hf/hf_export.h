@@ -11,6 +11,14 @@
 // max_shard_bytes, model-0000K-of-0000N.safetensors + model.safetensors.index.json, as
 // transformers' save_pretrained does; every other file of the source directory (config.json
 // unchanged, generation_config.json, tokenizer files) is copied.
+//
+// Atomic and durable: everything is written into `<out>.partial` (removed first if a
+// failed export left one), each file and the directory fsync'd, then renamed onto `<out>`
+// and the parent fsync'd. A reader sees the previous export or the whole new one, never a
+// mix; a failure leaves `<out>` as it was (and never touches the checkpoint). An existing
+// `<out>` is replaced (swapped in one renameat2 where the filesystem can) when it is a model
+// directory (it holds config.json) or empty; anything else is refused, so a mistyped --to
+// cannot delete unrelated files.
 #pragma once
 
 #include <cstdint>

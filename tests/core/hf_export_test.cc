@@ -163,6 +163,46 @@ TEST(HfExport, RefusalsNameWhatIsMissing) {
   EXPECT_THROW(ExportCheckpoint((dir.path() / "nothing").string(), (dir.path() / "out").string()), ExportError);
 }
 
+// The export appears whole or not at all: written beside the target as DIR.partial and
+// renamed; a previous export (a model directory) is replaced, a leftover partial is
+// cleared, a failure leaves the target as it was, and a directory that is not a model is
+// never replaced.
+TEST(HfExport, IsAtomicAndReplacesOnlyAModelDirectory) {
+  Scratch dir;
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(dir.path() / "out.partial");
+  std::ofstream(dir.path() / "out.partial" / "model.safetensors") << "half-written";
+  ExportCheckpoint(root.string(), out.string());
+  EXPECT_FALSE(fs::exists(dir.path() / "out.partial"));
+  ExpectSameModel(out, "qwen2");
+
+  // Again over the first export (say a stale file from an older one sits there): replaced whole.
+  std::ofstream(out / "stale.txt") << "from an earlier export";
+  ExportCheckpoint(root.string(), (out.string() + "/"));
+  EXPECT_FALSE(fs::exists(out / "stale.txt"));
+  ExpectSameModel(out, "qwen2");
+
+  // A failure (a tensor missing from the checkpoint) leaves the previous export intact.
+  const fs::path broken = WriteCheckpoint(dir.path() / "broken", "qwen2", true, "model.norm.weight");
+  EXPECT_THROW(ExportCheckpoint(broken.string(), out.string()), ExportError);
+  EXPECT_FALSE(fs::exists(dir.path() / "out.partial"));
+  ExpectSameModel(out, "qwen2");
+
+  // Not a model directory: refused, untouched.
+  const fs::path other = dir.path() / "notes";
+  fs::create_directories(other);
+  std::ofstream(other / "todo.txt") << "mine";
+  try {
+    ExportCheckpoint(root.string(), other.string());
+    FAIL() << "replaced a directory that is not a model";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a model directory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ReadText(other / "todo.txt"), "mine");
+  EXPECT_FALSE(fs::exists(dir.path() / "notes.partial"));
+}
+
 // `headroom export` (the binary): exit 0 and the directory; exit 2 naming what is missing.
 TEST(HfExport, TheHeadroomCommand) {
   Scratch dir;
