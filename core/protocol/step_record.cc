@@ -47,6 +47,9 @@ void ForEachField(Record& r, Fn&& fn) {
   fn("gpu_growth_bytes_per_step", r.gpu_growth_bytes_per_step);
   fn("checkpoint_bytes", r.checkpoint_bytes);
   fn("checkpoint_seconds", r.checkpoint_seconds);
+  fn("epoch", r.epoch);
+  fn("cursor", r.cursor);
+  fn("prompts_filtered", r.prompts_filtered);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 // clip_fraction, grad_norm, generated_tokens, gpu_alloc_retries, rollout_seconds,
 // update_seconds, guard_action, host_forecast_steps, host_threshold_steps,
 // host_growth_bytes_per_step, gpu_forecast_steps, gpu_threshold_steps,
-// gpu_growth_bytes_per_step, checkpoint_bytes, checkpoint_seconds (headroom's additions,
-// README.md "Step log"):
+// gpu_growth_bytes_per_step, checkpoint_bytes, checkpoint_seconds, epoch, cursor,
+// prompts_filtered (headroom's additions, README.md "Step log"):
 //   tokens              padded tokens the step processed: sequences * (prompt + maxResponse)
 //                       — the number memory follows, known before the step runs
 //   next_step_tokens    the same for the next step (what the guard forecasts with; 0 after
@@ -26,6 +26,11 @@
 //   checkpoint_bytes    size of the checkpoint saved after this step, all ranks' files
 //                       together; 0 = no save this step
 //   checkpoint_seconds  that save, start to commit; 0 = no save this step
+//   epoch, cursor       text tasks: where the next unseen prompt lies in the dataset (the
+//                       pass over it, 0-based, and the position in that pass's order)
+//                       after this step; 0 for generated tasks
+//   prompts_filtered    text tasks: dataset records skipped because their prompt is longer
+//                       than maxPromptLength; 0 for generated tasks
 //
 // Reading contract: ParseStepLogLine() accepts one JSON object with at least an integer
 // "step"; every other key is optional (absent numbers keep their defaults) and unknown
@@ -63,6 +68,7 @@ struct StepRecord {
   double gpu_growth_bytes_per_step = 0;
   int64_t checkpoint_bytes = 0;
   double checkpoint_seconds = 0;
+  int64_t epoch = 0, cursor = 0, prompts_filtered = 0;
 
   // Not in the JSON: which launch of the job produced the record, set by the supervisor
   // that read it.

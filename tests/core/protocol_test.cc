@@ -56,6 +56,9 @@ StepRecord FilledRecord() {
   r.gpu_growth_bytes_per_step = 1024;
   r.checkpoint_bytes = 123456;
   r.checkpoint_seconds = 0.125;
+  r.epoch = 2;
+  r.cursor = 37;
+  r.prompts_filtered = 5;
   return r;
 }
 
@@ -71,6 +74,9 @@ TEST(StepRecord, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->host_threshold_steps, 2);
   EXPECT_EQ(back->gpu_growth_bytes_per_step, 1024);
   EXPECT_EQ(back->checkpoint_bytes, 123456);
+  EXPECT_EQ(back->epoch, 2);
+  EXPECT_EQ(back->cursor, 37);
+  EXPECT_EQ(back->prompts_filtered, 5);
 }
 
 TEST(StepRecord, WritesDesignKeysFirstAndLeavesOutTheGeneration) {

@@ -70,7 +70,8 @@ TEST(StepLog, OneJsonObjectPerLineWithEveryDesignKey) {
     for (const char* key : {"step", "reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
                             "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
                             "tokens", "step_seconds", "tokens_per_second", "next_step_tokens", "world_size",
-                            "micro_batch_size", "checkpoint_bytes", "checkpoint_seconds"}) {
+                            "micro_batch_size", "checkpoint_bytes", "checkpoint_seconds", "epoch", "cursor",
+                            "prompts_filtered"}) {
       EXPECT_TRUE(j.contains(key)) << key;
     }
     EXPECT_EQ(j["step"].get<int>(), lines);

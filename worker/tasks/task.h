@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,16 @@ struct ResponseFormat {
   std::vector<int64_t> stop_tokens;  // a response ends at the first of these (kept, masked in)
   int64_t pad = 0;                   // fills a row after its stop
   std::vector<int64_t> allowed;      // the only tokens a response may use; empty: any
+};
+
+// Where a global prompt index falls in a dataset-backed task's dataset: what a checkpoint
+// records (a resume refuses other contents) and the step log shows.
+struct DatasetState {
+  std::string path;              // the dataset file, as the spec names it
+  std::string content_hash;      // 16 hex digits over the kept records (JsonlDataset::content_hash)
+  int64_t prompts_filtered = 0;  // records dropped: prompt longer than maxPromptLength
+  int64_t epoch = 0;             // full passes over the dataset before this index
+  int64_t cursor = 0;            // this index's position in its epoch's order
 };
 
 struct Problem {
@@ -43,6 +54,9 @@ class Task {
   // The reward of one response to `problem`: `response` points at n generated ids, PAD
   // after the stop token ignored. In [0, 1]; 1 for a correct answer.
   virtual double Score(const Problem& problem, const int64_t* response, int64_t n) const = 0;
+  // Dataset-backed tasks: the dataset and where `global_index` falls in it. Generated
+  // tasks have no dataset: nullopt.
+  virtual std::optional<DatasetState> DatasetAt(uint64_t /*global_index*/) const { return std::nullopt; }
 };
 
 // name: addition | reverse | sort; digits >= 1. Throws std::invalid_argument otherwise.

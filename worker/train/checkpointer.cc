@@ -44,12 +44,31 @@ int64_t Checkpointer::Resume() {
   } catch (const CheckpointError& e) {
     throw CheckpointOfAnotherRun(e.what());
   }
+  RequireSameDataset(reader->manifest().extra, reader->dir().string());
   RestoreTrainingState(*reader, trainer_);
   if (auto rng = reader->RngState(rank_)) SetCpuRngState(*rng);
   saved_step_ = reader->step();
   spdlog::info("resumed from {} (saved by {} ranks): continuing with step {}", reader->dir().string(),
                reader->manifest().world_size, saved_step_ + 1);
   return saved_step_;
+}
+
+std::optional<DatasetState> Checkpointer::DatasetAfter(int64_t done) const {
+  // Step s reads global prompts [s P, (s + 1) P) (grpo_trainer.h).
+  return trainer_.task().DatasetAt(static_cast<uint64_t>(done * spec_.grpo.prompts_per_step));
+}
+
+void Checkpointer::RequireSameDataset(const nlohmann::json& extra, const std::string& where) const {
+  const auto now = DatasetAfter(0);
+  if (!now || !extra.is_object() || !extra.contains("dataset")) return;
+  const nlohmann::json& saved = extra["dataset"];
+  const std::string saved_hash = saved.value("content_hash", "");
+  if (saved_hash == now->content_hash) return;
+  throw CheckpointOfAnotherRun("checkpoint " + where + " was trained on dataset " + saved.value("path", "?") +
+                               " with content hash " + saved_hash + ", but " + now->path + " now hashes to " +
+                               now->content_hash +
+                               ": the dataset changed, so resuming would not continue the same order (restore the "
+                               "dataset, or start in a new checkpoint directory)");
 }
 
 bool Checkpointer::ShouldSave(int64_t done) const {
@@ -73,6 +92,14 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
                 {"stage", spec_.sharding.stage}};
   // `headroom export` writes the fine-tuned weights back in this directory's layout.
   if (!spec_.model.path.empty()) meta.extra["model_path"] = spec_.model.path;
+  // Text tasks: which dataset contents the run has been reading, and where it stands in
+  // them (the step alone determines the position; this makes it readable and checkable).
+  if (const auto dataset = DatasetAfter(done)) {
+    meta.extra["dataset"] = {{"path", dataset->path},
+                             {"content_hash", dataset->content_hash},
+                             {"epoch", dataset->epoch},
+                             {"cursor", dataset->cursor}};
+  }
   CheckpointSaveStats stats = writer_->Save(meta, TrainingStateSlices(trainer_), CpuRngState());
   saved_step_ = done;
   spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,

@@ -6,7 +6,9 @@
 //
 // Steps count finished steps: a checkpoint of step N holds the state after N steps, and
 // the run goes on with step N + 1 (data is keyed by step, so the step is the whole data
-// cursor). Every save is a collective: all ranks call it with the same step.
+// cursor; a text task's manifest `extra.dataset` also records the dataset's content hash,
+// epoch and cursor, and a resume on other contents is refused). Every save is a
+// collective: all ranks call it with the same step.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@
 namespace headroom::worker {
 
 // The checkpoint directory holds another run's checkpoint (its run-definition hash
-// differs): retrying cannot help, the worker exits 2.
+// differs, or its dataset's contents do): retrying cannot help, the worker exits 2.
 class CheckpointOfAnotherRun : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
@@ -45,6 +47,12 @@ class Checkpointer {
   bool ShouldSave(int64_t done) const;
 
  private:
+  // Text tasks: the dataset and the position of the next unseen prompt after `done` steps.
+  std::optional<DatasetState> DatasetAfter(int64_t done) const;
+  // Throws CheckpointOfAnotherRun when the checkpoint (manifest `extra`) was trained on
+  // other dataset contents than the task read now.
+  void RequireSameDataset(const nlohmann::json& extra, const std::string& where) const;
+
   std::string dir_;
   const spec::TrainingJobSpec& spec_;
   Communicator& comm_;

@@ -11,6 +11,7 @@
 #include "worker/model/policy_model.h"
 #include "worker/model/weights_io.h"
 #include "worker/tasks/counter_rng.h"
+#include "worker/tasks/task_factory.h"
 
 namespace headroom::worker {
 namespace {
@@ -37,16 +38,16 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   }
   local_prompts_ = g.prompts_per_step / world;
 
-  task_ = MakeTask(spec_.task.name, spec_.task.digits, spec_.task.seed);
+  task_ = MakeTask(spec_);
   if (task_->prompt_tokens() > g.max_prompt_length) {
     throw std::invalid_argument("spec.grpo.maxPromptLength: " + std::to_string(g.max_prompt_length) +
-                                " is shorter than the " + spec_.task.name + " prompt of " +
+                                " is shorter than the " + task_->name() + " prompt of " +
                                 std::to_string(task_->prompt_tokens()) + " tokens (BOS included)");
   }
   if (task_->answer_tokens() > g.max_response_length) {
     spdlog::warn("spec.grpo.maxResponseLength {} is shorter than a correct {} answer ({} tokens with EOS): "
                  "no sample can earn the full reward",
-                 g.max_response_length, spec_.task.name, task_->answer_tokens());
+                 g.max_response_length, task_->name(), task_->answer_tokens());
   }
 
   model_ = MakePolicyModel(spec_);
@@ -77,7 +78,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   const ResponseFormat format = task_->response_format();
   for (int64_t id : format.stop_tokens) {
     if (id < 0 || id >= model_->vocab_size())
-      throw std::invalid_argument("task " + spec_.task.name + ": stop token " + std::to_string(id) +
+      throw std::invalid_argument("task " + task_->name() + ": stop token " + std::to_string(id) +
                                   " is outside the model's vocabulary of " + std::to_string(model_->vocab_size()));
   }
   if (!format.allowed.empty()) {

@@ -140,8 +140,10 @@ StepTelemetryOptions TelemetryOptions(const WorkerOptions& options, const spec::
 void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::Device& device, int world_size,
               const char* host_source) {
   const spec::TrainingJobSpec& spec = job.spec;
-  spdlog::info("job {}: {} {} digits, model {} ({} parameters) on {}, {} threads, host memory from {}",
-               job.metadata.name, spec.task.name, spec.task.digits, trainer.model()->Describe(),
+  const std::string task = spec.task.is_text() ? "text task " + spec.task.dataset.path
+                                               : spec.task.name + " " + std::to_string(spec.task.digits) + " digits";
+  spdlog::info("job {}: {}, model {} ({} parameters) on {}, {} threads, host memory from {}",
+               job.metadata.name, task, trainer.model()->Describe(),
                trainer.shards().numel(), device.str(), torch::get_num_threads(), host_source);
   if (device.is_cpu()) {
     const BlasInfo blas = DetectBlas();
@@ -159,6 +161,15 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
                held.gradients, held.optimizer);
 }
 
+// Text tasks: where the next unseen prompt lies in the dataset after `done` finished steps
+// (step s reads global prompts [s P, (s + 1) P), grpo_trainer.h).
+void SetDatasetPosition(protocol::StepRecord& record, const GrpoTrainer& trainer, int64_t done) {
+  const auto state = trainer.task().DatasetAt(static_cast<uint64_t>(done * trainer.spec().grpo.prompts_per_step));
+  if (!state) return;
+  record.epoch = state->epoch;
+  record.cursor = state->cursor;
+  record.prompts_filtered = state->prompts_filtered;
+}
 
 // Where Run() is, for reporting an error that unwinds out of it.
 struct RunProgress {
@@ -269,6 +280,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     leaks.Step();
     const StepResult result = trainer->RunStep(step);
     protocol::StepRecord record = telemetry.EndStep(result, step + 1 < spec.grpo.steps ? tokens_per_step : 0);
+    SetDatasetPosition(record, *trainer, step + 1);
     pending = guard.AfterStep(record);  // acted on at the next boundary, with every rank
     if (const auto saved = checkpointer.AfterStep(record.step)) {
       record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);

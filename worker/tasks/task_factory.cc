@@ -1,0 +1,12 @@
+#include "worker/tasks/task_factory.h"
+
+#include "worker/tasks/text_task.h"
+
+namespace headroom::worker {
+
+std::unique_ptr<Task> MakeTask(const spec::TrainingJobSpec& spec) {
+  if (spec.task.is_text()) return std::make_unique<TextTask>(spec);
+  return MakeTask(spec.task.name, spec.task.digits, spec.task.seed);
+}
+
+}  // namespace headroom::worker

@@ -1,0 +1,216 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/tasks/text_task.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/hf/hf_config.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Hex16(uint64_t v) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(v));
+  return hex;
+}
+
+HfTokenizer LoadTokenizer(const spec::TrainingJobSpec& spec) {
+  if (spec.model.path.empty()) {
+    throw std::invalid_argument("spec.model.path: a text task (spec.task.dataset.path set) needs a Hugging Face "
+                                "model directory for its tokenizer");
+  }
+  try {
+    return HfTokenizer::Load(spec.model.path);
+  } catch (const TokenizerError& e) {
+    throw std::invalid_argument(std::string("spec.model.path: ") + e.what());
+  }
+}
+
+JsonlDataset LoadDataset(const spec::DatasetSpec& d) {
+  try {
+    return JsonlDataset::Load(d.path, d.prompt_key, d.answer_key);
+  } catch (const DatasetError& e) {
+    throw std::invalid_argument(std::string("spec.task.dataset.path: ") + e.what());
+  }
+}
+
+PromptFormat PromptFormatFromSpec(const spec::PromptSpec& p) {
+  const std::optional<PromptFormatKind> kind = ParsePromptFormatKind(p.format);
+  if (!kind) throw std::invalid_argument("spec.task.prompt.format: unknown format \"" + p.format + "\"");
+  PromptFormat format;
+  format.kind = *kind;
+  format.system = p.system;
+  format.template_text = p.template_text;
+  return format;
+}
+
+// The ids of one eos_token_id field (an integer or a list of them); empty when absent/null.
+std::vector<int64_t> EosIdsOf(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) return {};
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument(file.string() + ": not a JSON object");
+  auto it = j.find("eos_token_id");
+  if (it == j.end() || it->is_null()) return {};
+  std::vector<int64_t> ids;
+  for (const auto& v : it->is_array() ? *it : nlohmann::json::array({*it})) {
+    if (!v.is_number_integer()) throw std::invalid_argument(file.string() + ": eos_token_id: not an integer or a list of them");
+    ids.push_back(v.get<int64_t>());
+  }
+  return ids;
+}
+
+// Stop tokens as the contract says: the tokenizer's eos_token, then generation_config.json's
+// eos_token_id (the ids generate() stops at), else config.json's. Chat models often list
+// their end-of-turn token only in one of them (Qwen2.5-Instruct: <|im_end|> as eos_token,
+// <|endoftext|> too in generation_config), and a response may end at either.
+std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string& model_dir) {
+  std::vector<int64_t> stops;
+  auto add = [&](int64_t id) {
+    if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
+  };
+  if (const auto eos = tokenizer.eos_token()) {
+    const auto id = tokenizer.TokenId(*eos);
+    if (!id) {
+      throw std::invalid_argument("spec.model.path: " + (fs::path(model_dir) / "tokenizer_config.json").string() +
+                                  ": eos_token \"" + *eos + "\" is not a token of tokenizer.json");
+    }
+    add(*id);
+  }
+  std::vector<int64_t> generation = EosIdsOf(fs::path(model_dir) / "generation_config.json");
+  if (generation.empty()) generation = EosIdsOf(fs::path(model_dir) / "config.json");
+  for (int64_t id : generation) add(id);
+  if (stops.empty()) {
+    throw std::invalid_argument("spec.model.path: " + model_dir +
+                                ": no stop token (tokenizer_config.json eos_token, generation_config.json or "
+                                "config.json eos_token_id): a response could never end");
+  }
+  return stops;
+}
+
+}  // namespace
+
+TextTask::TextTask(const spec::TrainingJobSpec& spec)
+    : tokenizer_(LoadTokenizer(spec)),
+      dataset_(LoadDataset(spec.task.dataset)),
+      order_(1, spec.task.seed),  // replaced once the kept records are known
+      max_response_tokens_(spec.grpo.max_response_length) {
+  const std::string& model_dir = spec.model.path;
+  const std::optional<TextReward> reward = ParseTextReward(spec.task.reward.name);
+  if (!reward) throw std::invalid_argument("spec.task.reward.name: unknown reward \"" + spec.task.reward.name + "\"");
+  reward_ = *reward;
+  format_weight_ = spec.task.reward.format_weight;
+
+  // Every id the task feeds the model or reads back must be one of the model's rows.
+  const int64_t model_vocab = hf::LoadHfConfig(model_dir).vocab_size;
+  if (tokenizer_.vocab_size() > model_vocab) {
+    throw std::invalid_argument("spec.model.path: " + model_dir + ": the tokenizer has " +
+                                std::to_string(tokenizer_.vocab_size()) + " ids, more than config.json's vocab_size " +
+                                std::to_string(model_vocab));
+  }
+  format_.stop_tokens = StopTokens(tokenizer_, model_dir);
+  format_.pad = format_.stop_tokens.front();
+  if (const auto pad = tokenizer_.pad_token()) {
+    if (const auto id = tokenizer_.TokenId(*pad)) format_.pad = *id;
+  }
+
+  // Render and tokenize every prompt, keyed by its line (Filter keeps records, not indices).
+  const PromptFormat prompt_format = PromptFormatFromSpec(spec.task.prompt);
+  const std::string bos_text = tokenizer_.bos_token().value_or("");
+  std::unordered_map<int64_t, std::vector<int64_t>> ids_by_line;
+  int64_t longest_dropped = 0;
+  int64_t shortest = std::numeric_limits<int64_t>::max();
+  for (int64_t i = 0; i < dataset_.size(); ++i) {
+    const DatasetRecord& r = dataset_[i];
+    std::vector<int64_t> ids;
+    try {
+      ids = tokenizer_.Encode(RenderPrompt(prompt_format, r.prompt, bos_text));
+    } catch (const TokenizerError& e) {
+      throw std::invalid_argument("spec.task.dataset.path: " + dataset_.path() + ":" + std::to_string(r.line) +
+                                  ": the prompt cannot be tokenized: " + e.what());
+    }
+    shortest = std::min<int64_t>(shortest, static_cast<int64_t>(ids.size()));
+    ids_by_line[r.line] = std::move(ids);
+  }
+  const int64_t limit = spec.grpo.max_prompt_length;
+  const int64_t total = dataset_.size();
+  try {
+    prompts_filtered_ = dataset_.Filter(
+        [&](const DatasetRecord& r) {
+          const int64_t n = static_cast<int64_t>(ids_by_line.at(r.line).size());
+          if (n > limit) longest_dropped = std::max(longest_dropped, n);
+          return n <= limit;
+        },
+        "spec.grpo.maxPromptLength (" + std::to_string(limit) + " tokens; the shortest prompt has " +
+            std::to_string(shortest) + ")");
+  } catch (const DatasetError& e) {
+    throw std::invalid_argument(std::string("spec.task.dataset.path: ") + e.what());
+  }
+  if (prompts_filtered_ > 0) {
+    spdlog::warn("{}: {} of {} prompts are longer than spec.grpo.maxPromptLength ({} tokens, longest {}) and are "
+                 "skipped",
+                 dataset_.path(), prompts_filtered_, total, limit, longest_dropped);
+  }
+  prompt_ids_.reserve(static_cast<size_t>(dataset_.size()));
+  for (int64_t i = 0; i < dataset_.size(); ++i) {
+    prompt_ids_.push_back(std::move(ids_by_line.at(dataset_[i].line)));
+    max_prompt_tokens_ = std::max<int64_t>(max_prompt_tokens_, static_cast<int64_t>(prompt_ids_.back().size()));
+  }
+  order_ = DatasetOrder(dataset_.size(), spec.task.seed);
+  content_hash_ = Hex16(dataset_.content_hash());
+  spdlog::info("{}: {} prompts ({} format, {} to {} tokens), reward {}", dataset_.path(), dataset_.size(),
+               spec.task.prompt.format,
+               std::min_element(prompt_ids_.begin(), prompt_ids_.end(),
+                                [](const auto& a, const auto& b) { return a.size() < b.size(); })
+                   ->size(),
+               max_prompt_tokens_, spec.task.reward.name);
+}
+
+Problem TextTask::Make(uint64_t global_index) const {
+  const int64_t i = order_.RecordAt(global_index);
+  const DatasetRecord& r = dataset_[i];
+  Problem p;
+  p.prompt = r.prompt;
+  p.answer = r.answer;
+  p.prompt_tokens = prompt_ids_[static_cast<size_t>(i)];
+  return p;
+}
+
+std::string TextTask::ResponseText(const int64_t* response, int64_t n) const {
+  const auto& stops = format_.stop_tokens;
+  std::vector<int64_t> ids;
+  for (int64_t k = 0; k < n; ++k) {
+    if (std::find(stops.begin(), stops.end(), response[k]) != stops.end()) break;
+    if (response[k] >= 0 && response[k] < tokenizer_.vocab_size() && tokenizer_.TokenText(response[k])) {
+      ids.push_back(response[k]);
+    }
+  }
+  return tokenizer_.Decode(ids, /*skip_special=*/true);
+}
+
+double TextTask::Score(const Problem& problem, const int64_t* response, int64_t n) const {
+  return ScoreTextAnswer(reward_, ResponseText(response, n), problem.answer, format_weight_);
+}
+
+std::optional<DatasetState> TextTask::DatasetAt(uint64_t global_index) const {
+  DatasetState s;
+  s.path = dataset_.path();
+  s.content_hash = content_hash_;
+  s.prompts_filtered = prompts_filtered_;
+  s.epoch = order_.Epoch(global_index);
+  s.cursor = order_.Cursor(global_index);
+  return s;
+}
+
+}  // namespace headroom::worker
