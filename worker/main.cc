@@ -2,7 +2,8 @@
 //   headroom-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
 // with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment (torchrun's names).
 // Model inspection commands, no rendezvous: headroom-worker logits|generate ...
-// (worker/cli/model_commands.h).
+// (worker/cli/model_commands.h); a tokenizer on stdin: headroom-worker tokenize ...
+// (worker/cli/tokenize_command.h).
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -11,11 +12,15 @@
 
 #include "core/protocol/exit_codes.h"
 #include "worker/cli/model_commands.h"
+#include "worker/cli/tokenize_command.h"
 #include "worker/train/run_worker.h"
 
 int main(int argc, char** argv) {
   using namespace headroom::worker;
   if (argc > 1 && IsModelCommand(argv[1])) return RunModelCommand(argc - 1, argv + 1, std::cout, std::cerr);
+  if (argc > 1 && IsTokenizeCommand(argv[1])) {
+    return RunTokenizeCommand(argc - 1, argv + 1, std::cin, std::cout, std::cerr);
+  }
   WorkerOptions options;
   CLI::App app{"headroom-worker: one rank of a headroom GRPO TrainingJob"};
   app.add_option("--job", options.job_path, "TrainingJob YAML file")->required();

@@ -45,9 +45,8 @@ class HfTokenizer {
   std::optional<std::string> pad_token() const;
   std::optional<std::string> bos_token() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit HfTokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;  // immutable once loaded: copies share it
 };

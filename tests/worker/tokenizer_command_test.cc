@@ -1,0 +1,106 @@
+// `headroom-worker tokenize` as a user runs it: the binary on stdin, one JSON value a line,
+// on the example job's tokenizer (configs/models/qwen2-tiny-addition) against the ids and
+// decodes Hugging Face `tokenizers` gave for fixtures/tokenizer/corpus.jsonl; and its exit 2
+// with the line or the field named. The tokenizer itself: tests/worker/tokenizer/.
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/protocol/exit_codes.h"
+#include "tests/helpers/temp_dir.h"
+
+namespace headroom::worker {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kFixtures = fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/tokenizer";
+const fs::path kTinyTokenizer = fs::path(HEADROOM_SOURCE_DIR) / "configs/models/qwen2-tiny-addition";
+
+std::vector<json> ReadJsonLines(const fs::path& file) {
+  std::ifstream in(file);
+  EXPECT_TRUE(in) << file;
+  std::vector<json> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(json::parse(line));
+  }
+  return lines;
+}
+
+struct WorkerRun {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+WorkerRun Worker(const std::string& args, const std::string& input) {
+  testing::TempDir dir("headroom-tokenize");
+  const fs::path in = fs::path(dir.path()) / "in.jsonl";
+  std::ofstream(in) << input;
+  const std::string command = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker tokenize " + args + " < '" +
+                              in.string() + "' 2>&1";
+  WorkerRun r;
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  r.code = WEXITSTATUS(pclose(p));
+  return r;
+}
+
+std::string ReadFile(const fs::path& file) {
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<json> Lines(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+TEST(TokenizeCommand, EncodesAndDecodesTheCorpusLikeTokenizers) {
+  const std::string model = "--model '" + kTinyTokenizer.string() + "'";
+  const WorkerRun encoded = Worker(model, ReadFile(kFixtures / "corpus.jsonl"));
+  ASSERT_EQ(encoded.code, 0) << encoded.out;
+  EXPECT_EQ(Lines(encoded.out), ReadJsonLines(kFixtures / "expected_tiny.jsonl"));
+  const WorkerRun decoded = Worker(model + " --decode", ReadFile(kFixtures / "expected_tiny.jsonl"));
+  ASSERT_EQ(decoded.code, 0) << decoded.out;
+  EXPECT_EQ(Lines(decoded.out), ReadJsonLines(kFixtures / "expected_decode_tiny.jsonl"));
+}
+
+TEST(TokenizeCommand, ABadLineIsNamedAndExitsTwo) {
+  const std::string model = "--model '" + kTinyTokenizer.string() + "'";
+  WorkerRun r = Worker(model, "\"fine\"\n[1, 2]\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find("line 2: expected a JSON string"), std::string::npos) << r.out;
+  r = Worker(model + " --decode", "[1, 2]\n[1, 99999999]\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find("line 2: token id 99999999"), std::string::npos) << r.out;
+  r = Worker(model + " --decode", "not json\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find("line 1: not valid JSON"), std::string::npos) << r.out;
+}
+
+TEST(TokenizeCommand, AnUnusableTokenizerExitsTwoNamingTheField) {
+  testing::TempDir dir("headroom-tokenize");
+  std::ifstream in(kTinyTokenizer / "tokenizer.json");
+  json file = json::parse(in);
+  file["model"]["type"] = "WordPiece";
+  std::ofstream(fs::path(dir.path()) / "tokenizer.json") << file.dump();
+  const WorkerRun r = Worker("--model '" + dir.path() + "'", "\"x\"\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find("tokenizer.json: model.type"), std::string::npos) << r.out;
+  const WorkerRun missing = Worker("--model '" + dir.path() + "/nowhere'", "\"x\"\n");
+  EXPECT_EQ(missing.code, protocol::kExitInvalidSpec) << missing.out;
+  EXPECT_NE(missing.out.find("tokenizer.json: cannot be read"), std::string::npos) << missing.out;
+}
+
+}  // namespace
+}  // namespace headroom::worker
