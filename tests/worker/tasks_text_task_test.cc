@@ -318,5 +318,16 @@ TEST_F(TextTaskWorkerTest, BadDatasetLineExitsWith2NamingFileAndLine) {
   EXPECT_NE(err.find(data + ":2"), std::string::npos) << err;
 }
 
+TEST_F(TextTaskWorkerTest, PromptsOfDifferentTokenCountsAreRefusedWith2) {
+  const std::string data = dir_.path() + "/mixed.jsonl";
+  std::ofstream(data) << "{\"question\": \"What is 1 + 1?\", \"answer\": \"#### 2\"}\n"
+                      << "{\"question\": \"Tom has 3 apples and gets 4 more. How many apples does he have now?\", "
+                         "\"answer\": \"#### 7\"}\n";
+  std::string err;
+  EXPECT_EQ(RunWorker(WriteJob(data, 2), "", &err), 2) << err;
+  EXPECT_NE(err.find("spec.task.dataset.path"), std::string::npos) << err;
+  EXPECT_NE(err.find("same length"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace headroom::worker

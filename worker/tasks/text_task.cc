@@ -167,6 +167,8 @@ TextTask::TextTask(const spec::TrainingJobSpec& spec)
     prompt_ids_.push_back(std::move(ids_by_line.at(dataset_[i].line)));
     max_prompt_tokens_ = std::max<int64_t>(max_prompt_tokens_, static_cast<int64_t>(prompt_ids_.back().size()));
   }
+  min_prompt_tokens_ = max_prompt_tokens_;
+  for (const auto& ids : prompt_ids_) min_prompt_tokens_ = std::min<int64_t>(min_prompt_tokens_, static_cast<int64_t>(ids.size()));
   order_ = DatasetOrder(dataset_.size(), spec.task.seed);
   content_hash_ = Hex16(dataset_.content_hash());
   spdlog::info("{}: {} prompts ({} format, {} to {} tokens), reward {}", dataset_.path(), dataset_.size(),

@@ -55,6 +55,7 @@ class TextTask final : public Task {
   std::optional<DatasetState> DatasetAt(uint64_t global_index) const override;
 
   int64_t prompts_filtered() const { return prompts_filtered_; }
+  int64_t min_prompt_tokens() const { return min_prompt_tokens_; }  // the shortest kept prompt
   int64_t size() const { return dataset_.size(); }  // kept records
   const HfTokenizer& tokenizer() const { return tokenizer_; }
   // The response text Score reads: ids up to the first stop token, specials skipped.
@@ -67,6 +68,7 @@ class TextTask final : public Task {
   std::string content_hash_;                      // 16 hex digits
   std::vector<std::vector<int64_t>> prompt_ids_;  // per kept record, in dataset order
   int64_t max_prompt_tokens_ = 0;
+  int64_t min_prompt_tokens_ = 0;
   int64_t max_response_tokens_ = 0;
   int64_t prompts_filtered_ = 0;
   ResponseFormat format_;

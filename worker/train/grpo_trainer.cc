@@ -12,6 +12,7 @@
 #include "worker/model/weights_io.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task_factory.h"
+#include "worker/tasks/text_task.h"
 
 namespace headroom::worker {
 namespace {
@@ -39,6 +40,17 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   local_prompts_ = g.prompts_per_step / world;
 
   task_ = MakeTask(spec_);
+  // RunStep batches prompts as one [rows, prompt_tokens] tensor: prompts of different token
+  // counts would need left padding and a key mask in every forward, which this worker does
+  // not have yet. Refused here, naming why, rather than failing inside the first step.
+  if (const auto* text = dynamic_cast<const TextTask*>(task_.get());
+      text != nullptr && text->min_prompt_tokens() != text->prompt_tokens()) {
+    throw std::invalid_argument("spec.task.dataset.path: the rendered prompts have " +
+                                std::to_string(text->min_prompt_tokens()) + " to " +
+                                std::to_string(text->prompt_tokens()) +
+                                " tokens; this worker batches prompts of one token count only (padding shorter "
+                                "prompts is not supported yet), so every prompt must tokenize to the same length");
+  }
   if (task_->prompt_tokens() > g.max_prompt_length) {
     throw std::invalid_argument("spec.grpo.maxPromptLength: " + std::to_string(g.max_prompt_length) +
                                 " is shorter than the " + task_->name() + " prompt of " +
