@@ -3,11 +3,14 @@
 // every owned gradient range the gradient plain autograd computes on the whole batch;
 // between uses no block holds parameters; a no-grad forward (and a KV-cached one, as the
 // rollout runs it) equals the plain model's; and no more than one block is ever gathered
-// at once beside the outer parameters.
+// at once beside the outer parameters. The rollout on 2 ranks, where one rank's rows all
+// stop at their first token and the other's never do, ends on both: the ranks decode
+// together until every row everywhere has stopped.
 #include <spdlog/spdlog.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <map>
 
 #include "tests/worker/helpers/multirank.h"
@@ -15,7 +18,9 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/transformer.h"
+#include "worker/rollout/rollout_engine.h"
 #include "worker/sharding/model_shards.h"
+#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 namespace {
@@ -139,6 +144,53 @@ TEST(ModelShardsTest, OneBlockAtATimeOnTwoRanks) {
   GTEST_SKIP() << "built without Gloo";
 #endif
   RunWorld(2);
+}
+
+// Every forward is a collective at stage 3, so a rank whose rows have all stopped keeps
+// decoding (padding) until every rank's have; alone it would leave the others waiting in
+// the next block's gather.
+TEST(ModelShardsTest, RanksDecodeTogetherUntilEveryRowHasStopped) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const int port = FreePort();
+  const int64_t rows = 3, prompt = 4, response = 4;
+  auto results = RunRanks(2, [&](const RankContext& ctx) {
+    torch::set_num_threads(1);
+    auto comm = MakeCommunicator("gloo", ctx.rank, 2, "127.0.0.1", port, 20s);
+    Transformer model(ThreeBlocks());
+    ShardingOptions options;
+    options.stage = 3;
+    ModelShards shards(model, *comm, options, AdamWConfig{});
+    RolloutEngine engine(KvCacheShapeOf(ThreeBlocks()), rows, prompt, response, torch::kCPU);
+    engine.set_decode_communicator(comm.get());
+    ResponseFormat format;
+    format.pad = CharTokenizer::kPad;
+    if (ctx.rank == 0) {
+      for (int64_t id = 0; id < CharTokenizer::kVocabSize; ++id) format.stop_tokens.push_back(id);  // any token stops
+    } else {
+      format.stop_tokens = {CharTokenizer::kEos};
+      auto bias = torch::zeros({CharTokenizer::kVocabSize});
+      bias[CharTokenizer::kEos] = -std::numeric_limits<float>::infinity();  // never sampled: never stops
+      engine.set_logit_bias(bias);
+    }
+    engine.set_response_format(format);
+    torch::manual_seed(7);
+    const auto prompts = torch::randint(3, 32, {rows, prompt}, torch::kInt64);
+    shards.Gather();
+    const Rollout r = engine.Generate(model, prompts, {1, 2, 3}, 1.0);
+    shards.Release();
+    const int64_t want = ctx.rank == 0 ? rows : rows * response;
+    Expect(r.generated_tokens == want, "rank " + std::to_string(ctx.rank) + " generated " +
+                                           std::to_string(r.generated_tokens) + " tokens, expected " +
+                                           std::to_string(want));
+    if (ctx.rank == 0) {
+      Expect(torch::all(r.responses().narrow(1, 1, response - 1) == CharTokenizer::kPad).item<bool>(),
+             "rank 0: positions after the stop are not padding");
+    }
+    Expect(BlocksReleased(model), "a block stayed gathered after the rollout");
+  }, 60s);
+  for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 
 }  // namespace

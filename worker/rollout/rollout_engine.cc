@@ -41,6 +41,14 @@ torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_key
   return uniform.log_().neg_().log_().neg_().to(device_, torch::kFloat32);
 }
 
+bool RolloutEngine::AnyAlive(const torch::Tensor& alive) const {
+  if (decode_comm_ == nullptr) return alive.any().item<bool>();
+  // A rank that left the loop alone would skip the block gathers the others still wait in.
+  auto flag = alive.any().to(decode_comm_->device(), torch::kInt64).reshape({1});
+  decode_comm_->all_reduce(flag, ReduceOp::kMax);
+  return flag.cpu().item<int64_t>() > 0;
+}
+
 Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
                                 const std::vector<uint64_t>& sample_keys, double temperature) {
   const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
@@ -79,7 +87,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
       msk.select(1, t).copy_(alive);
       for (int64_t stop : stop_tokens_) alive = alive.logical_and(next != stop);
       // One host sync per token buys an early exit once every row has stopped.
-      if (!alive.any().item<bool>()) break;
+      if (!AnyAlive(alive)) break;
       input = next.unsqueeze(1);
     }
     sequences = seq;

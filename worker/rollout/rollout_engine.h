@@ -12,6 +12,10 @@
 //     greedy. Stop and pad tokens: the task's ResponseFormat (CharTokenizer's EOS and PAD
 //     until set).
 //   - With a logit bias set, sampling is restricted the same way ResponseLogProbs is.
+//   - Generation ends early once every row has stopped. With a decode communicator set
+//     (the model's forward is a collective: stage 3 over several ranks gathers each block
+//     per token), Generate() is collective too: it ends once every rank's rows have
+//     stopped (one scalar all_reduce per token), so all ranks run the same forwards.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 
 #include <torch/torch.h>
 
+#include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
 #include "worker/tasks/task.h"
@@ -49,6 +54,8 @@ class RolloutEngine {
   // Stop tokens (at least one) and the pad token; `allowed` is not read here (the logit
   // bias carries it).
   void set_response_format(ResponseFormat format);
+  // The ranks whose forwards must stay in step (nullptr: this rank decides alone).
+  void set_decode_communicator(Communicator* comm) { decode_comm_ = comm; }
 
   const KvCache& cache() const { return cache_; }
   int64_t max_response() const { return max_response_; }
@@ -56,6 +63,8 @@ class RolloutEngine {
  private:
   // [B, R, vocab] Gumbel noise, row i from sample_keys[i] alone.
   torch::Tensor GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const;
+  // Whether any row (on any rank of decode_comm_) is still generating.
+  bool AnyAlive(const torch::Tensor& alive) const;
 
   KvCache cache_;
   int64_t max_prompt_;
@@ -64,6 +73,7 @@ class RolloutEngine {
   torch::Tensor logit_bias_;
   std::vector<int64_t> stop_tokens_;
   int64_t pad_token_;
+  Communicator* decode_comm_ = nullptr;
 };
 
 }  // namespace headroom::worker

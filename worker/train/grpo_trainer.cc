@@ -85,6 +85,9 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
   rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
                                              g.max_response_length, device_);
+  // Stage 3 over several ranks: every decode step gathers the blocks, a collective, so
+  // the ranks must stop generating together.
+  if (shards_->per_layer() && comm_.world_size() > 1) rollout_->set_decode_communicator(&comm_);
   // The task's response format: how responses stop, and (toy tasks) the only tokens they
   // may use, the policy's whole action space.
   const ResponseFormat format = task_->response_format();
