@@ -210,6 +210,10 @@ void WriteExport(const fs::path& step, const json& manifest, const fs::path& sou
 
 }  // namespace
 
+std::string JobExportDir(const std::string& checkpoint_dir) {
+  return (fs::path(checkpoint_dir) / kJobExportDirName).string();
+}
+
 uint16_t Bf16FromFloat(float value) {
   uint32_t u = Bits(value);
   if (std::isnan(value)) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet, keep sign

@@ -43,6 +43,13 @@ struct ExportSummary {
 
 inline constexpr int64_t kDefaultMaxShardBytes = 5'000'000'000;  // save_pretrained's "5GB"
 
+// Where a job with spec.model.path leaves its fine-tuned model when its last step is done:
+// CHECKPOINT_DIR/hf-export/, beside the step directories, so it lives on the checkpoint
+// volume wherever the job runs (a PVC on Kubernetes, WORKDIR/checkpoints under `headroom
+// run`). Written by rank 0 after the final checkpoint, replaced by a later run's.
+inline constexpr const char* kJobExportDirName = "hf-export";
+std::string JobExportDir(const std::string& checkpoint_dir);
+
 // `checkpoint`: a checkpoint root (its `latest` step is used) or one step directory.
 // `model_dir`: the source Hugging Face directory; empty = the one the manifest records
 // (extra.model_path). Throws ExportError (or SafetensorsError / HfConfigError from the

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/hf/hf_export.h"
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
@@ -24,6 +25,8 @@ void WriteText(const std::string& path, const std::string& text) {
 }
 
 // Decides between resuming an interrupted run and starting over after a finished one.
+// Starting over removes the finished run's checkpoints but keeps its Hugging Face export
+// until this run's replaces it.
 std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
   fs::create_directories(workdir);
   for (const auto& entry : fs::directory_iterator(workdir)) {
@@ -33,7 +36,9 @@ std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& 
   std::optional<int64_t> latest = ReadLatestCheckpointStep(checkpoints);
   if (!latest) return "";
   if (*latest >= job.spec.grpo.steps) {
-    fs::remove_all(checkpoints);
+    for (const auto& entry : fs::directory_iterator(checkpoints)) {
+      if (entry.path().filename() != hf::kJobExportDirName) fs::remove_all(entry.path());
+    }
     return "the run in " + workdir + " had finished (checkpoint at step " + std::to_string(*latest) +
            "); starting over";
   }
@@ -99,6 +104,12 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   result.summary.workdir = options.workdir;
   result.summary.trace_csv = options.workdir + "/memory.csv";
   result.summary.chart_svg = options.workdir + "/memory.svg";
+  // The worker exits 0 only once its export is in place, so a success means this run's.
+  if (!job.spec.model.path.empty()) {
+    const std::string exported = hf::JobExportDir(options.workdir + "/checkpoints");
+    const bool written = result.status.phase == runtime::JobPhase::kSucceeded && fs::exists(exported);
+    result.summary.export_dir = written ? exported : "";
+  }
   series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
   MemoryChartInput chart;
   chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +

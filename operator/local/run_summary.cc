@@ -55,6 +55,7 @@ std::string RunSummary::ToJson() const {
       {"wall_seconds", wall_seconds},
       {"actions", actions},
   };
+  if (export_dir) j["export"] = export_dir->empty() ? nlohmann::json(nullptr) : nlohmann::json(*export_dir);
   return j.dump(2) + "\n";
 }
 
@@ -81,6 +82,7 @@ void RunSummary::Print(std::ostream& out) const {
   }
   if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
   if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";
+  if (export_dir) out << "  export        " << (export_dir->empty() ? "none (the job did not finish)" : *export_dir) << "\n";
 }
 
 }  // namespace headroom::local

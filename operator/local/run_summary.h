@@ -2,7 +2,9 @@
 // program (`--summary FILE`, design.md):
 //   {"steps","restarts","reshards","oom_kills","steps_lost","final_reward","wall_seconds",
 //    "actions":[{"step","type","reason"}]}
-// exactly those keys; final_reward is null when no step finished.
+// exactly those keys, and for a spec.model.path job "export": the Hugging Face directory
+// it wrote at its end (CHECKPOINT_DIR/hf-export, core/hf/hf_export.h), null when it did
+// not finish; final_reward is null when no step finished.
 #pragma once
 
 #include <optional>
@@ -29,6 +31,9 @@ struct RunSummary {
   double wall_seconds = 0;
   std::vector<runtime::ActionRecord> actions;
   std::string workdir, trace_csv, chart_svg;  // where the files are
+  // The fine-tuned model in Hugging Face layout: unset for a job without spec.model.path
+  // (no "export" key), "" when it wrote none (null), else the directory.
+  std::optional<std::string> export_dir;
 
   static RunSummary From(const runtime::JobStatus& status, const std::string& job_name, double wall_seconds);
   std::string ToJson() const;        // the --summary document, one object, pretty-printed

@@ -56,7 +56,7 @@ TEST(MemorySeries, TraceHasTheWorstRankPerStepAndRepeatsRedoneSteps) {
   EXPECT_EQ(std::count(by_rank.begin(), by_rank.end(), '\n'), 5);
 }
 
-TEST(RunSummary, JsonHasExactlyTheDesignKeys) {
+TEST(RunSummary, JsonHasExactlyTheDesignKeysPlusAModelPathJobsExport) {
   runtime::JobStatus st;
   st.phase = runtime::JobPhase::kSucceeded;
   st.step = 40;
@@ -69,6 +69,18 @@ TEST(RunSummary, JsonHasExactlyTheDesignKeys) {
   nlohmann::json j = nlohmann::json::parse(s.ToJson());
   EXPECT_EQ(j, nlohmann::json::parse(R"({"steps":40,"restarts":2,"reshards":0,"oom_kills":1,"steps_lost":5,
       "final_reward":0.75,"wall_seconds":12.5,"actions":[{"step":14,"type":"restart","reason":"leak"}]})"));
+  // A spec.model.path job's Hugging Face export: the path in the JSON and a line of its own,
+  // null when it wrote none.
+  RunSummary unfinished = s;
+  unfinished.export_dir = "";
+  EXPECT_TRUE(nlohmann::json::parse(unfinished.ToJson())["export"].is_null());
+  RunSummary exported = s;
+  exported.export_dir = "/runs/drill/checkpoints/hf-export";
+  EXPECT_EQ(nlohmann::json::parse(exported.ToJson())["export"], "/runs/drill/checkpoints/hf-export");
+  std::ostringstream exported_text;
+  exported.Print(exported_text);
+  EXPECT_NE(exported_text.str().find("  export        /runs/drill/checkpoints/hf-export\n"), std::string::npos)
+      << exported_text.str();
   st.final_reward.reset();
   EXPECT_TRUE(nlohmann::json::parse(RunSummary::From(st, "drill", 1).ToJson())["final_reward"].is_null());
   std::ostringstream text;

@@ -22,6 +22,7 @@
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/gpu_memory_source.h"
 #include "worker/train/checkpointer.h"
+#include "worker/train/final_export.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/step_telemetry.h"
 #include "worker/train/stop_agreement.h"
@@ -289,6 +290,9 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     telemetry.Publish(record);
   }
   spdlog::info("finished {} steps", spec.grpo.steps);
+  // After the final checkpoint (a resume at the last step lands here too, so a restart
+  // after a failed export retries it).
+  ExportFinishedModel(options.checkpoint_dir, spec, *comm, spec.grpo.steps);
   return protocol::kExitFinished;
 }
 

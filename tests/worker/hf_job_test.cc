@@ -1,0 +1,245 @@
+// A job on a pretrained Hugging Face model (spec.model.path = the tiny Qwen2 fixture) run
+// by the real headroom-worker binary, end to end: the step log, checkpoints named by the
+// Hugging Face parameter names, the model handed back in Hugging Face layout at the end
+// (CHECKPOINT_DIR/hf-export: the fixture's tensor names, dtypes and shapes, and exactly
+// the final checkpoint's weights), and a failed export that loses nothing.
+#include <spdlog/spdlog.h>
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/files/remove_tree.h"
+#include "core/hf/safetensors.h"
+#include "core/net/free_port.h"
+#include "core/spec/training_job.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/comm/communicator.h"
+#include "worker/model/hf_causal_lm.h"
+#include "worker/train/grpo_trainer.h"
+#include "worker/train/training_state.h"
+
+namespace headroom::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+fs::path Fixture() { return fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf/qwen2"; }
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class HfJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("headroom-hf-job-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    files::RemoveTree(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (pid_t p : pids_) {
+      if (p > 0) ::kill(p, SIGKILL), ::waitpid(p, nullptr, 0);
+    }
+    files::RemoveTree(dir_);
+  }
+
+  // Stage 3 gathers one block at a time by its Hugging Face layer prefix, the layout that
+  // differs most from the presets'.
+  std::string WriteJob(int steps, int stage = 3) {
+    const auto path = dir_ / "job.yaml";
+    std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-job}\n"
+                           "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
+                           "  model: {path: " << Fixture().string() << "}\n"
+                           "  task: {name: reverse, digits: 2, seed: 1}\n"
+                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           " maxResponseLength: 3, microBatchSize: 8, learningRate: 0.01, klCoef: 0.01}\n"
+                           "  sharding: {stage: " << stage << "}\n  checkpoint: {everySteps: 2, keep: 10}\n"
+                           "  memoryGuard: {enabled: false}\n";
+    return path.string();
+  }
+
+  void Start(const std::string& job, const fs::path& ckpt, const std::string& log, int world = 1) {
+    pids_.clear();
+    const int port = net::FreePort();
+    const std::string bin = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
+    for (int r = 0; r < world; ++r) {
+      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
+                                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                                              "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=20",
+                                              "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20",
+                                              "HEADROOM_TERMINATION_LOG=" + (dir_ / ("term-" + log)).string()};
+      std::vector<std::string> arg_strings = {bin, "--job", job, "--checkpoint-dir", ckpt.string(),
+                                              "--log", LogPath(log, r), "--metrics-port", "-1"};
+      std::vector<char*> env, args;
+      for (auto& s : env_strings) env.push_back(s.data());
+      env.push_back(nullptr);
+      for (auto& s : arg_strings) args.push_back(s.data());
+      args.push_back(nullptr);
+      pid_t pid = 0;
+      ASSERT_EQ(::posix_spawn(&pid, bin.c_str(), nullptr, nullptr, args.data(), env.data()), 0) << bin;
+      pids_.push_back(pid);
+    }
+  }
+  std::string LogPath(const std::string& log, int rank) const {
+    return (dir_ / (log + "-" + std::to_string(rank) + ".jsonl")).string();
+  }
+  std::vector<nlohmann::json> Lines(const std::string& log, int rank = 0) const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(LogPath(log, rank));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  // Exit code of rank r (-signal when killed), or -1000 past 120 s.
+  int Wait(int r) {
+    const auto until = Clock::now() + std::chrono::seconds(120);
+    while (Clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pids_[r], &status, WNOHANG) == pids_[r]) {
+        pids_[r] = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1000;
+  }
+  // Runs `world` ranks until rank 0 has logged one step, then SIGTERMs rank 0 (every
+  // rank stops at the same boundary); returns the exit codes.
+  std::vector<int> RunAndDrain(const std::string& job, const fs::path& ckpt, const std::string& log, int world = 1) {
+    Start(job, ckpt, log, world);
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until && Lines(log).empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pids_[0], SIGTERM);
+    std::vector<int> codes;
+    for (int r = 0; r < world; ++r) codes.push_back(Wait(r));
+    return codes;
+  }
+
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+// The fixture model with every parameter replaced by the checkpoint's fp32 master weights.
+HfCausalLM ModelFromCheckpoint(const CheckpointReader& reader) {
+  HfCausalLM model = LoadHfCausalLM(Fixture().string(), 64);
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : model->OrderedParameters()) {
+    const torch::Tensor saved = reader.ReadFull("model." + name);
+    if (saved.sizes() != p.sizes()) throw std::runtime_error(name + ": checkpoint shape differs");
+    p.copy_(saved);
+  }
+  return model;
+}
+
+TEST_F(HfJobTest, AFinishedJobHandsBackItsFinalCheckpointInHuggingFaceLayout) {
+  const int steps = 3;
+  Start(WriteJob(steps), dir_ / "ckpt", "log");
+  ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-log");
+
+  // The step log: one line per step with design.md's keys.
+  const auto lines = Lines("log");
+  ASSERT_EQ(lines.size(), static_cast<size_t>(steps));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["step"].get<int>(), static_cast<int>(i) + 1);
+    for (const char* key : {"reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
+                            "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
+                            "tokens", "step_seconds", "tokens_per_second"}) {
+      EXPECT_TRUE(lines[i].contains(key)) << key << " missing in " << lines[i].dump();
+    }
+    EXPECT_EQ(lines[i]["tokens"].get<int>(), 16 * (4 + 3));
+    EXPECT_TRUE(std::isfinite(lines[i]["loss"].get<double>()));
+  }
+
+  // Checkpoint tensors are "model." + the Hugging Face names, each with its AdamW moments.
+  auto reader = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(reader.has_value());
+  ASSERT_EQ(reader->step(), steps);
+  const hf::SafetensorsModel source(Fixture().string());
+  std::set<std::string> saved, expected;
+  for (const auto& [name, entry] : reader->manifest().tensors) {
+    if (name.rfind("model.", 0) == 0) saved.insert(name.substr(6));
+  }
+  for (const auto& [name, view] : source.tensors()) {
+    expected.insert(name);
+    EXPECT_TRUE(reader->Has("optim.exp_avg." + name)) << name;
+  }
+  EXPECT_EQ(saved, expected);
+
+  // The export: beside the steps, complete (no partial left), same header as the source.
+  const fs::path exported = dir_ / "ckpt" / "hf-export";
+  ASSERT_TRUE(fs::exists(exported / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(dir_ / "ckpt" / "hf-export.partial"));
+  EXPECT_EQ(ReadText(exported / "config.json"), ReadText(Fixture() / "config.json"));
+  const hf::SafetensorsModel out(exported.string());
+  ASSERT_EQ(out.tensors().size(), source.tensors().size());
+  size_t changed = 0;
+  for (const auto& [name, view] : source.tensors()) {
+    ASSERT_TRUE(out.Has(name)) << name;
+    const hf::TensorView& got = out.Get(name);
+    EXPECT_EQ(got.dtype, view.dtype) << name;
+    EXPECT_EQ(got.shape, view.shape) << name;
+    ASSERT_EQ(got.bytes, view.bytes) << name;
+    changed += std::memcmp(got.data, view.data, view.bytes) != 0;
+  }
+  EXPECT_GT(changed, source.tensors().size() / 2) << "the export holds the fine-tuned weights, not the source's";
+
+  // Loaded back, it computes exactly what the final checkpoint does.
+  HfCausalLM from_export = LoadHfCausalLM(exported.string(), 64);
+  HfCausalLM from_checkpoint = ModelFromCheckpoint(*reader);
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::tensor({3, 17, 42, 5, 88, 1, 60, 9}, torch::kInt64).unsqueeze(0);
+  const auto a = from_export->forward(ids), b = from_checkpoint->forward(ids);
+  EXPECT_TRUE(torch::equal(a, b)) << "largest logit difference " << (a - b).abs().max().item<double>();
+  const auto original = LoadHfCausalLM(Fixture().string(), 64)->forward(ids);
+  EXPECT_FALSE(torch::equal(a, original));
+}
+
+// An export that cannot be written fails the worker (exit 1, the reason in its
+// termination message) and leaves the final checkpoint as it was; the next start resumes
+// at the last step, trains nothing and writes the export.
+TEST_F(HfJobTest, AFailedExportKeepsTheCheckpointAndARestartWritesIt) {
+  const int steps = 2;
+  const std::string job = WriteJob(steps);
+  fs::create_directories(dir_ / "ckpt" / "hf-export");
+  std::ofstream(dir_ / "ckpt" / "hf-export" / "notes.txt") << "not a model\n";  // refused: not a model directory
+  Start(job, dir_ / "ckpt", "log");
+  ASSERT_EQ(Wait(0), 1);
+  const std::string why = ReadText(dir_ / "term-log");
+  EXPECT_NE(why.find("hf-export"), std::string::npos) << why;
+  EXPECT_NE(why.find("headroom export"), std::string::npos) << why;
+  EXPECT_TRUE(fs::exists(dir_ / "ckpt" / "hf-export" / "notes.txt"));
+  EXPECT_FALSE(fs::exists(dir_ / "ckpt" / "hf-export.partial"));
+  auto kept = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->step(), steps);
+
+  files::RemoveTree(dir_ / "ckpt" / "hf-export");
+  Start(job, dir_ / "ckpt", "log");
+  ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-log");
+  EXPECT_EQ(Lines("log").size(), static_cast<size_t>(steps)) << "the restart trained no further step";
+  const hf::SafetensorsModel out((dir_ / "ckpt" / "hf-export").string());
+  EXPECT_EQ(out.tensors().size(), hf::SafetensorsModel(Fixture().string()).tensors().size());
+}
+
+}  // namespace
+}  // namespace headroom::worker
