@@ -2,7 +2,8 @@
 // by the real headroom-worker binary, end to end: the step log, checkpoints named by the
 // Hugging Face parameter names, the model handed back in Hugging Face layout at the end
 // (CHECKPOINT_DIR/hf-export: the fixture's tensor names, dtypes and shapes, and exactly
-// the final checkpoint's weights), and a failed export that loses nothing.
+// the final checkpoint's weights), a drain (75) and a resume matching an uninterrupted run
+// bit for bit, and a checkpoint resharded 2 ranks -> 1 and 1 -> 2.
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -214,6 +215,41 @@ TEST_F(HfJobTest, AFinishedJobHandsBackItsFinalCheckpointInHuggingFaceLayout) {
   EXPECT_FALSE(torch::equal(a, original));
 }
 
+TEST_F(HfJobTest, DrainAndResumeMatchAnUninterruptedRunBitForBit) {
+  const int steps = 30;
+  const std::string job = WriteJob(steps);
+  Start(job, dir_ / "straight", "straight");
+  ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-straight");
+
+  ASSERT_EQ(RunAndDrain(job, dir_ / "split", "split"), std::vector<int>{75});
+  auto stopped = CheckpointReader::OpenLatest(dir_ / "split");
+  ASSERT_TRUE(stopped.has_value());
+  const int64_t at = stopped->step();
+  ASSERT_EQ(static_cast<int64_t>(Lines("split").size()), at);
+  ASSERT_LT(at, steps) << "the run finished before the signal; nothing was resumed";
+  EXPECT_FALSE(fs::exists(dir_ / "split" / "hf-export")) << "a drained job is not finished: no export yet";
+
+  Start(job, dir_ / "split", "split");
+  ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-split");
+  const auto straight = Lines("straight"), split = Lines("split");
+  ASSERT_EQ(split.size(), static_cast<size_t>(steps));
+  for (int i = 0; i < steps; ++i) {
+    EXPECT_EQ(split[i]["step"], i + 1);
+    EXPECT_EQ(split[i]["loss"].get<double>(), straight[i]["loss"].get<double>()) << "step " << i + 1;
+    EXPECT_EQ(split[i]["reward_mean"].get<double>(), straight[i]["reward_mean"].get<double>()) << "step " << i + 1;
+  }
+  auto a = CheckpointReader::OpenLatest(dir_ / "straight");
+  auto b = CheckpointReader::OpenLatest(dir_ / "split");
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->manifest().tensors.size(), b->manifest().tensors.size());
+  for (const auto& [name, entry] : a->manifest().tensors) {
+    ASSERT_TRUE(b->Has(name)) << name;
+    EXPECT_TRUE(torch::equal(a->ReadFull(name), b->ReadFull(name))) << name;
+  }
+  EXPECT_EQ(ReadText(dir_ / "straight" / "hf-export" / "model.safetensors"),
+            ReadText(dir_ / "split" / "hf-export" / "model.safetensors"));
+}
+
 // An export that cannot be written fails the worker (exit 1, the reason in its
 // termination message) and leaves the final checkpoint as it was; the next start resumes
 // at the last step, trains nothing and writes the export.
@@ -239,6 +275,60 @@ TEST_F(HfJobTest, AFailedExportKeepsTheCheckpointAndARestartWritesIt) {
   EXPECT_EQ(Lines("log").size(), static_cast<size_t>(steps)) << "the restart trained no further step";
   const hf::SafetensorsModel out((dir_ / "ckpt" / "hf-export").string());
   EXPECT_EQ(out.tensors().size(), hf::SafetensorsModel(Fixture().string()).tensors().size());
+}
+
+// World size is not part of the run: a checkpoint of 2 ranks resumes on 1 and one of 1 on
+// 2, each continuing at the step after the checkpoint, and the finished job exports.
+TEST_F(HfJobTest, ACheckpointReshardsFromTwoRanksToOneAndFromOneToTwo) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const int steps = 30;
+  const std::string job = WriteJob(steps);
+  struct Case {
+    int before, after;
+  };
+  for (const Case c : {Case{2, 1}, Case{1, 2}}) {
+    SCOPED_TRACE(std::to_string(c.before) + " -> " + std::to_string(c.after) + " ranks");
+    const fs::path ckpt = dir_ / ("ckpt-" + std::to_string(c.before) + "-" + std::to_string(c.after));
+    const std::string first = "first-" + std::to_string(c.before), second = "second-" + std::to_string(c.after);
+    ASSERT_EQ(RunAndDrain(job, ckpt, first, c.before), std::vector<int>(c.before, 75));
+    auto stopped = CheckpointReader::OpenLatest(ckpt);
+    ASSERT_TRUE(stopped.has_value());
+    ASSERT_LT(stopped->step(), steps);
+    EXPECT_EQ(stopped->manifest().world_size, c.before);
+    if (c.after == 1) {
+      // One rank loads exactly what two saved: every parameter, moment and the step count.
+      const auto parsed = spec::ParseTrainingJobFile(job);
+      ASSERT_TRUE(parsed.ok());
+      auto comm = MakeLocalCommunicator();
+      GrpoTrainer trainer(parsed.job->spec, *comm, torch::kCPU);
+      RestoreTrainingState(*stopped, trainer);
+      size_t compared = 0;
+      for (const TensorSlice& slice : TrainingStateSlices(trainer)) {
+        ASSERT_TRUE(stopped->Has(slice.name)) << slice.name;
+        const torch::Tensor saved = stopped->ReadFull(slice.name).reshape({-1});
+        ASSERT_EQ(slice.offset, 0) << slice.name;
+        ASSERT_EQ(slice.data.numel(), saved.numel()) << slice.name;
+        EXPECT_TRUE(torch::equal(slice.data.reshape({-1}).to(saved.scalar_type()), saved)) << slice.name;
+        ++compared;
+      }
+      EXPECT_EQ(compared, stopped->manifest().tensors.size());
+    }
+    Start(job, ckpt, second, c.after);
+    for (int r = 0; r < c.after; ++r) ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
+    const auto lines = Lines(second, 0);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.front()["step"].get<int64_t>(), stopped->step() + 1);
+    EXPECT_EQ(lines.front()["world_size"].get<int>(), c.after);
+    EXPECT_EQ(lines.back()["step"].get<int>(), steps);
+    auto latest = CheckpointReader::OpenLatest(ckpt);
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->step(), steps);
+    EXPECT_EQ(latest->manifest().world_size, c.after);
+    EXPECT_EQ(latest->manifest().tensors.size(), stopped->manifest().tensors.size());
+    EXPECT_TRUE(fs::exists(ckpt / "hf-export" / "model.safetensors"));
+  }
 }
 
 }  // namespace
