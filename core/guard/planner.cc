@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/memory/logits_chunk.h"
 #include "core/spec/model_presets.h"
 
 namespace headroom::guard {
@@ -151,8 +152,16 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
       "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
           " x layers x (17 h + 2.5 heads seq)",
       false);
-  add("logits", 3.0 * micro * seq * model.vocab * 4, gpu,
-      "logits, log-softmax and gradient, fp32, vocab " + std::to_string(model.vocab), false);
+  // Logits: the update's log-probs pass the response tokens through the head one chunk at
+  // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
+  // (logsumexp forward; the gradient in backward), and on GPU the bf16 product they are
+  // converted from. A micro-batch smaller than a chunk is one chunk of its own size.
+  const double chunk = std::min(micro * s.grpo.max_response_length,
+                                static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
+  add("logits", (gpu ? 2.5 : 2.0) * chunk * model.vocab * 4, gpu,
+      "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
+          std::to_string(model.vocab) + ", fp32 logits and exponentials" + (gpu ? " + bf16 product" : ""),
+      false);
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
   const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / n);

@@ -12,7 +12,9 @@
 // Activations per micro-batch (kept for backward), after Korthikanti et al. (34 h + 5 a s
 // bytes per token per layer in 16-bit, i.e. 17 h + 2.5 a s elements):
 //   micro * seq * layers * (17 * hidden + 2.5 * heads * seq) * act_bytes
-// plus the logits and their log-softmax and gradient: 3 * micro * seq * vocab * 4.
+// plus the logits of one chunk of response tokens (core/memory/logits_chunk.h):
+// c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
+// (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
 // Reference model (klCoef > 0): parameters only, replicated.

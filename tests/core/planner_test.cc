@@ -6,6 +6,7 @@
 
 #include "core/guard/planner.h"
 #include "core/hf/hf_config.h"
+#include "core/memory/logits_chunk.h"
 #include "core/spec/model_presets.h"
 
 namespace headroom::guard {
@@ -101,7 +102,8 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   EXPECT_EQ(HostOf(p, "generation cache"), 2LL * layers * heads * (hidden / heads) * seq * 128 * 4);
   // micro * seq * layers * (17 h + 2.5 heads seq) * 4 bytes.
   EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
-  EXPECT_EQ(HostOf(p, "logits"), 3LL * 64 * seq * spec::kVocabSize * 4);
+  // The presets' vocabulary fits the whole micro-batch's response tokens in one chunk.
+  EXPECT_EQ(HostOf(p, "logits"), 2LL * 64 * 8 * spec::kVocabSize * 4);
   EXPECT_EQ(HostOf(p, "reference model"), 4 * Psi(s));
   EXPECT_EQ(HostOf(p, "runtime"), kHostRuntimeBaselineBytes);
   s.grpo.kl_coef = 0;
@@ -240,9 +242,19 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   // The cache holds the 2 key/value heads, not the 14 query heads; fp32, as the rollout
   // allocates it on a GPU too.
   EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
-  EXPECT_EQ(GpuOf(p, "logits"), 3 * 2 * seq * 151936LL * 4);
+  // 2 x 512 response tokens are more than one chunk of a 152k vocabulary: one chunk counts.
+  EXPECT_EQ(GpuOf(p, "logits"), static_cast<int64_t>(2.5 * memory::LogitsChunkTokens(151936) * 151936 * 4));
   // The preset's plan is a different (far smaller) model.
   EXPECT_LT(PlanMemory(s, n).parameters, psi / 100);
+  // Past one chunk the logits stop growing with the micro-batch (activations do not).
+  s.grpo.micro_batch_size = 16;
+  const Plan bigger = PlanMemory(s, n, options);
+  EXPECT_EQ(GpuOf(bigger, "logits"), GpuOf(p, "logits"));
+  EXPECT_EQ(GpuOf(bigger, "activations"), 8 * GpuOf(p, "activations"));
+  // Below one chunk they are the micro-batch's own response tokens.
+  s.grpo.micro_batch_size = 1;
+  s.grpo.max_response_length = 256;
+  EXPECT_EQ(GpuOf(PlanMemory(s, n, options), "logits"), static_cast<int64_t>(2.5 * 256 * 151936 * 4));
 }
 
 TEST(PlannerTest, PresetShapeMatchesTheSpecParameterCount) {

@@ -2,17 +2,18 @@
 
 #include "worker/grpo/log_probs.h"
 
+#include "core/memory/logits_chunk.h"
+#include "worker/grpo/chunked_log_probs.h"
 
 namespace headroom::worker {
 
 torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                               double temperature, const torch::Tensor& logit_bias) {
-  const int64_t total = sequences.size(1);
+                               double temperature, const torch::Tensor& logit_bias, int64_t chunk_tokens) {
+  const int64_t batch = sequences.size(0), total = sequences.size(1);
   const int64_t r = total - prompt_length;
-  // Logits of the positions that predict response tokens only (causal_lm.h).
-  auto logits = model->forward(sequences.narrow(1, 0, total - 1), prompt_length - 1).to(torch::kFloat32);
-  if (logit_bias.defined()) logits = logits + logit_bias;
-  if (temperature > 0 && temperature != 1.0) logits = logits / temperature;
+  // Hidden states of the positions that predict response tokens only (causal_lm.h); the
+  // head turns them into logits a chunk of tokens at a time (core/memory/logits_chunk.h).
+  auto hidden = model->Hidden(sequences.narrow(1, 0, total - 1), prompt_length - 1);
   // Positions after a response's stop hold the pad token, which the logit bias may
   // exclude (-inf): read an allowed token's log-prob there instead so masked positions
   // stay finite (every loss masks them out, and -inf * 0 would be NaN).
@@ -21,8 +22,12 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
     const auto excluded = logit_bias.index({targets}).isinf();
     targets = torch::where(excluded, logit_bias.argmax().expand_as(targets), targets);
   }
-  targets = targets.unsqueeze(-1);
-  return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
+  const OutputHead head = model->output_head();
+  auto logp = ChunkedTokenLogProbs(hidden.reshape({batch * r, hidden.size(-1)}), head.weight,
+                                   targets.reshape({batch * r}), temperature, logit_bias,
+                                   chunk_tokens > 0 ? chunk_tokens : memory::LogitsChunkTokens(head.weight.size(0)),
+                                   head.bias);
+  return logp.view({batch, r});
 }
 
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,

@@ -6,6 +6,10 @@
 // distribution the samples were actually drawn from. temperature <= 0 counts as 1.
 // `logit_bias` [vocab] (optional) is added to the logits first: 0 for tokens a response
 // may use, -inf for the rest — the same restriction the rollout sampled under.
+// The logits are never formed for all tokens at once: the model's final hidden states go
+// through its output head a chunk of tokens at a time (chunked_log_probs.h; chunk size
+// core/memory/logits_chunk.h), and the backward pass recomputes a chunk's logits. Equal
+// to log_softmax over forward()'s logits to float rounding.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,9 +18,10 @@
 
 namespace headroom::worker {
 
-// With autograd (training). Returns [B, R].
+// With autograd (training). Returns [B, R]. chunk_tokens 0: LogitsChunkTokens(vocab).
 torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                               double temperature, const torch::Tensor& logit_bias = {});
+                               double temperature, const torch::Tensor& logit_bias = {},
+                               int64_t chunk_tokens = 0);
 
 // Without autograd, in chunks of micro_batch rows (old and reference log-probs).
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,

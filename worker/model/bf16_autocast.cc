@@ -27,6 +27,11 @@ bool CudaAutocastEnabled() { return at::autocast::is_enabled(); }
 c10::ScalarType CudaAutocastDtype() { return at::autocast::get_autocast_gpu_dtype(); }
 #endif
 
+at::Tensor InAutocastDtype(const at::Tensor& x) {
+  if (!x.is_cuda() || !x.is_floating_point() || !CudaAutocastEnabled()) return x;
+  return x.to(CudaAutocastDtype());
+}
+
 Bf16Autocast::Bf16Autocast(const c10::Device& device) {
   if (!device.is_cuda()) return;
   active_ = true;

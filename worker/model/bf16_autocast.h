@@ -7,6 +7,7 @@
 // per thread.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
@@ -28,5 +29,9 @@ class Bf16Autocast {
 // This thread's CUDA autocast state (what Bf16Autocast sets).
 bool CudaAutocastEnabled();
 c10::ScalarType CudaAutocastDtype();
+
+// x cast to the autocast dtype when this thread autocasts and x is a floating CUDA tensor
+// (what an autocast matmul would multiply it as); x itself otherwise.
+at::Tensor InAutocastDtype(const at::Tensor& x);
 
 }  // namespace headroom::worker

@@ -4,6 +4,11 @@
 // Contract (every implementation):
 //   - forward(tokens [B, T], first_output = 0) -> logits [B, T - first_output, vocab] of
 //     positions first_output..T-1, causal: position t sees 0..t only.
+//   - Hidden(tokens, first_output) -> the final-normed hidden states [B, T - first_output,
+//     H] forward() feeds its output head, in the dtype the head multiplies in (bf16 on a
+//     CUDA device, where forwards autocast; fp32 on CPU), and output_head() that head:
+//     forward() = Hidden() . weight^T + bias to rounding. Log-probs go through them in
+//     chunks of tokens so a micro-batch's [tokens x vocab] logits never exist at once.
 //   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
 //     returns the logits of the last new position [B, vocab]; equal (to float rounding)
 //     to forward() on the whole prefix. The cache has kv_cache_shape().
@@ -44,9 +49,18 @@ class BlockExecutor {
                                  const torch::Tensor& mask, KvCache* cache) = 0;
 };
 
+// The output projection: logits = hidden . weight^T + bias. The tensors are the model's
+// parameters themselves (gradients reach them); tied models return the embedding matrix.
+struct OutputHead {
+  torch::Tensor weight;  // [vocab, H]
+  torch::Tensor bias;    // [vocab], or undefined when the head has none
+};
+
 class CausalLMImpl : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) = 0;
+  virtual torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) = 0;
+  virtual OutputHead output_head() = 0;
   virtual torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) = 0;
   virtual torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
                               int64_t first_output = 0) = 0;

@@ -188,18 +188,26 @@ torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t fi
   return x;
 }
 
-torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& hidden) {
-  auto h = norm_(hidden);
-  return lm_head_ ? lm_head_(h) : torch::matmul(h, embed_tokens_->weight.t());
+torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& normed) {
+  return lm_head_ ? lm_head_(normed) : torch::matmul(normed, embed_tokens_->weight.t());
 }
 
-torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
-  Bf16Autocast autocast(tokens.device());
+torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output) {
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= max_seq_len_, "sequence of ", t, " tokens exceeds max_seq_len ", max_seq_len_);
   TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
               " positions");
-  return Head(Blocks(embed_tokens_(tokens), nullptr, first_output));
+  return norm_(Blocks(embed_tokens_(tokens), nullptr, first_output));
+}
+
+torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
+  Bf16Autocast autocast(tokens.device());
+  return Head(FinalHidden(tokens, first_output));
+}
+
+torch::Tensor HfCausalLMImpl::Hidden(const torch::Tensor& tokens, int64_t first_output) {
+  Bf16Autocast autocast(tokens.device());
+  return InAutocastDtype(FinalHidden(tokens, first_output));
 }
 
 torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
@@ -207,7 +215,7 @@ torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
   auto x = Blocks(embed_tokens_(tokens), &cache, 0);
-  return Head(x.select(1, t - 1));
+  return Head(norm_(x.select(1, t - 1)));
 }
 
 HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {

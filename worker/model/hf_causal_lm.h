@@ -50,6 +50,8 @@ class HfCausalLMImpl : public CausalLMImpl {
   HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len);
 
   torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  OutputHead output_head() override { return {lm_head_ ? lm_head_->weight : embed_tokens_->weight, {}}; }
   torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
   torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
                       int64_t first_output = 0) override;
@@ -66,7 +68,10 @@ class HfCausalLMImpl : public CausalLMImpl {
 
  private:
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
-  torch::Tensor Head(const torch::Tensor& hidden);
+  // Embeddings, blocks and the final norm, in the current autocast scope.
+  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output);
+  // The output projection of final-normed hidden states.
+  torch::Tensor Head(const torch::Tensor& normed);
   // cos, sin [t, head_dim] for positions start..start+t.
   std::pair<torch::Tensor, torch::Tensor> Rotary(int64_t start, int64_t t, const torch::Device& device) const;
 

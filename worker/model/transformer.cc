@@ -163,15 +163,24 @@ torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t f
   return x;
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
-  Bf16Autocast autocast(tokens.device());
+torch::Tensor TransformerImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output) {
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= config_.max_seq_len, "sequence of ", t, " tokens exceeds max_seq_len ", config_.max_seq_len);
   TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
               " positions");
   auto positions = torch::arange(t, tokens.options());
   auto x = tok_emb_(tokens) + pos_emb_(positions);
-  return Affine(head_, ln_f_(Blocks(x, nullptr, first_output)));
+  return ln_f_(Blocks(x, nullptr, first_output));
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
+  Bf16Autocast autocast(tokens.device());
+  return Affine(head_, FinalHidden(tokens, first_output));
+}
+
+torch::Tensor TransformerImpl::Hidden(const torch::Tensor& tokens, int64_t first_output) {
+  Bf16Autocast autocast(tokens.device());
+  return InAutocastDtype(FinalHidden(tokens, first_output));
 }
 
 torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {

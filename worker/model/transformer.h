@@ -33,6 +33,8 @@ class TransformerImpl : public CausalLMImpl {
   explicit TransformerImpl(const TransformerConfig& config);
 
   torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  OutputHead output_head() override { return {head_->weight, head_->bias}; }
   torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
 
   NamedTensors OrderedParameters() const override;
@@ -55,6 +57,8 @@ class TransformerImpl : public CausalLMImpl {
  private:
   // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
+  // Embeddings, blocks and the final norm, in the current autocast scope.
+  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output);
   void InitWeights();
 
   TransformerConfig config_;
