@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/protocol/step_record.h"
 #include "core/spec/training_job.h"
 #include "tests/helpers/temp_dir.h"
 #include "worker/checkpoint/checkpoint_reader.h"
@@ -318,15 +319,18 @@ TEST_F(TextTaskWorkerTest, BadDatasetLineExitsWith2NamingFileAndLine) {
   EXPECT_NE(err.find(data + ":2"), std::string::npos) << err;
 }
 
-TEST_F(TextTaskWorkerTest, PromptsOfDifferentTokenCountsAreRefusedWith2) {
+TEST_F(TextTaskWorkerTest, PromptsOfDifferentTokenCountsTrainLeftPadded) {
   const std::string data = dir_.path() + "/mixed.jsonl";
   std::ofstream(data) << "{\"question\": \"What is 1 + 1?\", \"answer\": \"#### 2\"}\n"
                       << "{\"question\": \"Tom has 3 apples and gets 4 more. How many apples does he have now?\", "
                          "\"answer\": \"#### 7\"}\n";
   std::string err;
-  EXPECT_EQ(RunWorker(WriteJob(data, 2), "", &err), 2) << err;
-  EXPECT_NE(err.find("spec.task.dataset.path"), std::string::npos) << err;
-  EXPECT_NE(err.find("same length"), std::string::npos) << err;
+  ASSERT_EQ(RunWorker(WriteJob(data, 2), "", &err), 0) << err;
+  const std::vector<protocol::StepRecord> records = protocol::ParseStepLog(ReadAll(dir_.path() + "/log.jsonl"), "log");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records.back().step, 2);
+  // Every step's prompts are the 2 records, one of each length: padded to the longer.
+  EXPECT_EQ(records[0].tokens, records[1].tokens);
 }
 
 }  // namespace

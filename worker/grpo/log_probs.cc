@@ -8,12 +8,13 @@
 namespace headroom::worker {
 
 torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                               double temperature, const torch::Tensor& logit_bias, int64_t chunk_tokens) {
+                               double temperature, const torch::Tensor& logit_bias,
+                               const torch::Tensor& prompt_padding, int64_t chunk_tokens) {
   const int64_t batch = sequences.size(0), total = sequences.size(1);
   const int64_t r = total - prompt_length;
   // Hidden states of the positions that predict response tokens only (causal_lm.h); the
   // head turns them into logits a chunk of tokens at a time (core/memory/logits_chunk.h).
-  auto hidden = model->Hidden(sequences.narrow(1, 0, total - 1), prompt_length - 1);
+  auto hidden = model->Hidden(sequences.narrow(1, 0, total - 1), prompt_length - 1, prompt_padding);
   // Positions after a response's stop hold the pad token, which the logit bias may
   // exclude (-inf): read an allowed token's log-prob there instead so masked positions
   // stay finite (every loss masks them out, and -inf * 0 would be NaN).
@@ -32,12 +33,14 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
 
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                      double temperature, int64_t micro_batch,
-                                     const torch::Tensor& logit_bias) {
+                                     const torch::Tensor& logit_bias, const torch::Tensor& prompt_padding) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   for (int64_t start = 0; start < sequences.size(0); start += micro_batch) {
     const int64_t n = std::min(micro_batch, sequences.size(0) - start);
-    parts.push_back(ResponseLogProbs(model, sequences.narrow(0, start, n), prompt_length, temperature, logit_bias));
+    const auto padding = prompt_padding.defined() ? prompt_padding.narrow(0, start, n) : torch::Tensor();
+    parts.push_back(
+        ResponseLogProbs(model, sequences.narrow(0, start, n), prompt_length, temperature, logit_bias, padding));
   }
   return torch::cat(parts, 0);
 }

@@ -1,7 +1,9 @@
 // Log-probabilities of the response tokens under a model.
 //
 // sequences [B, P + R] (prompt then response); the logits at position j predict token
-// j + 1, so the response's log-probs come from positions P - 1 .. P + R - 2. Logits are
+// j + 1, so the response's log-probs come from positions P - 1 .. P + R - 2. Prompts of
+// different lengths are left-padded to P: prompt_padding [B] int64 counts row b's pad
+// tokens (undefined: none; causal_lm.h). Logits are
 // divided by the sampling temperature first (as verl does), so the ratio compares the
 // distribution the samples were actually drawn from. temperature <= 0 counts as 1.
 // `logit_bias` [vocab] (optional) is added to the logits first: 0 for tokens a response
@@ -21,11 +23,12 @@ namespace headroom::worker {
 // With autograd (training). Returns [B, R]. chunk_tokens 0: LogitsChunkTokens(vocab).
 torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                double temperature, const torch::Tensor& logit_bias = {},
-                               int64_t chunk_tokens = 0);
+                               const torch::Tensor& prompt_padding = {}, int64_t chunk_tokens = 0);
 
 // Without autograd, in chunks of micro_batch rows (old and reference log-probs).
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                      double temperature, int64_t micro_batch,
-                                     const torch::Tensor& logit_bias = {});
+                                     const torch::Tensor& logit_bias = {},
+                                     const torch::Tensor& prompt_padding = {});
 
 }  // namespace headroom::worker

@@ -64,6 +64,7 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
     auto mmask = batch.response_mask.narrow(0, start, m);
     auto adv = batch.advantages.narrow(0, start, m);
     auto old = batch.old_logp.defined() ? batch.old_logp.narrow(0, start, m) : torch::Tensor();
+    auto padding = batch.prompt_padding.defined() ? batch.prompt_padding.narrow(0, start, m) : torch::Tensor();
     if (config_.kl_coef == 0) {
       // Only rows that can move the loss (policy_update.h); one at least.
       auto rows = adv.ne(0).nonzero().squeeze(1);
@@ -73,10 +74,12 @@ void PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin,
         mmask = mmask.index_select(0, rows);
         adv = adv.index_select(0, rows);
         if (old.defined()) old = old.index_select(0, rows);
+        if (padding.defined()) padding = padding.index_select(0, rows.to(padding.device()));
       }
     }
     sums.sequences_run += seq.size(0);
-    auto logp = ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias);
+    auto logp =
+        ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias, padding);
     auto old_logp = old.defined() ? old : logp.detach();
     auto terms = ClippedSurrogate(logp, old_logp, adv, config_.clip_low, config_.clip_high);
     auto loss_mat = terms.loss;

@@ -58,6 +58,7 @@ struct PolicyBatch {
   torch::Tensor old_logp;       // [N, R]; may be undefined when updates_per_step == 1
   torch::Tensor ref_logp;       // [N, R]; undefined when kl_coef == 0
   int64_t prompt_length = 0;
+  torch::Tensor prompt_padding; // [N] int64: left padding of each row's prompt; undefined when none
 };
 
 struct PolicyUpdateStats {

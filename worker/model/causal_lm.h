@@ -2,24 +2,30 @@
 // rollout engine, the log-prob computation and the ZeRO shards see only this.
 //
 // Contract (every implementation):
-//   - forward(tokens [B, T], first_output = 0) -> logits [B, T - first_output, vocab] of
-//     positions first_output..T-1, causal: position t sees 0..t only.
-//   - Hidden(tokens, first_output) -> the final-normed hidden states [B, T - first_output,
+//   - forward(tokens [B, T], first_output = 0, padding = {}) -> logits [B, T - first_output,
+//     vocab] of positions first_output..T-1, causal: position t sees 0..t only.
+//   - padding [B] int64 (undefined: none) counts the pad tokens row b starts with (prompts
+//     left-padded to the batch's longest, attention_mask.h): no position attends to them,
+//     and outputs at those positions are finite but meaningless. A rotary model gives a
+//     row's real positions the same outputs as the row alone (to rounding); a model with
+//     absolute positions throws std::invalid_argument for non-zero padding.
+//   - Hidden(tokens, first_output, padding) -> the final-normed hidden states [B, T - first_output,
 //     H] forward() feeds its output head, in the dtype the head multiplies in (bf16 on a
 //     CUDA device, where forwards autocast; fp32 on CPU), and output_head() that head:
 //     forward() = Hidden() . weight^T + bias to rounding. Log-probs go through them in
 //     chunks of tokens so a micro-batch's [tokens x vocab] logits never exist at once.
 //   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
 //     returns the logits of the last new position [B, vocab]; equal (to float rounding)
-//     to forward() on the whole prefix. The cache has kv_cache_shape().
+//     to forward() on the whole prefix. The cache has kv_cache_shape(); its rows' padding
+//     is the cache's (KvCache::Reset).
 //   - OrderedParameters() lists (name, tensor) in one fixed order: the order a flat
 //     buffer, a shard map and a checkpoint use. Names are the checkpoint's names.
 //   - LayerOfParameter(name) is the block a parameter belongs to, or -1 for parameters
 //     used outside the blocks (embeddings, final norm, head); a block's parameters are
 //     used by Block(l) and nothing else.
 //   - Block(l, x [B, t, H], mask, cache, first_output) runs block l alone: `mask` is the
-//     causal mask [t, start + t] (undefined for one cached position), start = the cache's
-//     length or 0. A BlockExecutor, when set, runs every block of a forward (ZeRO stage 3
+//     causal mask [t, start + t] (undefined for one cached position) or, with padding,
+//     [B, 1, t, start + t] (padded keys masked too); start = the cache's length or 0. A BlockExecutor, when set, runs every block of a forward (ZeRO stage 3
 //     gathers a block's parameters around it); the result must equal Block().
 //   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
 #pragma once
@@ -58,8 +64,10 @@ struct OutputHead {
 
 class CausalLMImpl : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) = 0;
-  virtual torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) = 0;
+  virtual torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0,
+                                const torch::Tensor& padding = {}) = 0;
+  virtual torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0,
+                               const torch::Tensor& padding = {}) = 0;
   virtual OutputHead output_head() = 0;
   virtual torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) = 0;
   virtual torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,

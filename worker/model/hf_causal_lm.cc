@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/hf/safetensors.h"
+#include "worker/model/attention_mask.h"
 #include "worker/model/bf16_autocast.h"
 
 namespace headroom::worker {
@@ -158,7 +159,7 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   const int64_t out_t = t - first_output;
   auto qo = q.narrow(2, first_output, out_t);
   auto scores = torch::matmul(qo, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  if (mask.defined()) scores = scores + mask.narrow(0, first_output, out_t).to(scores.scalar_type());
+  if (mask.defined()) scores = scores + mask.narrow(-2, first_output, out_t).to(scores.scalar_type());
   auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(v.scalar_type());
   auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({batch, out_t, heads * d});
   auto h = x.narrow(1, first_output, out_t) + b.o_proj(attn);
@@ -166,12 +167,18 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   return h + b.down_proj(torch::silu(b.gate_proj(n2)) * b.up_proj(n2));
 }
 
-torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output) {
+torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output,
+                                     const torch::Tensor& padding) {
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
   const int64_t last = config_.num_hidden_layers - 1;
-  torch::Tensor mask;  // causal over [start, start + t); one cached position sees everything
-  if (t > 1) {
+  // Causal over [start, start + t); one cached position sees everything, but padded keys.
+  torch::Tensor mask;
+  if (padding.defined()) {
+    TORCH_CHECK(padding.dim() == 1 && padding.size(0) == x.size(0), "padding ", padding.sizes(), " for a batch of ",
+                x.size(0));
+    mask = PaddedCausalMask(padding, start, t, x.device());
+  } else if (t > 1) {
     mask = torch::full({t, start + t}, -std::numeric_limits<float>::infinity(),
                        torch::TensorOptions().dtype(torch::kFloat32).device(x.device()))
                .triu(start + 1);
@@ -192,29 +199,32 @@ torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& normed) {
   return lm_head_ ? lm_head_(normed) : torch::matmul(normed, embed_tokens_->weight.t());
 }
 
-torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output,
+                                          const torch::Tensor& padding) {
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= max_seq_len_, "sequence of ", t, " tokens exceeds max_seq_len ", max_seq_len_);
   TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
               " positions");
-  return norm_(Blocks(embed_tokens_(tokens), nullptr, first_output));
+  return norm_(Blocks(embed_tokens_(tokens), nullptr, first_output, padding));
 }
 
-torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output,
+                                      const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
-  return Head(FinalHidden(tokens, first_output));
+  return Head(FinalHidden(tokens, first_output, padding));
 }
 
-torch::Tensor HfCausalLMImpl::Hidden(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor HfCausalLMImpl::Hidden(const torch::Tensor& tokens, int64_t first_output,
+                                     const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
-  return InAutocastDtype(FinalHidden(tokens, first_output));
+  return InAutocastDtype(FinalHidden(tokens, first_output, padding));
 }
 
 torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
   Bf16Autocast autocast(tokens.device());
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
-  auto x = Blocks(embed_tokens_(tokens), &cache, 0);
+  auto x = Blocks(embed_tokens_(tokens), &cache, 0, cache.padding());
   return Head(norm_(x.select(1, t - 1)));
 }
 

@@ -14,7 +14,8 @@
 // model.layers.<l>.self_attn.q_proj.weight, ..., model.norm.weight, lm_head.weight), so
 // checkpoints and exports speak them. A tied model has no lm_head parameter.
 // Weights are held in fp32 (master weights); on a CUDA device forwards run under bf16
-// autocast. Positions are the cache length onwards (no padding inside a sequence).
+// autocast. Positions are the cache length onwards, padding included: rotary attention
+// depends only on relative positions, so left padding (causal_lm.h) shifts nothing.
 #pragma once
 
 #include <string>
@@ -49,8 +50,10 @@ class HfCausalLMImpl : public CausalLMImpl {
   // positions a forward or a cache may hold (<= max_position_embeddings is not required).
   HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len);
 
-  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
-  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0,
+                        const torch::Tensor& padding = {}) override;
+  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0,
+                       const torch::Tensor& padding = {}) override;
   OutputHead output_head() override { return {lm_head_ ? lm_head_->weight : embed_tokens_->weight, {}}; }
   torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
   torch::Tensor Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
@@ -67,9 +70,9 @@ class HfCausalLMImpl : public CausalLMImpl {
   const hf::HfModelConfig& config() const { return config_; }
 
  private:
-  torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
+  torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output, const torch::Tensor& padding);
   // Embeddings, blocks and the final norm, in the current autocast scope.
-  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output);
+  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding);
   // The output projection of final-normed hidden states.
   torch::Tensor Head(const torch::Tensor& normed);
   // cos, sin [t, head_dim] for positions start..start+t.

@@ -23,13 +23,18 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, 
                           torch::TensorOptions().dtype(dtype).device(device));
 }
 
-void KvCache::Reset(int64_t batch) {
+void KvCache::Reset(int64_t batch, const torch::Tensor& padding) {
   if (batch < 1 || batch > max_batch_) {
     throw std::out_of_range("kv cache: batch " + std::to_string(batch) + " outside [1, " +
                             std::to_string(max_batch_) + "]");
   }
+  if (padding.defined() && (padding.dim() != 1 || padding.size(0) != batch)) {
+    throw std::invalid_argument("kv cache: padding of shape " + c10::str(padding.sizes()) + " for a batch of " +
+                                std::to_string(batch));
+  }
   batch_ = batch;
   length_ = 0;
+  padding_ = padding.defined() ? padding.to(storage_.device(), torch::kInt64) : torch::Tensor();
 }
 
 void KvCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {

@@ -38,7 +38,9 @@ class KvCache {
       : KvCache(KvCacheShapeOf(config), max_batch, max_seq, device, dtype) {}
 
   // Starts a new generation for `batch` sequences (<= max_batch). Throws std::out_of_range.
-  void Reset(int64_t batch);
+  // padding [batch] int64 (undefined: none): the pad tokens each row's prompt starts with,
+  // which attention must skip for the whole generation (causal_lm.h).
+  void Reset(int64_t batch, const torch::Tensor& padding = {});
   // Writes k, v [batch, heads, t, head_dim] of `layer` at positions [length, length + t).
   // Advance() moves length once every layer has appended.
   void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
@@ -49,6 +51,7 @@ class KvCache {
   torch::Tensor Values(int64_t layer, int64_t upto) const;
 
   int64_t batch() const { return batch_; }
+  const torch::Tensor& padding() const { return padding_; }
   int64_t length() const { return length_; }
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
@@ -61,6 +64,7 @@ class KvCache {
   int64_t max_seq_;
   int64_t batch_ = 0;
   int64_t length_ = 0;
+  torch::Tensor padding_;  // [batch] int64 on the cache's device, or undefined
 };
 
 }  // namespace headroom::worker

@@ -2,11 +2,13 @@
 
 #include "worker/model/transformer.h"
 
+#include "worker/model/attention_mask.h"
 #include "worker/model/bf16_autocast.h"
 #include "worker/model/fused_attention.h"
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace headroom::worker {
 namespace {
@@ -25,6 +27,14 @@ torch::Tensor Affine(const torch::nn::Linear& layer, const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
   sizes.back() = y.size(1);
   return y.view(sizes);
+}
+
+void RejectPadding(const torch::Tensor& padding) {
+  if (AnyPadding(padding)) {
+    throw std::invalid_argument(
+        "transformer: left-padded prompts need a rotary-position model (spec.model.path); the toy transformer's "
+        "learned absolute positions would move with the padding");
+  }
 }
 
 }  // namespace
@@ -133,7 +143,7 @@ torch::Tensor TransformerImpl::Block(int64_t layer, const torch::Tensor& x, cons
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
     auto att = torch::matmul(q.narrow(2, first_output, out_t), k.transpose(-2, -1)).mul_(scale);
-    if (mask.defined()) att = att + mask.narrow(0, first_output, out_t);
+    if (mask.defined()) att = att + mask.narrow(-2, first_output, out_t);
     y = torch::matmul(torch::softmax(att, -1), v);                      // [B, heads, out_t, D]
     y = y.transpose(1, 2).reshape({x.size(0), out_t, config_.hidden});  // [B, out_t, H]
   }
@@ -163,7 +173,9 @@ torch::Tensor TransformerImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t f
   return x;
 }
 
-torch::Tensor TransformerImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor TransformerImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output,
+                                           const torch::Tensor& padding) {
+  RejectPadding(padding);
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= config_.max_seq_len, "sequence of ", t, " tokens exceeds max_seq_len ", config_.max_seq_len);
   TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
@@ -173,20 +185,23 @@ torch::Tensor TransformerImpl::FinalHidden(const torch::Tensor& tokens, int64_t 
   return ln_f_(Blocks(x, nullptr, first_output));
 }
 
-torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, int64_t first_output,
+                                       const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
-  return Affine(head_, FinalHidden(tokens, first_output));
+  return Affine(head_, FinalHidden(tokens, first_output, padding));
 }
 
-torch::Tensor TransformerImpl::Hidden(const torch::Tensor& tokens, int64_t first_output) {
+torch::Tensor TransformerImpl::Hidden(const torch::Tensor& tokens, int64_t first_output,
+                                      const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
-  return InAutocastDtype(FinalHidden(tokens, first_output));
+  return InAutocastDtype(FinalHidden(tokens, first_output, padding));
 }
 
 torch::Tensor TransformerImpl::ForwardCached(const torch::Tensor& tokens, KvCache& cache) {
   Bf16Autocast autocast(tokens.device());
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
+  if (cache.length() == 0) RejectPadding(cache.padding());  // once per generation: it reads the host
   auto positions = torch::arange(cache.length(), cache.length() + t, tokens.options());
   auto x = Blocks(tok_emb_(tokens) + pos_emb_(positions), &cache, 0);
   return Affine(head_, ln_f_(x.select(1, t - 1)));

@@ -32,8 +32,12 @@ class TransformerImpl : public CausalLMImpl {
  public:
   explicit TransformerImpl(const TransformerConfig& config);
 
-  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0) override;
-  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0) override;
+  // Learned absolute positions: non-zero padding throws std::invalid_argument (the toy
+  // tasks' prompts all have one length, so they never pad).
+  torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0,
+                        const torch::Tensor& padding = {}) override;
+  torch::Tensor Hidden(const torch::Tensor& tokens, int64_t first_output = 0,
+                       const torch::Tensor& padding = {}) override;
   OutputHead output_head() override { return {head_->weight, head_->bias}; }
   torch::Tensor ForwardCached(const torch::Tensor& tokens, KvCache& cache) override;
 
@@ -58,7 +62,7 @@ class TransformerImpl : public CausalLMImpl {
   // Runs the blocks on x [B, T, H]; with a cache, keys/values are appended and read back.
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output);
   // Embeddings, blocks and the final norm, in the current autocast scope.
-  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output);
+  torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding);
   void InitWeights();
 
   TransformerConfig config_;

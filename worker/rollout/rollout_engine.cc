@@ -50,7 +50,8 @@ bool RolloutEngine::AnyAlive(const torch::Tensor& alive) const {
 }
 
 Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
-                                const std::vector<uint64_t>& sample_keys, double temperature) {
+                                const std::vector<uint64_t>& sample_keys, double temperature,
+                                const torch::Tensor& prompt_padding) {
   const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
   if (static_cast<int64_t>(sample_keys.size()) != b) {
     throw std::invalid_argument("rollout: " + std::to_string(sample_keys.size()) + " sample keys for " +
@@ -60,6 +61,12 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     throw std::invalid_argument("rollout: prompt of " + std::to_string(p) + " tokens exceeds maxPromptLength " +
                                 std::to_string(max_prompt_));
   }
+  if (prompt_padding.defined() && (prompt_padding.dim() != 1 || prompt_padding.size(0) != b)) {
+    throw std::invalid_argument("rollout: prompt padding of shape " + c10::str(prompt_padding.sizes()) + " for " +
+                                std::to_string(b) + " prompts");
+  }
+  const torch::Tensor padding =
+      prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
   const int64_t vocab = model->vocab_size();
   torch::Tensor sequences, mask;
   {
@@ -71,7 +78,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
     auto msk = torch::zeros({b, r}, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-    cache_.Reset(b);
+    cache_.Reset(b, padding);
     torch::Tensor input = prompts.to(device_);
     for (int64_t t = 0; t < r; ++t) {
       auto logits = model->ForwardCached(input, cache_).to(torch::kFloat32);  // [B, vocab]
@@ -100,6 +107,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
   out.sequences = sequences;
   out.response_mask = mask;
   out.prompt_length = p;
+  out.prompt_padding = padding;
   out.response_width = r;
   out.generated_tokens = static_cast<int64_t>(mask.sum().item<double>());
   return out;

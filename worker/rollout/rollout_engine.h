@@ -16,6 +16,9 @@
 //     (the model's forward is a collective: stage 3 over several ranks gathers each block
 //     per token), Generate() is collective too: it ends once every rank's rows have
 //     stopped (one scalar all_reduce per token), so all ranks run the same forwards.
+//   - Prompts of different lengths come left-padded to the longest with a count of pad
+//     tokens per row (causal_lm.h): every response starts at column P, and a row's
+//     tokens are those it would sample alone (to float rounding; bitwise without padding).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +36,8 @@ namespace headroom::worker {
 struct Rollout {
   torch::Tensor sequences;      // [B, P + R] int64: prompt, response, PAD after the stop
   torch::Tensor response_mask;  // [B, R] float: 1 for generated tokens up to and incl. EOS
-  int64_t prompt_length = 0;    // P
+  int64_t prompt_length = 0;    // P, the longest prompt's length
+  torch::Tensor prompt_padding; // [B] int64: pad tokens before row b's prompt; undefined when none
   int64_t response_width = 0;   // R = max_response
   int64_t generated_tokens = 0; // sum of response_mask
 
@@ -45,9 +49,10 @@ class RolloutEngine {
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
                 torch::Device device);
 
-  // prompts [B, P] int64 (same length for every row), one key per row.
+  // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
+  // every row is P long); one key per row.
   Rollout Generate(CausalLM model, const torch::Tensor& prompts, const std::vector<uint64_t>& sample_keys,
-                   double temperature);
+                   double temperature, const torch::Tensor& prompt_padding = {});
 
   // [vocab]: 0 for tokens a response may use, -inf for the rest; undefined = no restriction.
   void set_logit_bias(torch::Tensor bias) { logit_bias_ = std::move(bias); }

@@ -1,7 +1,7 @@
 // Verifiable tasks: prompts generated from (seed, global prompt index), answers checked
 // exactly. Nothing is downloaded; the same index gives the same problem on every rank.
 //
-// Formats (every prompt of a task has the same length, so a batch needs no prompt padding):
+// Formats (a generated task's prompts all have one length; a text task's vary and are left-padded):
 //   addition  "A+B="  A, B uniform in [0, 10^digits), written with exactly `digits` digits
 //                     (leading zeros kept); answer: A+B with exactly digits+1 digits.
 //                     e.g. digits=3: "007+120=" -> "0127"
@@ -47,7 +47,9 @@ class Task {
   virtual std::string name() const = 0;
   // Deterministic in (task seed, global_index): the problem for that prompt slot.
   virtual Problem Make(uint64_t global_index) const = 0;
-  // Token count of every prompt (BOS included) and of a correct response (EOS included).
+  // The most tokens a prompt may have (BOS included; prompts of one step may be shorter
+  // and are left-padded to their longest) and the token count of a correct response (EOS
+  // included).
   virtual int64_t prompt_tokens() const = 0;
   virtual int64_t answer_tokens() const = 0;
   virtual ResponseFormat response_format() const = 0;

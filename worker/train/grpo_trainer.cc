@@ -2,6 +2,7 @@
 
 #include "worker/train/grpo_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <stdexcept>
@@ -12,7 +13,6 @@
 #include "worker/model/weights_io.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task_factory.h"
-#include "worker/tasks/text_task.h"
 
 namespace headroom::worker {
 namespace {
@@ -30,7 +30,11 @@ uint64_t SampleKey(uint64_t seed, int64_t global_sample_index) {
 }
 
 GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device)
-    : spec_(spec), comm_(comm), device_(device) {
+    : GrpoTrainer(spec, comm, device, MakeTask(spec)) {}
+
+GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device,
+                         std::unique_ptr<Task> task)
+    : spec_(spec), comm_(comm), device_(device), task_(std::move(task)) {
   const auto& g = spec_.grpo;
   const int world = comm_.world_size();
   if (g.prompts_per_step % world != 0) {
@@ -39,18 +43,6 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   }
   local_prompts_ = g.prompts_per_step / world;
 
-  task_ = MakeTask(spec_);
-  // RunStep batches prompts as one [rows, prompt_tokens] tensor: prompts of different token
-  // counts would need left padding and a key mask in every forward, which this worker does
-  // not have yet. Refused here, naming why, rather than failing inside the first step.
-  if (const auto* text = dynamic_cast<const TextTask*>(task_.get());
-      text != nullptr && text->min_prompt_tokens() != text->prompt_tokens()) {
-    throw std::invalid_argument("spec.task.dataset.path: the rendered prompts have " +
-                                std::to_string(text->min_prompt_tokens()) + " to " +
-                                std::to_string(text->prompt_tokens()) +
-                                " tokens; this worker batches prompts of one token count only (padding shorter "
-                                "prompts is not supported yet), so every prompt must tokenize to the same length");
-  }
   if (task_->prompt_tokens() > g.max_prompt_length) {
     throw std::invalid_argument("spec.grpo.maxPromptLength: " + std::to_string(g.max_prompt_length) +
                                 " is shorter than the " + task_->name() + " prompt of " +
@@ -96,6 +88,11 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
       throw std::invalid_argument("task " + task_->name() + ": stop token " + std::to_string(id) +
                                   " is outside the model's vocabulary of " + std::to_string(model_->vocab_size()));
   }
+  if (format.pad < 0 || format.pad >= model_->vocab_size()) {
+    throw std::invalid_argument("task " + task_->name() + ": pad token " + std::to_string(format.pad) +
+                                " is outside the model's vocabulary of " + std::to_string(model_->vocab_size()));
+  }
+  pad_token_ = format.pad;
   if (!format.allowed.empty()) {
     response_bias_ = torch::full({model_->vocab_size()}, -std::numeric_limits<float>::infinity());
     for (int64_t id : format.allowed) response_bias_[id] = 0.0f;
@@ -129,27 +126,46 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   StepResult result;
   result.step = step;
 
-  // 1. Prompts: this rank's share of the step's global prompt range, each repeated G times.
+  // 1. Prompts: this rank's share of the step's global prompt range, each repeated G times,
+  // left-padded to the longest of them.
   const int64_t n = local_prompts_ * group;
   std::vector<Problem> problems;
   std::vector<uint64_t> keys;
-  auto prompts = torch::empty({n, task_->prompt_tokens()}, torch::kInt64);
+  int64_t longest = 0;
   for (int64_t i = 0; i < local_prompts_; ++i) {
     const int64_t global_prompt = GlobalPrompt(step, i);
     problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
-    auto row = torch::tensor(problems.back().prompt_tokens, torch::kInt64);
-    for (int64_t s = 0; s < group; ++s) {
-      prompts[i * group + s].copy_(row);
-      keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
+    const int64_t length = static_cast<int64_t>(problems.back().prompt_tokens.size());
+    if (length < 1 || length > task_->prompt_tokens()) {
+      throw std::runtime_error("task " + task_->name() + ": prompt " + std::to_string(global_prompt) + " has " +
+                               std::to_string(length) + " tokens, outside [1, " +
+                               std::to_string(task_->prompt_tokens()) + "]");
     }
+    longest = std::max(longest, length);
+    for (int64_t s = 0; s < group; ++s) keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
   }
+  auto prompts = torch::full({n, longest}, pad_token_, torch::kInt64);
+  std::vector<int64_t> padding(static_cast<size_t>(n));
+  bool padded = false;
+  for (int64_t i = 0; i < local_prompts_; ++i) {
+    const auto& tokens = problems[static_cast<size_t>(i)].prompt_tokens;
+    const int64_t length = static_cast<int64_t>(tokens.size());
+    auto row = torch::tensor(tokens, torch::kInt64);
+    for (int64_t s = 0; s < group; ++s) {
+      prompts[i * group + s].narrow(0, longest - length, length).copy_(row);
+      padding[static_cast<size_t>(i * group + s)] = longest - length;
+    }
+    padded = padded || length < longest;
+  }
+  // Equal lengths pass no padding at all: the models then run exactly as without it.
+  const torch::Tensor prompt_padding = padded ? torch::tensor(padding, torch::kInt64) : torch::Tensor();
 
   // 2. Rollout. Stage 3: the outer parameters stay gathered from here through the first
   // mini-batch (its optimizer step releases them); blocks gather as they run.
   auto t0 = std::chrono::steady_clock::now();
   shards_->Gather();
   model_->eval();
-  Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature);
+  Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature, prompt_padding);
   result.rollout_seconds = SecondsSince(t0);
 
   // 3. Rewards, verified against each problem's answer.
@@ -169,6 +185,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   batch.sequences = rollout.sequences;
   batch.response_mask = rollout.response_mask;
   batch.prompt_length = rollout.prompt_length;
+  batch.prompt_padding = rollout.prompt_padding;
   batch.advantages = GroupAdvantages(rewards, group).to(device_);
 
   // 5. Old (and reference) log-probs: once, without grad, before any update. With one
@@ -177,11 +194,11 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   t0 = std::chrono::steady_clock::now();
   if (g.updates_per_step > 1) {
     batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
-                                            g.micro_batch_size, response_bias_);
+                                            g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
   if (has_reference_model()) {
     batch.ref_logp = ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
-                                            g.micro_batch_size, response_bias_);
+                                            g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
   result.logprob_seconds = SecondsSince(t0);
 
@@ -199,7 +216,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.clip_fraction = stats.clip_fraction;
   result.grad_norm = stats.grad_norm;
   result.sequences = n;
-  result.tokens = TokensPerStep();
+  result.tokens = n * (longest + g.max_response_length);
   result.generated_tokens = rollout.generated_tokens;
   result.update_sequences = stats.sequences_run;
   return result;

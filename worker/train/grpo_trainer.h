@@ -18,6 +18,9 @@
 //     spec.sharding: stage, offload) and the generation cache are built once in the
 //     constructor and live for the whole run. Every rank starts from rank 0's weights.
 //   - Collective: the constructor and RunStep() are called by every rank, in step order.
+//   - Prompts of one step may differ in length: they are left-padded with the task's pad
+//     token to the step's longest on this rank, and the padding goes with the rows through
+//     rollout, log-probs and update (causal_lm.h). Equal lengths pad nothing.
 //   - Stage 3: each block's parameters are gathered only while it runs (rollout,
 //     log-probs, forward and recomputed backward), the outer ones (embeddings, head) for
 //     the step; between steps (and so when a checkpoint is saved) a rank holds only its
@@ -49,7 +52,7 @@ struct StepResult {
   double clip_fraction = 0;
   double grad_norm = 0;
   int64_t sequences = 0;         // this rank's sequences
-  int64_t tokens = 0;            // padded tokens processed: sequences * (prompt + maxResponse)
+  int64_t tokens = 0;            // padded tokens processed: sequences * (longest prompt + maxResponse)
   int64_t generated_tokens = 0;  // response tokens actually sampled (EOS included)
   int64_t update_sequences = 0;  // rows the update ran forward/backward (advantage-0 rows skipped)
   double rollout_seconds = 0;
@@ -61,10 +64,14 @@ class GrpoTrainer {
  public:
   // Throws std::invalid_argument for a spec it cannot run (naming the field).
   GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device);
+  // With `task` instead of the one spec.task names (tests: tasks no spec can name yet).
+  GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device, std::unique_ptr<Task> task);
 
   StepResult RunStep(int64_t step);
 
-  // Padded tokens this rank processes in a step: known before the step runs.
+  // The most padded tokens this rank processes in a step, known before the step runs:
+  // prompts counted at the task's longest possible prompt (Task::prompt_tokens()). An
+  // upper bound: a step's prompts are padded only to its own longest (StepResult::tokens).
   int64_t TokensPerStep() const;
   int64_t local_prompts() const { return local_prompts_; }
   // The global index of this rank's `local`-th prompt of step `step`.
@@ -89,6 +96,7 @@ class GrpoTrainer {
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;
   torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
+  int64_t pad_token_ = 0;        // the task's pad: fills rows after a stop, and prompts on the left
   int64_t local_prompts_ = 0;
 };
 
