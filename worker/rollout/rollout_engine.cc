@@ -27,16 +27,15 @@ void RolloutEngine::set_response_format(ResponseFormat format) {
   pad_token_ = format.pad;
 }
 
-torch::Tensor RolloutEngine::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const {
-  const int64_t b = static_cast<int64_t>(sample_keys.size());
+torch::Tensor RolloutEngine::GumbelNoise(std::vector<CounterRng>& row_streams, int64_t vocab) const {
+  const int64_t b = static_cast<int64_t>(row_streams.size());
   // The uniforms come from each sample's own counter stream; the two logs run
   // vectorised over the whole tensor (two scalar std::log per entry were ~5% of a
   // tiny-preset step). In fp64: a uniform near 1 would round to 1.0f and give inf.
-  auto uniform = torch::empty({b, max_response_, vocab}, torch::kFloat64);
+  auto uniform = torch::empty({b, vocab}, torch::kFloat64);
   double* out = uniform.data_ptr<double>();
-  for (int64_t i = 0; i < b; ++i) {
-    CounterRng rng(sample_keys[i]);
-    for (int64_t j = 0; j < max_response_ * vocab; ++j) *out++ = rng.Uniform();
+  for (auto& rng : row_streams) {
+    for (int64_t j = 0; j < vocab; ++j) *out++ = rng.Uniform();
   }
   return uniform.log_().neg_().log_().neg_().to(device_, torch::kFloat32);
 }
@@ -73,7 +72,9 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     // Inference mode: no autograd bookkeeping at all while sampling; outputs are cloned
     // below so training can use them.
     c10::InferenceMode inference;
-    auto noise = temperature > 0 ? GumbelNoise(sample_keys, vocab) : torch::Tensor();
+    // One decode step's noise at a time: a whole response's ([B, R, vocab]) would be tens of
+    // GB for a real vocabulary. Each row's stream advances a vocabulary per step.
+    std::vector<CounterRng> row_streams(sample_keys.begin(), sample_keys.end());
     auto seq = torch::full({b, p + r}, pad_token_, torch::TensorOptions().dtype(torch::kInt64).device(device_));
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
@@ -85,7 +86,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
       if (logit_bias_.defined()) logits = logits + logit_bias_;
       torch::Tensor next;
       if (temperature > 0) {
-        next = (logits / temperature + noise.select(1, t)).argmax(-1);  // Gumbel-max = a softmax sample
+        next = (logits / temperature + GumbelNoise(row_streams, vocab)).argmax(-1);  // Gumbel-max = a softmax sample
       } else {
         next = logits.argmax(-1);
       }

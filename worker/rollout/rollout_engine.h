@@ -29,6 +29,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
+#include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -66,8 +67,9 @@ class RolloutEngine {
   int64_t max_response() const { return max_response_; }
 
  private:
-  // [B, R, vocab] Gumbel noise, row i from sample_keys[i] alone.
-  torch::Tensor GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t vocab) const;
+  // [B, vocab] Gumbel noise for one decode step, row i from row_streams[i] (keyed by
+  // sample_keys[i]), which it advances by `vocab` draws.
+  torch::Tensor GumbelNoise(std::vector<CounterRng>& row_streams, int64_t vocab) const;
   // Whether any row (on any rank of decode_comm_) is still generating.
   bool AnyAlive(const torch::Tensor& alive) const;
 
