@@ -22,6 +22,8 @@ inline constexpr const char* kWorkerLoss = "headroom_worker_loss";
 inline constexpr const char* kWorkerKl = "headroom_worker_kl";
 inline constexpr const char* kWorkerTokensTotal = "headroom_worker_tokens_total";
 inline constexpr const char* kWorkerStepDurationSeconds = "headroom_worker_step_duration_seconds";  // histogram
+// Beyond design.md's list (added, not renamed): text tasks' held-out evaluation.
+inline constexpr const char* kWorkerHeldoutReward = "headroom_worker_heldout_reward";
 
 // --- operator -----------------------------------------------------------------------
 inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}

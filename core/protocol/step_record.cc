@@ -50,6 +50,8 @@ void ForEachField(Record& r, Fn&& fn) {
   fn("epoch", r.epoch);
   fn("cursor", r.cursor);
   fn("prompts_filtered", r.prompts_filtered);
+  fn("heldout_reward", r.heldout_reward);
+  fn("heldout_problems", r.heldout_problems);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 // update_seconds, guard_action, host_forecast_steps, host_threshold_steps,
 // host_growth_bytes_per_step, gpu_forecast_steps, gpu_threshold_steps,
 // gpu_growth_bytes_per_step, checkpoint_bytes, checkpoint_seconds, epoch, cursor,
-// prompts_filtered (headroom's additions, README.md "Step log"):
+// prompts_filtered, heldout_reward, heldout_problems (headroom's additions, README.md
+// "Step log"):
 //   tokens              padded tokens the step processed: sequences * (prompt + maxResponse)
 //                       — the number memory follows, known before the step runs
 //   next_step_tokens    the same for the next step (what the guard forecasts with; 0 after
@@ -31,6 +32,10 @@
 //                       after this step; 0 for generated tasks
 //   prompts_filtered    text tasks: dataset records skipped because their prompt is longer
 //                       than maxPromptLength; 0 for generated tasks
+//   heldout_reward      text tasks with spec.task.dataset.heldOut: the mean reward of greedy
+//                       responses to the held-out problems, on the steps that evaluate them
+//                       (checkpoint cadence and the last step); -1 on the others
+//   heldout_problems    how many held-out problems that mean is over; 0 when not evaluated
 //
 // Reading contract: ParseStepLogLine() accepts one JSON object with at least an integer
 // "step"; every other key is optional (absent numbers keep their defaults) and unknown
@@ -69,6 +74,8 @@ struct StepRecord {
   int64_t checkpoint_bytes = 0;
   double checkpoint_seconds = 0;
   int64_t epoch = 0, cursor = 0, prompts_filtered = 0;
+  double heldout_reward = -1;
+  int64_t heldout_problems = 0;
 
   // Not in the JSON: which launch of the job produced the record, set by the supervisor
   // that read it.

@@ -59,6 +59,8 @@ StepRecord FilledRecord() {
   r.epoch = 2;
   r.cursor = 37;
   r.prompts_filtered = 5;
+  r.heldout_reward = 0.375;
+  r.heldout_problems = 200;
   return r;
 }
 
@@ -77,6 +79,8 @@ TEST(StepRecord, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->epoch, 2);
   EXPECT_EQ(back->cursor, 37);
   EXPECT_EQ(back->prompts_filtered, 5);
+  EXPECT_EQ(back->heldout_reward, 0.375);
+  EXPECT_EQ(back->heldout_problems, 200);
 }
 
 TEST(StepRecord, WritesDesignKeysFirstAndLeavesOutTheGeneration) {

@@ -198,6 +198,33 @@ TEST(TextTask, DatasetAtIsTheEpochAndCursorOfDatasetOrderAndTheContentHash) {
   EXPECT_FALSE(MakeTask(generated)->DatasetAt(5)) << "generated tasks have no dataset";
 }
 
+TEST(TextTask, HeldOutIsTheHeldOutFileInOrderWithLongPromptsDropped) {
+  spec::TrainingJobSpec s = ExampleSpec();
+  const std::string held = kSource + "/configs/data/addition-text/heldout.jsonl";
+  EXPECT_TRUE(MakeTask(s)->HeldOut().empty()) << "no heldOut file, no held-out problems";
+  s.task.dataset.held_out = held;
+  const Reference ref;
+  const JsonlDataset file = JsonlDataset::Load(held, "question", "answer");
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < file.size(); ++i) lengths.push_back(ref.Ids(s, file[i].prompt).size());
+  std::vector<int64_t> sorted = lengths;
+  std::sort(sorted.begin(), sorted.end());
+  s.grpo.max_prompt_length = sorted[sorted.size() / 2];
+  const std::unique_ptr<Task> task = MakeTask(s);
+  const std::vector<Problem>& problems = task->HeldOut();
+  size_t k = 0;
+  for (int64_t i = 0; i < file.size(); ++i) {
+    if (lengths[i] > s.grpo.max_prompt_length) continue;
+    ASSERT_LT(k, problems.size());
+    EXPECT_EQ(problems[k].prompt, file[i].prompt);
+    EXPECT_EQ(problems[k].answer, file[i].answer);
+    EXPECT_EQ(problems[k].prompt_tokens, ref.Ids(s, file[i].prompt)) << "held-out line " << file[i].line;
+    ++k;
+  }
+  EXPECT_EQ(k, problems.size());
+  EXPECT_LT(problems.size(), static_cast<size_t>(file.size())) << "the median length should drop some";
+}
+
 // The message of the invalid_argument MakeTask(s) throws, or "" when it throws none.
 std::string RefusalOf(const spec::TrainingJobSpec& s) {
   try {
@@ -227,6 +254,12 @@ TEST(TextTask, BadInputIsAnInvalidArgumentNamingTheFieldAndFile) {
   EXPECT_NE(why.find(broken + ":3"), std::string::npos) << why;
 
   s = ExampleSpec();
+  s.task.dataset.held_out = broken;
+  why = RefusalOf(s);
+  EXPECT_NE(why.find("spec.task.dataset.heldOut"), std::string::npos) << why;
+  EXPECT_NE(why.find(broken + ":3"), std::string::npos) << why;
+
+  s = ExampleSpec();
   s.grpo.max_prompt_length = 3;
   why = RefusalOf(s);
   EXPECT_NE(why.find("maxPromptLength"), std::string::npos) << why;
@@ -241,12 +274,13 @@ TEST(TextTask, BadInputIsAnInvalidArgumentNamingTheFieldAndFile) {
 // the resume.
 class TextTaskWorkerTest : public ::testing::Test {
  protected:
-  std::string WriteJob(const std::string& dataset, int steps) {
+  std::string WriteJob(const std::string& dataset, int steps, const std::string& held_out = "") {
     const std::string path = dir_.path() + "/job.yaml";
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: text}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
                            "  model: {path: " << kModel << "}\n"
-                           "  task:\n    seed: 3\n    dataset: {path: " << dataset << "}\n"
+                           "  task:\n    seed: 3\n    dataset: {path: " << dataset
+                        << (held_out.empty() ? "" : ", heldOut: " + held_out) << "}\n"
                            "    prompt: {format: chatml}\n    reward: {name: gsm8k}\n"
                            "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 2, maxPromptLength: 64,"
                            " maxResponseLength: 4, microBatchSize: 8, learningRate: 0.001, klCoef: 0.0}\n"
@@ -331,6 +365,21 @@ TEST_F(TextTaskWorkerTest, PromptsOfDifferentTokenCountsTrainLeftPadded) {
   EXPECT_EQ(records.back().step, 2);
   // Every step's prompts are the 2 records, one of each length: padded to the longer.
   EXPECT_EQ(records[0].tokens, records[1].tokens);
+}
+
+TEST_F(TextTaskWorkerTest, HeldOutIsScoredWhenACheckpointIsDue) {
+  const std::string held = kSource + "/configs/data/addition-text/heldout.jsonl";
+  const int64_t problems = JsonlDataset::Load(held, "question", "answer").size();
+  std::string err;
+  ASSERT_EQ(RunWorker(WriteJob(kTrain, 2, held), "", &err), 0) << err;
+  const std::vector<protocol::StepRecord> records = protocol::ParseStepLog(ReadAll(dir_.path() + "/log.jsonl"), "log");
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) {  // everySteps: 1
+    EXPECT_EQ(r.heldout_problems, problems) << "step " << r.step;
+    EXPECT_GE(r.heldout_reward, 0.0) << "step " << r.step;
+    EXPECT_LE(r.heldout_reward, 1.0) << "step " << r.step;
+  }
+  EXPECT_NE(err.find("held-out reward"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -59,6 +59,12 @@ class Task {
   // Dataset-backed tasks: the dataset and where `global_index` falls in it. Generated
   // tasks have no dataset: nullopt.
   virtual std::optional<DatasetState> DatasetAt(uint64_t /*global_index*/) const { return std::nullopt; }
+  // Problems kept aside to measure the policy on and never trained on, in file order
+  // (text tasks: spec.task.dataset.heldOut); empty when the task has none.
+  virtual const std::vector<Problem>& HeldOut() const {
+    static const std::vector<Problem> none;
+    return none;
+  }
 };
 
 // name: addition | reverse | sort; digits >= 1. Throws std::invalid_argument otherwise.

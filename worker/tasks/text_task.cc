@@ -37,11 +37,11 @@ HfTokenizer LoadTokenizer(const spec::TrainingJobSpec& spec) {
   }
 }
 
-JsonlDataset LoadDataset(const spec::DatasetSpec& d) {
+JsonlDataset LoadDataset(const spec::DatasetSpec& d, const std::string& path, const char* field) {
   try {
-    return JsonlDataset::Load(d.path, d.prompt_key, d.answer_key);
+    return JsonlDataset::Load(path, d.prompt_key, d.answer_key);
   } catch (const DatasetError& e) {
-    throw std::invalid_argument(std::string("spec.task.dataset.path: ") + e.what());
+    throw std::invalid_argument(std::string(field) + ": " + e.what());
   }
 }
 
@@ -103,7 +103,7 @@ std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string&
 
 TextTask::TextTask(const spec::TrainingJobSpec& spec)
     : tokenizer_(LoadTokenizer(spec)),
-      dataset_(LoadDataset(spec.task.dataset)),
+      dataset_(LoadDataset(spec.task.dataset, spec.task.dataset.path, "spec.task.dataset.path")),
       order_(1, spec.task.seed),  // replaced once the kept records are known
       max_response_tokens_(spec.grpo.max_response_length) {
   const std::string& model_dir = spec.model.path;
@@ -170,6 +170,7 @@ TextTask::TextTask(const spec::TrainingJobSpec& spec)
   min_prompt_tokens_ = max_prompt_tokens_;
   for (const auto& ids : prompt_ids_) min_prompt_tokens_ = std::min<int64_t>(min_prompt_tokens_, static_cast<int64_t>(ids.size()));
   order_ = DatasetOrder(dataset_.size(), spec.task.seed);
+  if (!spec.task.dataset.held_out.empty()) LoadHeldOut(spec, prompt_format, bos_text);
   content_hash_ = Hex16(dataset_.content_hash());
   spdlog::info("{}: {} prompts ({} format, {} to {} tokens), reward {}", dataset_.path(), dataset_.size(),
                spec.task.prompt.format,
@@ -177,6 +178,41 @@ TextTask::TextTask(const spec::TrainingJobSpec& spec)
                                 [](const auto& a, const auto& b) { return a.size() < b.size(); })
                    ->size(),
                max_prompt_tokens_, spec.task.reward.name);
+}
+
+void TextTask::LoadHeldOut(const spec::TrainingJobSpec& spec, const PromptFormat& prompt_format,
+                           const std::string& bos_text) {
+  const char* field = "spec.task.dataset.heldOut";
+  const JsonlDataset held = LoadDataset(spec.task.dataset, spec.task.dataset.held_out, field);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < held.size(); ++i) {
+    const DatasetRecord& r = held[i];
+    Problem p;
+    p.prompt = r.prompt;
+    p.answer = r.answer;
+    try {
+      p.prompt_tokens = tokenizer_.Encode(RenderPrompt(prompt_format, r.prompt, bos_text));
+    } catch (const TokenizerError& e) {
+      throw std::invalid_argument(std::string(field) + ": " + held.path() + ":" + std::to_string(r.line) +
+                                  ": the prompt cannot be tokenized: " + e.what());
+    }
+    if (static_cast<int64_t>(p.prompt_tokens.size()) > spec.grpo.max_prompt_length) {
+      ++dropped;
+      continue;
+    }
+    held_out_.push_back(std::move(p));
+  }
+  if (held_out_.empty()) {
+    throw std::invalid_argument(std::string(field) + ": " + held.path() + ": every one of its " +
+                                std::to_string(held.size()) + " prompts is longer than spec.grpo.maxPromptLength (" +
+                                std::to_string(spec.grpo.max_prompt_length) + " tokens)");
+  }
+  if (dropped > 0) {
+    spdlog::warn("{}: {} of {} held-out prompts are longer than spec.grpo.maxPromptLength ({} tokens) and are "
+                 "skipped",
+                 held.path(), dropped, held.size(), spec.grpo.max_prompt_length);
+  }
+  spdlog::info("{}: {} held-out problems", held.path(), held_out_.size());
 }
 
 Problem TextTask::Make(uint64_t global_index) const {

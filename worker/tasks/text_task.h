@@ -19,11 +19,14 @@
 //   - Stop tokens: tokenizer_config.json's eos_token, and generation_config.json's
 //     eos_token_id (one id or a list), else config.json's. Pad: tokenizer_config.json's
 //     pad_token, else the first stop token. Any token may be sampled (allowed is empty).
+//   - HeldOut(): spec.task.dataset.heldOut's records (same keys), rendered and tokenized
+//     like the training prompts, in file order; those longer than maxPromptLength are
+//     dropped (logged). Empty without a heldOut file.
 //   - Score decodes the response up to its first stop token, special tokens skipped (ids
 //     the tokenizer does not know, from a vocabulary padded past the tokenizer's, decode to
 //     nothing), and returns ScoreTextAnswer(reward, text, the record's answer, formatWeight).
 //
-// Errors: a missing or unsupported tokenizer, a bad dataset line, a reward or prompt format
+// Errors: a missing or unsupported tokenizer, a bad dataset or heldOut line, a reward or prompt format
 // it does not know, no stop token, a tokenizer id outside config.json's vocab_size, no
 // prompt left after filtering: std::invalid_argument naming the spec field and the file
 // (and line), so the worker exits 2.
@@ -53,6 +56,7 @@ class TextTask final : public Task {
   ResponseFormat response_format() const override { return format_; }
   double Score(const Problem& problem, const int64_t* response, int64_t n) const override;
   std::optional<DatasetState> DatasetAt(uint64_t global_index) const override;
+  const std::vector<Problem>& HeldOut() const override { return held_out_; }
 
   int64_t prompts_filtered() const { return prompts_filtered_; }
   int64_t min_prompt_tokens() const { return min_prompt_tokens_; }  // the shortest kept prompt
@@ -62,6 +66,8 @@ class TextTask final : public Task {
   std::string ResponseText(const int64_t* response, int64_t n) const;
 
  private:
+  void LoadHeldOut(const spec::TrainingJobSpec& spec, const PromptFormat& prompt_format, const std::string& bos_text);
+
   HfTokenizer tokenizer_;
   JsonlDataset dataset_;
   DatasetOrder order_;
@@ -72,6 +78,7 @@ class TextTask final : public Task {
   int64_t max_response_tokens_ = 0;
   int64_t prompts_filtered_ = 0;
   ResponseFormat format_;
+  std::vector<Problem> held_out_;
   TextReward reward_ = TextReward::kGsm8k;
   double format_weight_ = 0;
 };

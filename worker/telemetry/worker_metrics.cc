@@ -51,6 +51,11 @@ WorkerMetrics::WorkerMetrics(const std::string& job, int rank, int port, const s
   reward_ = AddGauge(r, m::kWorkerRewardMean, "Mean reward of the step's samples", labels);
   loss_ = AddGauge(r, m::kWorkerLoss, "GRPO loss of the step", labels);
   kl_ = AddGauge(r, m::kWorkerKl, "k3 KL to the reference model (0 without one)", labels);
+  heldout_reward_ = AddGauge(r, m::kWorkerHeldoutReward,
+                             "Mean reward of greedy responses to the held-out problems at the latest evaluation "
+                             "(-1 before the first)",
+                             labels);
+  heldout_reward_->Set(-1);
   tokens_ = &prometheus::BuildCounter().Name(m::kWorkerTokensTotal).Help("Tokens processed").Register(r).Add(labels);
   step_seconds_ = &prometheus::BuildHistogram()
                        .Name(m::kWorkerStepDurationSeconds)
@@ -89,6 +94,7 @@ void WorkerMetrics::Publish(const protocol::StepRecord& r) {
   reward_->Set(r.reward_mean);
   loss_->Set(r.loss);
   kl_->Set(r.kl);
+  if (r.heldout_problems > 0) heldout_reward_->Set(r.heldout_reward);
   tokens_->Increment(static_cast<double>(r.tokens));
   step_seconds_->Observe(r.step_seconds);
 }

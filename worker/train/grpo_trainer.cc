@@ -23,6 +23,37 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Prompts of different lengths as one batch: each problem's tokens `repeat` times,
+// left-padded with `pad` to the longest (causal_lm.h).
+struct PromptBatch {
+  torch::Tensor prompts;  // [problems * repeat, longest] int64
+  torch::Tensor padding;  // [problems * repeat] int64 pad tokens per row; undefined when none
+  int64_t longest = 0;
+};
+
+PromptBatch LeftPadded(const std::vector<const Problem*>& problems, int64_t repeat, int64_t pad) {
+  PromptBatch out;
+  for (const Problem* p : problems) out.longest = std::max<int64_t>(out.longest, static_cast<int64_t>(p->prompt_tokens.size()));
+  const int64_t n = static_cast<int64_t>(problems.size()) * repeat;
+  out.prompts = torch::full({n, out.longest}, pad, torch::kInt64);
+  std::vector<int64_t> padding(static_cast<size_t>(n));
+  bool padded = false;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const auto& tokens = problems[i]->prompt_tokens;
+    const int64_t length = static_cast<int64_t>(tokens.size());
+    auto row = torch::tensor(tokens, torch::kInt64);
+    for (int64_t s = 0; s < repeat; ++s) {
+      const int64_t r = static_cast<int64_t>(i) * repeat + s;
+      out.prompts[r].narrow(0, out.longest - length, length).copy_(row);
+      padding[static_cast<size_t>(r)] = out.longest - length;
+    }
+    padded = padded || length < out.longest;
+  }
+  // Equal lengths pass no padding at all: the models then run exactly as without it.
+  if (padded) out.padding = torch::tensor(padding, torch::kInt64);
+  return out;
+}
+
 }  // namespace
 
 uint64_t SampleKey(uint64_t seed, int64_t global_sample_index) {
@@ -144,21 +175,11 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
     longest = std::max(longest, length);
     for (int64_t s = 0; s < group; ++s) keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
   }
-  auto prompts = torch::full({n, longest}, pad_token_, torch::kInt64);
-  std::vector<int64_t> padding(static_cast<size_t>(n));
-  bool padded = false;
-  for (int64_t i = 0; i < local_prompts_; ++i) {
-    const auto& tokens = problems[static_cast<size_t>(i)].prompt_tokens;
-    const int64_t length = static_cast<int64_t>(tokens.size());
-    auto row = torch::tensor(tokens, torch::kInt64);
-    for (int64_t s = 0; s < group; ++s) {
-      prompts[i * group + s].narrow(0, longest - length, length).copy_(row);
-      padding[static_cast<size_t>(i * group + s)] = longest - length;
-    }
-    padded = padded || length < longest;
-  }
-  // Equal lengths pass no padding at all: the models then run exactly as without it.
-  const torch::Tensor prompt_padding = padded ? torch::tensor(padding, torch::kInt64) : torch::Tensor();
+  std::vector<const Problem*> rows;
+  for (const auto& p : problems) rows.push_back(&p);
+  const PromptBatch batch_prompts = LeftPadded(rows, group, pad_token_);
+  const torch::Tensor& prompts = batch_prompts.prompts;
+  const torch::Tensor& prompt_padding = batch_prompts.padding;
 
   // 2. Rollout. Stage 3: the outer parameters stay gathered from here through the first
   // mini-batch (its optimizer step releases them); blocks gather as they run.
@@ -220,6 +241,53 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.generated_tokens = rollout.generated_tokens;
   result.update_sequences = stats.sequences_run;
   return result;
+}
+
+std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
+  const std::vector<Problem>& held = task_->HeldOut();
+  if (held.empty()) return std::nullopt;
+  const int64_t world = comm_.world_size(), rank = comm_.rank();
+  const int64_t total = static_cast<int64_t>(held.size());
+  // Every rank runs the same batches (a stage-3 forward is a collective): ceil(total /
+  // world) rows each, rows past the end repeat problem 0 and are not scored.
+  const int64_t per_rank = (total + world - 1) / world;
+  const int64_t max_batch = local_prompts_ * spec_.grpo.group_size;  // what the generation cache holds
+  double sum = 0, exact = 0, scored = 0;
+  shards_->Gather();
+  model_->eval();
+  for (int64_t first = 0; first < per_rank; first += max_batch) {
+    const int64_t rows = std::min(max_batch, per_rank - first);
+    std::vector<const Problem*> problems;
+    std::vector<bool> real;
+    for (int64_t k = 0; k < rows; ++k) {
+      const int64_t index = (first + k) * world + rank;
+      real.push_back(index < total);
+      problems.push_back(&held[static_cast<size_t>(index < total ? index : 0)]);
+    }
+    const PromptBatch batch = LeftPadded(problems, 1, pad_token_);
+    const std::vector<uint64_t> unused_keys(static_cast<size_t>(rows), 0);  // greedy draws no noise
+    Rollout rollout = rollout_->Generate(model_, batch.prompts.to(device_), unused_keys, /*temperature=*/0.0,
+                                         batch.padding);
+    const torch::Tensor responses = rollout.responses().cpu().contiguous();
+    const int64_t* resp = responses.data_ptr<int64_t>();
+    for (int64_t k = 0; k < rows; ++k) {
+      if (!real[static_cast<size_t>(k)]) continue;
+      const double score = task_->Score(*problems[static_cast<size_t>(k)], resp + k * rollout.response_width,
+                                        rollout.response_width);
+      sum += score;
+      exact += score == 1.0;
+      scored += 1;
+    }
+  }
+  shards_->Release();
+  torch::Tensor totals = torch::tensor({sum, exact, scored}, torch::kFloat64).to(comm_.device());
+  comm_.all_reduce(totals);
+  totals = totals.cpu();
+  HeldOutScore out;
+  out.problems = static_cast<int64_t>(totals[2].item<double>());
+  out.reward_mean = totals[0].item<double>() / static_cast<double>(out.problems);
+  out.exact_fraction = totals[1].item<double>() / static_cast<double>(out.problems);
+  return out;
 }
 
 }  // namespace headroom::worker

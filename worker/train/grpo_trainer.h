@@ -60,6 +60,13 @@ struct StepResult {
   double update_seconds = 0;
 };
 
+// The policy measured on the task's held-out problems (Task::HeldOut), all ranks together.
+struct HeldOutScore {
+  double reward_mean = 0;     // over every held-out problem, one greedy response each
+  double exact_fraction = 0;  // responses scored 1
+  int64_t problems = 0;
+};
+
 class GrpoTrainer {
  public:
   // Throws std::invalid_argument for a spec it cannot run (naming the field).
@@ -68,6 +75,13 @@ class GrpoTrainer {
   GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device, std::unique_ptr<Task> task);
 
   StepResult RunStep(int64_t step);
+
+  // Collective (every rank calls it at the same point). One greedy response (temperature
+  // 0, the task's stop tokens and logit bias) to each held-out problem, problem i on rank
+  // i % world, scored by the task; nullopt when the task has none. Leaves the parameters
+  // and the optimizer as they were (stage 3: gathered for it, released after).
+  std::optional<HeldOutScore> EvaluateHeldOut();
+  bool has_held_out() const { return !task_->HeldOut().empty(); }
 
   // The most padded tokens this rank processes in a step, known before the step runs:
   // prompts counted at the task's longest possible prompt (Task::prompt_tokens()). An

@@ -282,6 +282,20 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     const StepResult result = trainer->RunStep(step);
     protocol::StepRecord record = telemetry.EndStep(result, step + 1 < spec.grpo.steps ? tokens_per_step : 0);
     SetDatasetPosition(record, *trainer, step + 1);
+    // Held-out problems are scored when a checkpoint is due (and after the last step): a
+    // number beside each saved model, at the cost of one greedy pass.
+    if (trainer->has_held_out() && checkpointer.ShouldSave(step + 1)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (const auto held = trainer->EvaluateHeldOut()) {
+        record.heldout_reward = held->reward_mean;
+        record.heldout_problems = held->problems;
+        if (options.rank == 0) {
+          spdlog::info("step {}: held-out reward {:.4f} ({:.1f}% exact) over {} problems, {:.2f} s", step + 1,
+                       held->reward_mean, 100.0 * held->exact_fraction, held->problems,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+    }
     pending = guard.AfterStep(record);  // acted on at the next boundary, with every rank
     if (const auto saved = checkpointer.AfterStep(record.step)) {
       record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
