@@ -1,11 +1,11 @@
 #include "worker/cli/model_commands.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/hf/eos_ids.h"
 #include "core/hf/hf_config.h"
 #include "core/hf/safetensors.h"
 #include "core/protocol/exit_codes.h"
+#include "worker/cli/parse_arguments.h"
 #include "worker/model/hf_causal_lm.h"
 
 namespace headroom::worker {
@@ -61,26 +63,6 @@ torch::Device ParseDevice(const std::string& name) {
   throw UsageError("--device: '" + name + "' is not cpu or cuda");
 }
 
-// End-of-sequence ids: generation_config.json's eos_token_id, else config.json's.
-std::set<int64_t> EosIds(const std::string& dir) {
-  for (const char* name : {"generation_config.json", "config.json"}) {
-    const fs::path file = fs::path(dir) / name;
-    std::ifstream in(file);
-    if (!in) continue;
-    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) throw UsageError(file.string() + ": not valid JSON");
-    if (!j.contains("eos_token_id") || j["eos_token_id"].is_null()) continue;
-    const auto& eos = j["eos_token_id"];
-    std::set<int64_t> ids;
-    for (const auto& v : eos.is_array() ? eos : nlohmann::json::array({eos})) {
-      if (!v.is_number_integer()) throw UsageError(file.string() + ": eos_token_id: not an integer or a list of them");
-      ids.insert(v.get<int64_t>());
-    }
-    return ids;
-  }
-  return {};
-}
-
 void WriteFloat(std::ostream& out, float v) {
   char buf[32];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
@@ -122,7 +104,7 @@ int Generate(const Options& o, std::ostream& out) {
   auto ids = ParseIds(o.ids);
   if (o.max_new_tokens < 0) throw UsageError("--max-new-tokens: must be >= 0");
   const auto device = ParseDevice(o.device);
-  const auto eos = EosIds(o.model);
+  const std::vector<int64_t> eos = hf::LoadEosTokenIds(o.model);
   const int64_t total = static_cast<int64_t>(ids.size()) + o.max_new_tokens;
   HfCausalLM model = LoadHfCausalLM(o.model, total);
   CheckVocabulary(ids, model->config(), o.model);
@@ -135,7 +117,7 @@ int Generate(const Options& o, std::ostream& out) {
   for (int64_t i = 0; i < o.max_new_tokens; ++i) {
     const int64_t next = model->ForwardCached(input, cache).argmax(-1).item<int64_t>();
     ids.push_back(next);
-    if (eos.count(next)) break;
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     input = torch::tensor({next}, torch::kInt64).unsqueeze(0).to(device);
   }
   out << nlohmann::json(ids).dump() << "\n";
@@ -158,14 +140,7 @@ int RunModelCommand(int argc, const char* const* argv, std::ostream& out, std::o
   if (command == "generate") {
     app.add_option("--max-new-tokens", o.max_new_tokens, "greedy tokens to add (default 16)");
   }
-  try {
-    app.parse(argc, argv);  // argv[0], the command, stands where CLI11 expects the program
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream usage;
-    const int code = app.exit(e, usage, usage);
-    (code == 0 ? out : err) << usage.str();
-    return code == 0 ? protocol::kExitFinished : protocol::kExitInvalidSpec;
-  }
+  if (const auto exit_code = ParseArguments(app, argc, argv, out, err)) return *exit_code;
   try {
     return command == "logits" ? Logits(o, out) : Generate(o, out);
   } catch (const UsageError& e) {

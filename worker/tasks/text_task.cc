@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/hf/eos_ids.h"
 #include "core/hf/hf_config.h"
 
 namespace headroom::worker {
@@ -55,22 +56,6 @@ PromptFormat PromptFormatFromSpec(const spec::PromptSpec& p) {
   return format;
 }
 
-// The ids of one eos_token_id field (an integer or a list of them); empty when absent/null.
-std::vector<int64_t> EosIdsOf(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return {};
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument(file.string() + ": not a JSON object");
-  auto it = j.find("eos_token_id");
-  if (it == j.end() || it->is_null()) return {};
-  std::vector<int64_t> ids;
-  for (const auto& v : it->is_array() ? *it : nlohmann::json::array({*it})) {
-    if (!v.is_number_integer()) throw std::invalid_argument(file.string() + ": eos_token_id: not an integer or a list of them");
-    ids.push_back(v.get<int64_t>());
-  }
-  return ids;
-}
-
 // Stop tokens as the contract says: the tokenizer's eos_token, then generation_config.json's
 // eos_token_id (the ids generate() stops at), else config.json's. Chat models often list
 // their end-of-turn token only in one of them (Qwen2.5-Instruct: <|im_end|> as eos_token,
@@ -88,9 +73,7 @@ std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string&
     }
     add(*id);
   }
-  std::vector<int64_t> generation = EosIdsOf(fs::path(model_dir) / "generation_config.json");
-  if (generation.empty()) generation = EosIdsOf(fs::path(model_dir) / "config.json");
-  for (int64_t id : generation) add(id);
+  for (int64_t id : hf::LoadEosTokenIds(model_dir)) add(id);
   if (stops.empty()) {
     throw std::invalid_argument("spec.model.path: " + model_dir +
                                 ": no stop token (tokenizer_config.json eos_token, generation_config.json or "
