@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/protocol/exit_codes.h"
+#include "worker/cli/parse_arguments.h"
 #include "worker/tokenizer/hf_tokenizer.h"
 
 namespace headroom::worker {
@@ -70,14 +71,7 @@ int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std:
   app.add_option("--model", model, "directory with tokenizer.json (tokenizer_config.json optional)")->required();
   app.add_flag("--decode", decode, "read arrays of ids and write strings, instead of the other way round");
   app.add_flag("--skip-special-tokens", skip_special, "with --decode: leave special tokens out of the text");
-  try {
-    app.parse(argc, argv);  // argv[0], the command, stands where CLI11 expects the program
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream usage;
-    const int code = app.exit(e, usage, usage);
-    (code == 0 ? out : err) << usage.str();
-    return code == 0 ? protocol::kExitFinished : protocol::kExitInvalidSpec;
-  }
+  if (const auto exit_code = ParseArguments(app, argc, argv, out, err)) return *exit_code;
   try {
     const HfTokenizer tokenizer = HfTokenizer::Load(model);
     std::string line;
