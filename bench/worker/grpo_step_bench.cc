@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/worker/bench_timing.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/model_config.h"
 #include "worker/telemetry/heap_trim.h"
@@ -25,12 +26,11 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 using namespace headroom::worker;
+using headroom::bench::MatmulFlops;
+using headroom::bench::Median;
+using headroom::bench::Seconds;
 
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Matmul FLOPs of the update's forward over `rows` sequences of `seq` positions whose
 // logits are read from `first` on (the positions predicting response tokens), counting
@@ -49,25 +49,6 @@ double ForwardFlops(const TransformerConfig& c, int64_t rows, int64_t seq, int64
   const double earlier = (c.layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
   const double last = all * qkv + read * rest + rows * pairs(first, seq) * attention_per_pair;
   return earlier + last + read * 2.0 * h * c.vocab_size;
-}
-
-// FLOP/s of the model's largest matmul shape ([tokens, hidden] x [hidden, ffn]).
-double MatmulFlops(int64_t m, int64_t k, int64_t n) {
-  auto a = torch::randn({m, k}), b = torch::randn({k, n});
-  for (int i = 0; i < 3; ++i) (void)torch::mm(a, b);
-  int reps = 0;
-  auto start = std::chrono::steady_clock::now();
-  while (Seconds(start) < 1.0 || reps < 5) {
-    (void)torch::mm(a, b);
-    ++reps;
-  }
-  return 2.0 * m * k * n * reps / Seconds(start);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

@@ -46,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/worker/bench_timing.h"
 #include "core/files/remove_tree.h"
 #include "core/guard/human_bytes.h"
 #include "core/guard/planner.h"
@@ -61,6 +62,9 @@
 using namespace headroom;
 using namespace headroom::worker;
 namespace fs = std::filesystem;
+using headroom::bench::MatmulFlops;
+using headroom::bench::Median;
+using headroom::bench::Seconds;
 
 namespace {
 
@@ -70,16 +74,6 @@ struct Args {
   int steps = 3, warmup = 1, stage = 0, threads = 0;
   double kl = 0.001;
 };
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string Bytes(int64_t b) { return guard::HumanBytes(static_cast<double>(b)); }
 
@@ -140,24 +134,6 @@ double ForwardFlops(const hf::HfModelConfig& c, int64_t rows, int64_t seq) {
   const double tokens = static_cast<double>(rows * seq);
   const double pairs = static_cast<double>(rows) * static_cast<double>(seq) * (seq + 1) / 2.0;
   return c.num_hidden_layers * (tokens * per_token_layer + pairs * 4.0 * q) + tokens * 2.0 * h * c.vocab_size;
-}
-
-double MatmulFlops(int64_t m, int64_t k, int64_t n, const torch::Device& device) {
-  auto options = torch::TensorOptions().device(device).dtype(device.is_cuda() ? torch::kBFloat16 : torch::kFloat32);
-  auto a = torch::randn({m, k}, options), b = torch::randn({k, n}, options);
-  auto sync = [&] {
-    if (device.is_cuda()) (void)a.sum().item<float>();  // waits for the queue
-  };
-  for (int i = 0; i < 3; ++i) (void)torch::mm(a, b);
-  sync();
-  int reps = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (Seconds(start) < 1.0 || reps < 5) {
-    for (int i = 0; i < 10; ++i) (void)torch::mm(a, b);
-    reps += 10;
-    sync();
-  }
-  return 2.0 * m * k * n * reps / Seconds(start);
 }
 
 int64_t Rss() { return memory::ReadProcMemory().working_set_bytes; }
