@@ -3,7 +3,8 @@
 // Hugging Face parameter names, the model handed back in Hugging Face layout at the end
 // (CHECKPOINT_DIR/hf-export: the fixture's tensor names, dtypes and shapes, and exactly
 // the final checkpoint's weights), a drain (75) and a resume matching an uninterrupted run
-// bit for bit, and a checkpoint resharded 2 ranks -> 1 and 1 -> 2.
+// bit for bit, a checkpoint resharded 2 ranks -> 1 and 1 -> 2, and a text task resumed
+// on another world size reading the next unseen prompts.
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -328,6 +329,57 @@ TEST_F(HfJobTest, ACheckpointReshardsFromTwoRanksToOneAndFromOneToTwo) {
     EXPECT_EQ(latest->manifest().world_size, c.after);
     EXPECT_EQ(latest->manifest().tensors.size(), stopped->manifest().tensors.size());
     EXPECT_TRUE(fs::exists(ckpt / "hf-export" / "model.safetensors"));
+  }
+}
+
+// A text task (the example job's model, tokenizer and dataset) drained on one world size
+// and resumed on another continues with the next unseen prompt: the step that reads global
+// prompts [s P, (s + 1) P) leaves the dataset at position (s + 1) P whoever reads it.
+TEST_F(HfJobTest, ATextJobResumedOnAnotherWorldSizeReadsTheNextUnseenPrompts) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const fs::path example = fs::path(HEADROOM_SOURCE_DIR) / "configs";
+  const int steps = 6, per_step = 4, size = 2000;  // configs/data/addition-text/train.jsonl
+  const auto job = dir_ / "text-job.yaml";
+  std::ofstream(job) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-text-job}\n"
+                        "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
+                        "  model: {path: " << (example / "models/qwen2-tiny-addition").string() << "}\n"
+                        "  task:\n    seed: 1\n    dataset: {path: " << (example / "data/addition-text/train.jsonl").string()
+                     << "}\n    prompt: {format: chatml}\n    reward: {name: gsm8k, formatWeight: 0.5}\n"
+                        "  grpo: {steps: " << steps << ", promptsPerStep: " << per_step << ", groupSize: 2,"
+                        " maxPromptLength: 64, maxResponseLength: 4, microBatchSize: 8, learningRate: 0.002, klCoef: 0.0}\n"
+                        "  sharding: {stage: 3}\n  checkpoint: {everySteps: 100, keep: 2}\n"
+                        "  memoryGuard: {enabled: false}\n";
+  auto position = [&](const nlohmann::json& record) {
+    return record["epoch"].get<int64_t>() * size + record["cursor"].get<int64_t>();
+  };
+  struct Case {
+    int before, after;
+  };
+  for (const Case c : {Case{2, 1}, Case{1, 2}}) {
+    SCOPED_TRACE(std::to_string(c.before) + " -> " + std::to_string(c.after) + " ranks");
+    const fs::path ckpt = dir_ / ("text-ckpt-" + std::to_string(c.before) + "-" + std::to_string(c.after));
+    const std::string first = "text-first-" + std::to_string(c.before), second = "text-second-" + std::to_string(c.after);
+    ASSERT_EQ(RunAndDrain(job.string(), ckpt, first, c.before), std::vector<int>(c.before, 75));
+    auto stopped = CheckpointReader::OpenLatest(ckpt);
+    ASSERT_TRUE(stopped.has_value());
+    ASSERT_LT(stopped->step(), steps);
+    const nlohmann::json& dataset = stopped->manifest().extra["dataset"];
+    EXPECT_EQ(dataset["epoch"].get<int64_t>() * size + dataset["cursor"].get<int64_t>(), stopped->step() * per_step)
+        << dataset.dump();
+    Start(job.string(), ckpt, second, c.after);
+    for (int r = 0; r < c.after; ++r) ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
+    const auto resumed = Lines(second, 0);
+    ASSERT_FALSE(resumed.empty());
+    EXPECT_EQ(resumed.front()["step"].get<int64_t>(), stopped->step() + 1);
+    EXPECT_EQ(resumed.front()["world_size"].get<int>(), c.after);
+    for (const auto& log : {Lines(first, 0), resumed}) {
+      for (const auto& record : log) {
+        EXPECT_EQ(position(record), record["step"].get<int64_t>() * per_step) << record.dump();
+      }
+    }
+    EXPECT_EQ(resumed.back()["step"].get<int>(), steps);
   }
 }
 
