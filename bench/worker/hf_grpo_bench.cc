@@ -294,21 +294,22 @@ int main(int argc, char** argv) {
   Figure("gradients", held.gradients, planned("gradients"), "sharded fp32 buffers");
   Figure("optimizer", held.optimizer, planned("optimizer"), "AdamW moments");
   Figure("generation cache", cache, planned("generation cache"), "the rollout's KV cache");
-  const int64_t plan_transient = planned("activations") + planned("logits");
+  const int64_t plan_transient = planned("activations") + planned("logits") + planned("head gradient");
   if (device.is_cuda()) {
     const int64_t reference = gpu_state - held.total() - cache;
     Figure("reference model", trainer.has_reference_model() ? reference : 0, planned("reference model"),
            "allocated between steps beyond the trainer's buffers and the cache");
     Figure("activations+logits", gpu_step_peak - gpu_state, plan_transient,
            "allocator peak in a step - allocated between steps; plan activations " + Bytes(planned("activations")) +
-               " + logits " + Bytes(planned("logits")));
+               " + logits " + Bytes(planned("logits")) +
+               " + head gradient " + Bytes(planned("head gradient")));
     Figure("GPU step peak", gpu_step_peak, plan.gpu_total_bytes - planned("runtime"),
            "allocator peak; plan total less its " + Bytes(planned("runtime")) + " CUDA-context estimate");
   } else {
     Figure("reference model", 0, planned("reference model"), "not separable in host RSS");
     Figure("activations+logits", rss_step_peak - rss_state, plan_transient,
            "RSS peak in a step - RSS between steps; plan activations " + Bytes(planned("activations")) + " + logits " +
-               Bytes(planned("logits")));
+               Bytes(planned("logits")) + " + head gradient " + Bytes(planned("head gradient")));
     Figure("host step peak", rss_step_peak - rss_before, plan.host_total_bytes - planned("runtime"),
            "RSS peak less the RSS before the trainer; plan total less its runtime estimate");
   }

@@ -58,6 +58,7 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
   shape.kv_heads = c.num_key_value_heads;
   shape.head_dim = c.head_dim;
   shape.vocab = c.vocab_size;
+  shape.tied_head = c.tie_word_embeddings;
   shape.source = c.architecture_name + " config.json";
   return shape;
 }
@@ -162,6 +163,17 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
       "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
           std::to_string(model.vocab) + ", fp32 logits and exponentials" + (gpu ? " + bf16 product" : ""),
       false);
+
+  // The head's gradient, [vocab, hidden] fp32, exists whole in backward beside its
+  // accumulated value; a tied head also receives the embedding lookup's dense gradient of
+  // the same shape, and autograd sums the two before they reach the gradient buffer. On
+  // hf_grpo_bench's CPU smoke shape (tied, hidden 896) the step's transient memory beyond
+  // activations and logits was 2 x vocab x hidden x 4 at vocabularies of 32000 and 151936.
+  const double head_matrices = model.tied_head ? 2 : 1;
+  add("head gradient", head_matrices * model.vocab * model.hidden * 4, gpu,
+      std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
+          std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
+      true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
   const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / n);

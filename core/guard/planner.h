@@ -57,6 +57,7 @@ struct ModelShape {
   int64_t kv_heads = 0;          // key/value heads (the generation cache holds these)
   int64_t head_dim = 0;
   int64_t vocab = 0;
+  bool tied_head = false;        // the output head is the embedding matrix (tie_word_embeddings)
   std::string source;            // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
 };
 

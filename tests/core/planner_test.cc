@@ -104,6 +104,8 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
   // The presets' vocabulary fits the whole micro-batch's response tokens in one chunk.
   EXPECT_EQ(HostOf(p, "logits"), 2LL * 64 * 8 * spec::kVocabSize * 4);
+  // The presets' head is its own matrix (not tied): one [vocab, hidden] fp32 gradient.
+  EXPECT_EQ(HostOf(p, "head gradient"), 1LL * spec::kVocabSize * hidden * 4);
   EXPECT_EQ(HostOf(p, "reference model"), 4 * Psi(s));
   EXPECT_EQ(HostOf(p, "runtime"), kHostRuntimeBaselineBytes);
   s.grpo.kl_coef = 0;
@@ -244,6 +246,8 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
   // 2 x 512 response tokens are more than one chunk of a 152k vocabulary: one chunk counts.
   EXPECT_EQ(GpuOf(p, "logits"), static_cast<int64_t>(2.5 * memory::LogitsChunkTokens(151936) * 151936 * 4));
+  // Qwen2.5-0.5B ties its head to the embedding: two [vocab, hidden] fp32 gradients meet.
+  EXPECT_EQ(GpuOf(p, "head gradient"), 2LL * 151936 * 896 * 4);
   // The preset's plan is a different (far smaller) model.
   EXPECT_LT(PlanMemory(s, n).parameters, psi / 100);
   // Past one chunk the logits stop growing with the micro-batch (activations do not).
