@@ -162,7 +162,6 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   const int64_t n = local_prompts_ * group;
   std::vector<Problem> problems;
   std::vector<uint64_t> keys;
-  int64_t longest = 0;
   for (int64_t i = 0; i < local_prompts_; ++i) {
     const int64_t global_prompt = GlobalPrompt(step, i);
     problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
@@ -172,7 +171,6 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
                                std::to_string(length) + " tokens, outside [1, " +
                                std::to_string(task_->prompt_tokens()) + "]");
     }
-    longest = std::max(longest, length);
     for (int64_t s = 0; s < group; ++s) keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
   }
   std::vector<const Problem*> rows;
@@ -237,7 +235,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.clip_fraction = stats.clip_fraction;
   result.grad_norm = stats.grad_norm;
   result.sequences = n;
-  result.tokens = n * (longest + g.max_response_length);
+  result.tokens = n * (batch_prompts.longest + g.max_response_length);
   result.generated_tokens = rollout.generated_tokens;
   result.update_sequences = stats.sequences_run;
   return result;
