@@ -20,8 +20,8 @@
 #include <string>
 #include <thread>
 
-#include "operator/controller/informer.h"
-#include "operator/controller/work_queue.h"
+#include "operator/controllerkit/informer.h"
+#include "operator/controllerkit/work_queue.h"
 #include "tests/operator/testserver/api_server.h"
 
 using namespace headroom;
@@ -71,19 +71,19 @@ int main(int argc, char** argv) {
   auto& store = server.store();
   const auto& pods = *store.Find("", "v1", "pods");
   for (int i = 0; i < n; ++i) store.Create(pods, "bench", Pod(i));
-  kube::RestClient client(server.ClientConfig("bench"));
-  kube::ResourceClient pod_client(client, kube::resources::kPods);
+  kubeclient::RestClient client(server.ClientConfig("bench"));
+  kubeclient::ResourceClient pod_client(client, kubeclient::resources::kPods);
 
   // 1. Sync vs raw list.
   auto t0 = Clock::now();
   json raw = pod_client.List("bench");
   const double raw_list = Seconds(Clock::now() - t0);
   const long rss_before = RssKiB();
-  controller::Informer::Options options;
+  controllerkit::Informer::Options options;
   options.watch.ns = "bench";
   options.watch.page_size = 500;
-  controller::Informer informer(pod_client, options);
-  informer.AddIndex("owner", controller::ControllerUidIndex());
+  controllerkit::Informer informer(pod_client, options);
+  informer.AddIndex("owner", controllerkit::ControllerUidIndex());
   std::atomic<int64_t> delivered{0};
   informer.AddEventHandlers({[&](const json&) { ++delivered; }, [&](const json&, const json&) { ++delivered; },
                              [&](const json&) { ++delivered; }});
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   const int64_t before = delivered.load();
   t0 = Clock::now();
   for (int i = 0; i < updates; ++i) {
-    store.Patch(pods, "bench", kube::Name(Pod(i)), {{"metadata", {{"annotations", {{"tick", std::to_string(i)}}}}}},
+    store.Patch(pods, "bench", kubeclient::Name(Pod(i)), {{"metadata", {{"annotations", {{"tick", std::to_string(i)}}}}}},
                 "application/merge-patch+json", "");
   }
   const double write_time = Seconds(Clock::now() - t0);
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
 
   // 3. Work queue vs a locked deque.
   const int keys = 200000;
-  controller::WorkQueue queue;
+  controllerkit::WorkQueue queue;
   t0 = Clock::now();
   for (int i = 0; i < keys; ++i) {
     const std::string key = "bench/job-" + std::to_string(i % 1000);

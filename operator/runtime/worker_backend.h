@@ -1,6 +1,6 @@
 // "How workers run": the one seam between the job reconciler (what to do) and the place
 // workers live — local processes in memory cgroups (`headroom run`, operator/local/) or
-// pods (the operator, operator/k8s/). The reconciler never sees a pid or a pod.
+// pods (the operator, operator/trainingjob/). The reconciler never sees a pid or a pod.
 //
 // A backend runs at most one *generation* of a job at a time: one launch of N ranks from
 // one job spec. Every restart, reshard or re-tune is a new generation with its own spec;

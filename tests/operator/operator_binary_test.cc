@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "core/net/free_port.h"
-#include "operator/k8s/http_scrape.h"
-#include "tests/operator/k8s_cluster.h"
+#include "operator/trainingjob/http_scrape.h"
+#include "tests/operator/test_cluster.h"
 
-namespace headroom::k8s::testing {
+namespace headroom::trainingjob::testing {
 namespace {
 
 const std::string kOperator = BinaryPath("headroom-operator");
@@ -123,8 +123,8 @@ TEST(OperatorBinary, OnlyTheLeaderReconcilesAndAFollowerTakesOver) {
                                     "--leader-elect"};
   };
   auto first = std::make_unique<OperatorProcess>(args(), c.dir() + "/a.log");
-  kube::RestClient client(c.server().ClientConfig());
-  kube::ResourceClient leases(client, kube::resources::kLeases);
+  kubeclient::RestClient client(c.server().ClientConfig());
+  kubeclient::ResourceClient leases(client, kubeclient::resources::kLeases);
   std::string leader;
   ASSERT_TRUE(c.WaitUntil([&] {
     auto lease = leases.TryGet("default", "headroom-operator");
@@ -158,4 +158,4 @@ TEST(OperatorBinary, OnlyTheLeaderReconcilesAndAFollowerTakesOver) {
 }
 
 }  // namespace
-}  // namespace headroom::k8s::testing
+}  // namespace headroom::trainingjob::testing

@@ -8,9 +8,9 @@
 #include <map>
 #include <mutex>
 
-#include "tests/operator/k8s_cluster.h"
+#include "tests/operator/test_cluster.h"
 
-namespace headroom::k8s::testing {
+namespace headroom::trainingjob::testing {
 namespace {
 
 TEST(OperatorChaos, ConvergesWithoutDuplicatePodsWhenTheApiFails) {
@@ -73,4 +73,4 @@ TEST(OperatorChaos, ConvergesWithoutDuplicatePodsWhenTheApiFails) {
 }
 
 }  // namespace
-}  // namespace headroom::k8s::testing
+}  // namespace headroom::trainingjob::testing

@@ -14,9 +14,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "tests/operator/k8s_cluster.h"
+#include "tests/operator/test_cluster.h"
 
-namespace headroom::k8s::testing {
+namespace headroom::trainingjob::testing {
 namespace {
 
 json YamlToJson(const YAML::Node& n) {
@@ -165,4 +165,4 @@ TEST(OperatorEndToEnd, OomKilledPodRestartsFromTheCheckpointAndCountsStepsLost) 
 }
 
 }  // namespace
-}  // namespace headroom::k8s::testing
+}  // namespace headroom::trainingjob::testing

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "operator/kube/resource_client.h"
+#include "operator/kubeclient/resource_client.h"
 #include "tests/operator/testserver/api_server.h"
 #include "tests/operator/testserver/test_kubelet.h"
 
@@ -36,13 +36,13 @@ class KubeletTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_.Start();
-    client_ = std::make_unique<kube::RestClient>(server_.ClientConfig());
+    client_ = std::make_unique<kubeclient::RestClient>(server_.ClientConfig());
     TestKubelet::Options options;
     kubelet_ = std::make_unique<TestKubelet>(server_.ClientConfig(), options);
     kubelet_->Start();
   }
   void TearDown() override { kubelet_->Stop(); }
-  kube::ResourceClient Pods() { return kube::ResourceClient(*client_, kube::resources::kPods); }
+  kubeclient::ResourceClient Pods() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kPods); }
 
   // Polls the pod until pred holds; returns the last read (or null when gone).
   template <typename Pred>
@@ -77,7 +77,7 @@ class KubeletTest : public ::testing::Test {
   }
 
   TestApiServer server_;
-  std::unique_ptr<kube::RestClient> client_;
+  std::unique_ptr<kubeclient::RestClient> client_;
   std::unique_ptr<TestKubelet> kubelet_;
 };
 

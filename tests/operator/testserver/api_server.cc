@@ -105,8 +105,8 @@ TestApiServer::TestApiServer(TestApiServerOptions options)
 
 TestApiServer::~TestApiServer() { Stop(); }
 
-kube::KubeConfig TestApiServer::ClientConfig(const std::string& ns) const {
-  kube::KubeConfig config;
+kubeclient::KubeConfig TestApiServer::ClientConfig(const std::string& ns) const {
+  kubeclient::KubeConfig config;
   config.server = url_;
   config.ca_pem = options_.ca_pem;
   config.ns = ns;

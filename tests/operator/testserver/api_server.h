@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "operator/kube/kube_config.h"
+#include "operator/kubeclient/kube_config.h"
 #include "tests/operator/testserver/object_store.h"
 
 namespace headroom::testserver {
@@ -61,7 +61,7 @@ class TestApiServer {
 
   std::string url() const { return url_; }
   // A config pointing at this server (CA included when serving HTTPS).
-  kube::KubeConfig ClientConfig(const std::string& ns = "default") const;
+  kubeclient::KubeConfig ClientConfig(const std::string& ns = "default") const;
   ObjectStore& store() { return store_; }
 
   void SetFaults(const FaultOptions& faults);

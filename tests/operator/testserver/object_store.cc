@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <random>
 
-#include "operator/kube/resource_client.h"
+#include "operator/kubeclient/resource_client.h"
 
 namespace headroom::testserver {
 namespace {
@@ -20,7 +20,7 @@ bool ValidName(const std::string& name) {
   return std::isalnum(static_cast<unsigned char>(name.front())) && std::isalnum(static_cast<unsigned char>(name.back()));
 }
 
-std::string Now() { return kube::FormatTime(std::chrono::system_clock::now()); }
+std::string Now() { return kubeclient::FormatTime(std::chrono::system_clock::now()); }
 
 // Everything but metadata and status: what a spec change means for generation.
 json SpecPart(const json& object) {
@@ -347,7 +347,7 @@ json ObjectStore::DeleteLocked(const ResourceInfo& r, const std::string& ns, con
       if (grace == 0 || grace >= meta.value("deletionGracePeriodSeconds", int64_t{0})) return current;
     }
     json old = current;
-    meta["deletionTimestamp"] = kube::FormatTime(std::chrono::system_clock::now() + std::chrono::seconds(grace));
+    meta["deletionTimestamp"] = kubeclient::FormatTime(std::chrono::system_clock::now() + std::chrono::seconds(grace));
     meta["deletionGracePeriodSeconds"] = grace;
     meta["resourceVersion"] = std::to_string(Bump());
     Record(r, "MODIFIED", old, current);

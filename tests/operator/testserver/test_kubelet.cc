@@ -12,7 +12,7 @@
 
 #include "core/memory/cgroup.h"
 #include "core/spec/quantity.h"
-#include "operator/kube/rest_client.h"
+#include "operator/kubeclient/rest_client.h"
 
 extern char** environ;
 
@@ -36,7 +36,7 @@ struct TestKubelet::PodProcess {
 
 namespace {
 
-std::string Now() { return kube::FormatTime(std::chrono::system_clock::now()); }
+std::string Now() { return kubeclient::FormatTime(std::chrono::system_clock::now()); }
 
 // metadata.labels['key'] and friends.
 std::string FieldRef(const json& pod, const std::string& path) {
@@ -94,17 +94,17 @@ std::string ReadHead(const std::string& path, size_t max) {
 
 }  // namespace
 
-TestKubelet::TestKubelet(kube::KubeConfig config, Options options)
+TestKubelet::TestKubelet(kubeclient::KubeConfig config, Options options)
     : config_(std::move(config)), options_(std::move(options)) {
   if (options_.work_dir.empty()) {
     options_.work_dir = (fs::temp_directory_path() / ("headroom-kubelet-" + std::to_string(::getpid()) + "-" +
                                                       options_.node_name)).string();
   }
   fs::create_directories(options_.work_dir);
-  kube::RestClientOptions client_options;
+  kubeclient::RestClientOptions client_options;
   client_options.max_retries = 8;
-  client_ = std::make_unique<kube::RestClient>(config_, client_options);
-  pods_ = std::make_unique<kube::ResourceClient>(*client_, kube::resources::kPods);
+  client_ = std::make_unique<kubeclient::RestClient>(config_, client_options);
+  pods_ = std::make_unique<kubeclient::ResourceClient>(*client_, kubeclient::resources::kPods);
   cgroups_enabled_ = options_.use_memory_cgroups && ::geteuid() == 0 && memory::MemoryCgroup::Supported();
 }
 
@@ -122,22 +122,22 @@ int TestKubelet::running() const {
 }
 
 void TestKubelet::Start() {
-  kube::Watcher::Options options;
+  kubeclient::Watcher::Options options;
   options.ns = options_.ns;
   options.min_backoff = std::chrono::milliseconds(10);
   options.max_backoff = std::chrono::milliseconds(500);
-  kube::Watcher::Handlers h;
+  kubeclient::Watcher::Handlers h;
   h.on_replace = [this](std::vector<json> items) {
     for (const auto& pod : items) OnPod(pod);
   };
-  h.on_event = [this](const kube::WatchEvent& e) {
-    if (e.type == kube::WatchEvent::Type::kDeleted) {
+  h.on_event = [this](const kubeclient::WatchEvent& e) {
+    if (e.type == kubeclient::WatchEvent::Type::kDeleted) {
       OnPodGone(e.object);
     } else {
       OnPod(e.object);
     }
   };
-  watcher_ = std::make_unique<kube::Watcher>(*pods_, options, h);
+  watcher_ = std::make_unique<kubeclient::Watcher>(*pods_, options, h);
   watcher_->Start();
   reaper_ = std::thread([this] { Reaper(); });
 }
@@ -164,7 +164,7 @@ void TestKubelet::Retry(const char* what, F&& f) {
     try {
       f();
       return;
-    } catch (const kube::ApiError& e) {
+    } catch (const kubeclient::ApiError& e) {
       if (e.IsNotFound() || (e.code() == 409 && std::string(what) != "status")) return;  // gone / not ours
       if (attempt > 200) throw;
     }
@@ -173,13 +173,13 @@ void TestKubelet::Retry(const char* what, F&& f) {
 }
 
 void TestKubelet::OnPod(const json& pod) {
-  const std::string ns = kube::Namespace(pod), name = kube::Name(pod), uid = kube::Uid(pod);
+  const std::string ns = kubeclient::Namespace(pod), name = kubeclient::Name(pod), uid = kubeclient::Uid(pod);
   const std::string node = pod["spec"].value("nodeName", "");
   if (node.empty()) {
     if (!options_.claim_unscheduled || pod["metadata"].contains("deletionTimestamp")) return;
     json binding = {{"apiVersion", "v1"}, {"kind", "Binding"}, {"metadata", {{"name", name}}},
                     {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}}}};
-    Retry("bind", [&] { client_->Request("POST", kube::resources::kPods.Path(ns, name, "binding"), &binding); });
+    Retry("bind", [&] { client_->Request("POST", kubeclient::resources::kPods.Path(ns, name, "binding"), &binding); });
     return;  // the MODIFIED event with nodeName set brings it back here
   }
   if (node != options_.node_name) return;
@@ -206,7 +206,7 @@ void TestKubelet::OnPod(const json& pod) {
 void TestKubelet::OnPodGone(const json& pod) {
   // Force-deleted (grace 0) while running: the process goes at once.
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_uid_.find(kube::Uid(pod));
+  auto it = by_uid_.find(kubeclient::Uid(pod));
   if (it == by_uid_.end()) return;
   it->second->deleting = true;
   if (it->second->pid > 0 && !it->second->exited) ::kill(it->second->pid, SIGKILL);
@@ -214,9 +214,9 @@ void TestKubelet::OnPodGone(const json& pod) {
 
 void TestKubelet::StartPod(const json& pod) {
   auto p = std::make_shared<PodProcess>();
-  p->ns = kube::Namespace(pod);
-  p->name = kube::Name(pod);
-  p->uid = kube::Uid(pod);
+  p->ns = kubeclient::Namespace(pod);
+  p->name = kubeclient::Name(pod);
+  p->uid = kubeclient::Uid(pod);
   p->dir = PodDir(p->ns, p->name);
   fs::create_directories(p->dir);
   const json containers = pod["spec"].value("containers", json::array());
@@ -411,7 +411,7 @@ void TestKubelet::Reaper() {
 }
 
 void TestKubelet::Finalize(const std::string& ns, const std::string& name, const std::string& uid) {
-  kube::DeleteOptions d;
+  kubeclient::DeleteOptions d;
   d.grace_period_seconds = 0;
   d.precondition_uid = uid;
   Retry("delete", [&] { pods_->Delete(ns, name, d); });

@@ -36,9 +36,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "operator/kube/kube_config.h"
-#include "operator/kube/resource_client.h"
-#include "operator/kube/watcher.h"
+#include "operator/kubeclient/kube_config.h"
+#include "operator/kubeclient/resource_client.h"
+#include "operator/kubeclient/watcher.h"
 
 namespace headroom::memory {
 class MemoryCgroup;
@@ -57,7 +57,7 @@ class TestKubelet {
     std::string cgroup_parent = "headroom-test-kubelet";
   };
 
-  TestKubelet(kube::KubeConfig config, Options options);
+  TestKubelet(kubeclient::KubeConfig config, Options options);
   ~TestKubelet();
   TestKubelet(const TestKubelet&) = delete;
   TestKubelet& operator=(const TestKubelet&) = delete;
@@ -85,11 +85,11 @@ class TestKubelet {
   template <typename F>
   void Retry(const char* what, F&& f);
 
-  kube::KubeConfig config_;
+  kubeclient::KubeConfig config_;
   Options options_;
-  std::unique_ptr<kube::RestClient> client_;
-  std::unique_ptr<kube::ResourceClient> pods_;
-  std::unique_ptr<kube::Watcher> watcher_;
+  std::unique_ptr<kubeclient::RestClient> client_;
+  std::unique_ptr<kubeclient::ResourceClient> pods_;
+  std::unique_ptr<kubeclient::Watcher> watcher_;
   bool cgroups_enabled_ = false;
 
   mutable std::mutex mu_;

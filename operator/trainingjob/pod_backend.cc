@@ -1,0 +1,435 @@
+#include "operator/trainingjob/pod_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "operator/trainingjob/http_scrape.h"
+#include "operator/trainingjob/worker_metrics_text.h"
+#include "operator/kubeclient/resource_client.h"
+#include "operator/manifests/children.h"
+
+namespace headroom::trainingjob {
+
+using nlohmann::json;
+
+namespace {
+
+bool Transient(const kubeclient::ApiError& e) { return e.code() == 0 || e.code() == 429 || e.code() >= 500; }
+
+int64_t GenerationOf(const json& pod) {
+  const std::string g = kubeclient::Label(pod, manifests::kLabelGeneration);
+  try {
+    return g.empty() ? 0 : std::stoll(g);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+int RankOf(const json& pod) {
+  const std::string r = kubeclient::Label(pod, manifests::kLabelRank);
+  try {
+    return r.empty() ? -1 : std::stoi(r);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// The step a termination message says the workers checkpointed, when it says one: a
+// guard decision's "step" (the worker checkpoints the step it stops at), or an explicit
+// "checkpoint_step"/"checkpointStep".
+std::optional<int64_t> CheckpointStepOf(const runtime::RankExit& e) {
+  if (e.termination_message.empty()) return std::nullopt;
+  json j = json::parse(e.termination_message, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  for (const char* key : {"checkpoint_step", "checkpointStep"}) {
+    if (j.contains(key) && j[key].is_number_integer()) return j[key].get<int64_t>();
+  }
+  if (e.exit_code == protocol::kExitGuardStop && j.contains("step") && j["step"].is_number_integer()) {
+    return j["step"].get<int64_t>();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<runtime::RankExit> PodExit(const json& pod) {
+  if (!pod.is_object() || !pod.contains("status")) return std::nullopt;
+  const json& status = pod["status"];
+  if (status.contains("containerStatuses") && status["containerStatuses"].is_array() &&
+      !status["containerStatuses"].empty()) {
+    const json& cs = status["containerStatuses"][0];
+    if (cs.contains("state") && cs["state"].contains("terminated")) {
+      const json& t = cs["state"]["terminated"];
+      runtime::RankExit e;
+      e.exit_code = t.value("exitCode", 1);
+      e.reason = t.value("reason", "");
+      e.oom_killed = e.reason == "OOMKilled";
+      e.termination_message = t.value("message", "");
+      if (e.reason.empty() || e.reason == "Error" || e.reason == "Completed") {
+        e.reason = protocol::ExitReason(e.exit_code, e.oom_killed);
+      }
+      return e;
+    }
+  }
+  // A pod that failed without ever running its container (no such command, evicted).
+  const std::string phase = status.value("phase", "");
+  if (phase == "Failed" || phase == "Succeeded") {
+    runtime::RankExit e;
+    e.exit_code = phase == "Succeeded" ? 0 : 1;
+    e.reason = status.value("reason", phase);
+    e.termination_message = status.value("message", "");
+    return e;
+  }
+  return std::nullopt;
+}
+
+PodBackend::PodBackend(kubeclient::RestClient& client, spec::TrainingJob owner, std::string ns, PodBackendOptions options)
+    : client_(&client), ns_(std::move(ns)), options_(std::move(options)), owner_(std::move(owner)) {}
+
+template <typename F>
+auto PodBackend::WithRetry(const std::string& what, F&& call) -> decltype(call()) {
+  std::chrono::milliseconds delay = options_.api_retry_delay;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return call();
+    } catch (const kubeclient::ApiError& e) {
+      if (!Transient(e) || attempt >= options_.api_attempts) throw;
+      spdlog::debug("{}: {} (attempt {}, retrying)", what, e.what(), attempt);
+    }
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
+}
+
+int PodBackend::generation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return generation_;
+}
+
+void PodBackend::SetOwner(const spec::TrainingJob& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  owner_.metadata = owner.metadata;
+}
+
+void PodBackend::Adopt(int generation, int workers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  generation_ = generation;
+  workers_ = workers;
+  // Pods seen before adoption were filed as "other"; move this generation's into ranks_.
+  ranks_.clear();
+  pods_to_create_.clear();
+  assumed_exit_.reset();
+  for (int r = 0; r < workers; ++r) ranks_[r];
+}
+
+void PodBackend::AdoptEnded(int generation, int workers, const runtime::RankExit& ended) {
+  Adopt(generation, workers);
+  std::lock_guard<std::mutex> lock(mu_);
+  assumed_exit_ = ended;
+}
+
+void PodBackend::OnPodEvent(const json& pod, bool deleted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t gen = GenerationOf(pod);
+  const int rank = RankOf(pod);
+  const std::string name = kubeclient::Name(pod);
+  if (gen == generation_ && generation_ > 0 && rank >= 0 && rank < workers_) {
+    RankPod& rp = ranks_[rank];
+    rp.seen = true;
+    rp.name = name;
+    // Keep the last state that says how the container ended: a deletion event may carry
+    // an older copy when the watch was down (a relist synthesises it from the cache).
+    if (std::optional<runtime::RankExit> e = PodExit(pod)) rp.exit = std::move(e);
+    const json empty = json::object();
+    const json& status = pod.contains("status") ? pod["status"] : empty;
+    rp.ip = status.value("podIP", "");
+    rp.scrapable = status.value("phase", "") == "Running" && !rp.ip.empty();
+    rp.metrics_port = manifests::kMetricsPort;
+    try {
+      const json& ann = pod["metadata"].contains("annotations") ? pod["metadata"]["annotations"] : empty;
+      if (ann.contains(manifests::kMetricsPortAnnotation)) {
+        rp.metrics_port = std::stoi(ann[manifests::kMetricsPortAnnotation].get<std::string>());
+      }
+    } catch (const std::exception&) {
+    }
+    rp.deleted = deleted;
+    if (!deleted) rp.pending_create = false;
+    other_pods_.erase(name);
+    return;
+  }
+  if (deleted) {
+    other_pods_.erase(name);
+  } else {
+    other_pods_[name] = gen;
+  }
+}
+
+void PodBackend::Sync(const std::vector<json>& cached_pods) {
+  std::set<std::string> cached;
+  for (const json& pod : cached_pods) {
+    cached.insert(kubeclient::Name(pod));
+    OnPodEvent(pod, false);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [rank, rp] : ranks_) {
+    if (rp.seen && !rp.deleted && !cached.count(rp.name)) rp.deleted = true;
+  }
+  for (auto it = other_pods_.begin(); it != other_pods_.end();) {
+    it = cached.count(it->first) ? std::next(it) : other_pods_.erase(it);
+  }
+}
+
+void PodBackend::EnsureSpecConfigMap(const runtime::LaunchRequest& request) {
+  kubeclient::ResourceClient configmaps(*client_, kubeclient::resources::kConfigMaps);
+  manifests::WorkerGeneration gen{request.job, request.generation, request.guard_history_json};
+  const json wanted = manifests::BuildSpecConfigMap(gen, ns_);
+  const std::string name = kubeclient::Name(wanted);
+  WithRetry("configmap " + name, [&] {
+    try {
+      configmaps.Create(ns_, wanted);
+      return 0;
+    } catch (const kubeclient::ApiError& e) {
+      if (!e.IsAlreadyExists()) throw;
+    }
+    configmaps.UpdateWithRetry(ns_, name, [&](json& cm) {
+      if (cm["data"] == wanted["data"] && cm["metadata"]["labels"] == wanted["metadata"]["labels"]) return false;
+      cm["data"] = wanted["data"];
+      cm["metadata"]["labels"] = wanted["metadata"]["labels"];
+      if (wanted["metadata"].contains("ownerReferences")) {
+        cm["metadata"]["ownerReferences"] = wanted["metadata"]["ownerReferences"];
+      }
+      return true;
+    });
+    return 0;
+  });
+}
+
+void PodBackend::EnsureService(const spec::TrainingJob& job) {
+  kubeclient::ResourceClient services(*client_, kubeclient::resources::kServices);
+  const json wanted = manifests::BuildHeadlessService(job, ns_);
+  WithRetry("service " + kubeclient::Name(wanted), [&] {
+    try {
+      services.Create(ns_, wanted);
+    } catch (const kubeclient::ApiError& e) {
+      if (!e.IsAlreadyExists()) throw;
+    }
+    return 0;
+  });
+}
+
+bool PodBackend::CreatePod(int rank) {
+  json manifest;
+  int generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_to_create_.find(rank);
+    if (it == pods_to_create_.end()) return true;  // created already (or cancelled by a drain)
+    manifest = it->second;
+    generation = generation_;
+  }
+  kubeclient::ResourceClient pods(*client_, kubeclient::resources::kPods);
+  const std::string name = kubeclient::Name(manifest);
+  return WithRetry("pod " + name, [&] {
+    try {
+      pods.Create(ns_, manifest);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++pods_created_;
+      return true;
+    } catch (const kubeclient::ApiError& e) {
+      if (!e.IsAlreadyExists()) throw;
+    }
+    std::optional<json> existing = pods.TryGet(ns_, name);
+    if (!existing) return false;  // gone meanwhile: the next Observe creates it
+    if (GenerationOf(*existing) == generation) return true;  // ours, created by an earlier try
+    // An older generation's pod still holds the name: it has ended (Launch is only called
+    // when no rank is alive), so it goes now, and the next Observe creates ours.
+    kubeclient::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    now.precondition_uid = kubeclient::Uid(*existing);
+    try {
+      pods.Delete(ns_, name, now);
+    } catch (const kubeclient::ApiError& e) {
+      if (e.code() != 409 && e.code() != 404) throw;
+    }
+    return false;
+  });
+}
+
+void PodBackend::Launch(const runtime::LaunchRequest& request) {
+  const spec::TrainingJob& job = request.job;
+  std::map<std::string, int64_t> stale;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The previous generation's pods become "other" pods: they have ended and hold names
+    // (rank 1 after a reshard from 2 to 1 would otherwise stay forever).
+    for (const auto& [rank, rp] : ranks_) {
+      if (rp.seen && !rp.deleted) other_pods_[rp.name] = generation_;
+    }
+    generation_ = request.generation;
+    workers_ = job.spec.workers;
+    ranks_.clear();
+    pods_to_create_.clear();
+    checkpoint_step_.reset();
+    assumed_exit_.reset();
+    // The job as launched, with the owner's identity (the reconciler's copy may predate
+    // the object's uid, e.g. after a delete and re-create).
+    spec::TrainingJob owned = job;
+    owned.metadata = owner_.metadata;
+    manifests::WorkerGeneration gen{owned, request.generation, request.guard_history_json};
+    for (int r = 0; r < workers_; ++r) {
+      json pod = manifests::BuildWorkerPod(gen, r, ns_);
+      if (options_.customize_pod) options_.customize_pod(pod, request, r);
+      pods_to_create_[r] = std::move(pod);
+      ranks_[r].pending_create = true;
+    }
+    for (const auto& [name, g] : other_pods_) {
+      if (g != request.generation) stale[name] = g;
+    }
+  }
+  spec::TrainingJob owned = job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    owned.metadata = owner_.metadata;
+  }
+  runtime::LaunchRequest owned_request = request;
+  owned_request.job = owned;
+  EnsureSpecConfigMap(owned_request);
+  EnsureService(owned);
+  // Pods of earlier generations have ended; free their names (ranks beyond the new size
+  // too, after a reshard down).
+  kubeclient::ResourceClient pods(*client_, kubeclient::resources::kPods);
+  for (const auto& [name, g] : stale) {
+    kubeclient::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    WithRetry("delete pod " + name, [&] { return pods.Delete(ns_, name, now); });
+  }
+  for (int r = 0; r < job.spec.workers; ++r) {
+    if (CreatePod(r)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ranks_[r].pending_create = false;
+      pods_to_create_.erase(r);  // created: the manifest is no longer needed
+    }
+  }
+}
+
+runtime::Observation PodBackend::Observe() {
+  runtime::Observation o;
+  o.now = std::chrono::steady_clock::now();
+  std::vector<int> to_create;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [rank, rp] : ranks_) {
+      if (rp.pending_create && !rp.seen) to_create.push_back(rank);
+    }
+  }
+  for (int rank : to_create) {
+    try {
+      if (CreatePod(rank)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ranks_[rank].pending_create = false;
+        pods_to_create_.erase(rank);
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("creating rank {} of generation {}: {}", rank, generation(), e.what());
+    }
+  }
+
+  struct Target {
+    int rank;
+    std::string ip;
+    int port;
+  };
+  std::vector<Target> scrape;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    o.generation = generation_;
+    for (auto& [rank, rp] : ranks_) {
+      runtime::RankObservation ro;
+      ro.rank = rank;
+      if (!rp.seen && !rp.pending_create && assumed_exit_) {
+        ro.exit = *assumed_exit_;
+      } else if (!rp.seen) {
+        ro.running = true;  // being created, or created and not yet seen: starting
+      } else if (rp.exit) {
+        ro.exit = *rp.exit;
+        if (std::optional<int64_t> c = CheckpointStepOf(*rp.exit)) {
+          checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
+        }
+      } else if (rp.deleted) {
+        ro.exit = runtime::RankExit{protocol::kExitKilled, false, "PodDeleted",
+                                    "the pod was deleted before its container reported how it ended"};
+      } else {
+        ro.running = true;
+        if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
+      }
+      o.ranks.push_back(std::move(ro));
+    }
+    o.checkpoint_step = checkpoint_step_;
+  }
+  // Outside the lock, all ranks at once: a reconcile waits at most one scrape_timeout,
+  // however many ranks the job has or how many of them hang.
+  std::vector<std::future<std::optional<std::string>>> pages;
+  for (const Target& t : scrape) {
+    pages.push_back(std::async(std::launch::async, [t, timeout = options_.scrape_timeout] {
+      std::string why;
+      std::optional<std::string> body = HttpGet(t.ip, t.port, "/metrics", timeout, &why);
+      if (!body) spdlog::debug("scrape rank {}: {}", t.rank, why);
+      return body;
+    }));
+  }
+  for (size_t i = 0; i < scrape.size(); ++i) {
+    const Target& t = scrape[i];
+    std::optional<std::string> body = pages[i].get();
+    if (!body) continue;
+    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
+    if (!r) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = ranks_.find(t.rank);
+    if (it == ranks_.end() || o.generation != generation_ || r->step <= it->second.last_step) continue;
+    it->second.last_step = r->step;
+    r->rank = t.rank;
+    r->generation = generation_;
+    o.new_steps.push_back(*r);
+  }
+  return o;
+}
+
+void PodBackend::DeletePods(std::optional<int64_t> grace_seconds) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [rank, rp] : ranks_) {
+      if (!rp.deleted) names.push_back(manifests::WorkerPodName(owner_.metadata.name, rank));
+      // A rank not created yet must not be created any more.
+      if (!rp.seen) pods_to_create_.erase(rank);
+    }
+    for (auto& [rank, rp] : ranks_) {
+      if (!rp.seen && rp.pending_create) {
+        rp.pending_create = false;
+        rp.deleted = true;
+      }
+    }
+  }
+  kubeclient::ResourceClient pods(*client_, kubeclient::resources::kPods);
+  kubeclient::DeleteOptions options;
+  options.grace_period_seconds = grace_seconds;
+  for (const std::string& name : names) {
+    try {
+      WithRetry("delete pod " + name, [&] { return pods.Delete(ns_, name, options); });
+    } catch (const std::exception& e) {
+      spdlog::warn("deleting pod {}: {}", name, e.what());
+    }
+  }
+}
+
+void PodBackend::Drain(std::chrono::milliseconds grace) {
+  DeletePods(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(grace).count()));
+}
+
+void PodBackend::Kill() { DeletePods(0); }
+
+}  // namespace headroom::trainingjob

@@ -1,0 +1,244 @@
+// The TrainingJob controller against the in-process API server and test kubelet, with the
+// fake worker (tests/operator/fake_worker/) in the pods: children and ownership, the
+// status and Events of a guard restart, invalid specs, zero writes per resync, suspend
+// and resume, kubectl scale, deletion, and an operator restart mid-job.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/protocol/environment.h"
+#include "tests/operator/test_cluster.h"
+
+namespace headroom::trainingjob::testing {
+namespace {
+
+bool Has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+Cluster::Options FakeWorker(std::vector<std::pair<std::string, std::string>> env = {}) {
+  Cluster::Options o;
+  env.emplace_back("FAKE_STEP_SECONDS", "0.03");
+  o.worker_env = std::move(env);
+  return o;
+}
+
+TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker({{"FAKE_GUARD_AT_STEP", "4"}, {"FAKE_GUARD_DECISION", R"({"action":"restart","reason":"host forecast crosses 85% in 2 steps"})"}}));
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "story";
+  shape.steps = 10;
+  const json created = c.Create(JobObject(shape));
+  const std::string uid = created["metadata"]["uid"];
+
+  ASSERT_TRUE(c.WaitForPhase("story", "Succeeded", 60s));
+  const json status = c.Status("story");
+  EXPECT_GE(status.value("restarts", 0), 1) << status.dump();
+  EXPECT_EQ(status.value("generation", 0), 2) << "one relaunch: the guard restart";
+  EXPECT_EQ(status.value("oomKills", -1), 0);
+  EXPECT_EQ(status.value("stepsLost", -1), 0);
+  EXPECT_EQ(status["lastAction"].value("type", ""), "restart");
+  EXPECT_EQ(status.value("observedGeneration", 0), created["metadata"].value("generation", 0));
+  ASSERT_TRUE(status.contains("startTime") && status.contains("completionTime")) << status.dump();
+  EXPECT_LE(kubeclient::ParseTime(status["startTime"]), kubeclient::ParseTime(status["completionTime"]));
+
+  // Every child is owned by the job (controller: true), so deleting it removes them.
+  auto owned = [&](const json& o) {
+    return o["metadata"].contains("ownerReferences") && o["metadata"]["ownerReferences"][0]["uid"] == uid &&
+           o["metadata"]["ownerReferences"][0]["controller"] == true;
+  };
+  EXPECT_TRUE(owned(c.Services().Get("default", "story")));
+  const json cm = c.ConfigMaps().Get("default", "story-spec");
+  EXPECT_TRUE(owned(cm));
+  EXPECT_EQ(cm["metadata"]["labels"][manifests::kLabelGeneration], "2");
+  std::vector<json> pods = c.PodsOf("story");
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_TRUE(owned(pods[0]));
+  EXPECT_EQ(pods[0]["metadata"]["labels"][manifests::kLabelGeneration], "2");
+  bool history = false;
+  for (const json& e : pods[0]["spec"]["containers"][0]["env"]) {
+    if (e["name"] == protocol::kGuardHistoryEnv) history = e["value"].get<std::string>().find("\"restarts\":1") != std::string::npos;
+  }
+  EXPECT_TRUE(history) << "generation 2 carries the guard history: " << pods[0]["spec"]["containers"][0]["env"].dump();
+
+  ASSERT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("story"), "Succeeded"); }, 5s));
+  const std::vector<std::string> reasons = c.EventReasons("story");
+  EXPECT_TRUE(Has(reasons, "Launched")) << c.EventMessages("story");
+  EXPECT_TRUE(Has(reasons, "GuardRestart")) << c.EventMessages("story");
+  EXPECT_EQ(reasons.back(), "Succeeded") << c.EventMessages("story");
+  EXPECT_NE(c.EventMessages("story").find("host forecast crosses 85%"), std::string::npos) << c.EventMessages("story");
+
+  const std::string metrics = c.metrics().Render();
+  EXPECT_NE(metrics.find(R"(headroom_operator_guard_actions_total{action="restart",reason="memoryGuard"} 1)"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Succeeded"} 1)"), std::string::npos) << metrics;
+}
+
+TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
+  Cluster::Options o;
+  o.kubelet = false;
+  o.resync = 200ms;
+  Cluster c(o);
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "bad";
+  json job = JobObject(shape);
+  job["spec"]["grpo"]["groupSize"] = 1;
+  job["spec"]["workers"] = 9;  // above maxWorkers 4
+  job["spec"]["grpo"]["groupsize"] = 8;  // a typo: unknown field
+  c.Create(job);
+  ASSERT_TRUE(c.WaitForPhase("bad", "Failed", 10s));
+  const json status = c.Status("bad");
+  ASSERT_EQ(status["conditions"].size(), 1u) << status.dump();
+  const json& cond = status["conditions"][0];
+  EXPECT_EQ(cond["type"], "Failed");
+  EXPECT_EQ(cond["status"], "True");
+  EXPECT_EQ(cond["reason"], "InvalidSpec");
+  const std::string message = cond["message"];
+  EXPECT_NE(message.find("spec.grpo.groupSize"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.workers"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.grpo.groupsize"), std::string::npos) << message;
+  EXPECT_TRUE(c.PodsOf("bad").empty());
+
+  // Resyncs every 200 ms look at it again and write nothing: no status write, no Event.
+  ASSERT_TRUE(c.WaitUntil([&] { return !c.EventReasons("bad").empty(); }, 5s));
+  const int64_t writes = c.server().write_requests();
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(c.server().write_requests(), writes) << "an invalid job must not be rewritten on resync";
+  EXPECT_EQ(c.EventReasons("bad"), std::vector<std::string>{"InvalidSpec"});
+
+  // Fixing the spec makes it a normal job.
+  c.Jobs().Patch("default", "bad", json{{"spec", {{"workers", 1}, {"grpo", {{"groupSize", 4}, {"groupsize", nullptr}}}}}});
+  EXPECT_TRUE(c.WaitUntil([&] { return c.PodsOf("bad").size() == 1; }, 10s)) << c.Status("bad").dump();
+}
+
+TEST(TrainingJobController, NothingWrittenPerResyncWhenNothingChanged) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster::Options o = FakeWorker();
+  o.resync = 150ms;
+  Cluster c(o);
+  c.StartOperator();
+  for (const char* name : {"quiet-a", "quiet-b", "quiet-c"}) {
+    JobShape shape;
+    shape.name = name;
+    shape.steps = 3;
+    c.Create(JobObject(shape));
+  }
+  for (const char* name : {"quiet-a", "quiet-b", "quiet-c"}) ASSERT_TRUE(c.WaitForPhase(name, "Succeeded", 30s));
+  std::this_thread::sleep_for(500ms);  // the last Events and status land
+  const int64_t writes = c.server().write_requests();
+  const int64_t status_writes = c.op().status_writes();
+  std::this_thread::sleep_for(1500ms);  // ~10 resyncs of every job
+  EXPECT_EQ(c.server().write_requests(), writes);
+  EXPECT_EQ(c.op().status_writes(), status_writes);
+}
+
+TEST(TrainingJobController, SuspendDrainsToACheckpointAndUnsuspendResumes) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "pause";
+  shape.steps = 60;
+  shape.checkpoint_every = 100;  // only the drain writes a checkpoint
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitUntil([&] {
+    auto pods = c.PodsOf("pause");
+    return pods.size() == 1 && pods[0]["status"].value("phase", "") == "Running";
+  }, 15s));
+  std::this_thread::sleep_for(400ms);  // some steps
+  c.Jobs().Patch("default", "pause", json{{"spec", {{"suspend", true}}}});
+  ASSERT_TRUE(c.WaitForPhase("pause", "Suspended", 20s));
+  EXPECT_TRUE(c.WaitUntil([&] { return c.PodsOf("pause").empty(); }, 10s)) << "drained pods are deleted";
+  const std::string latest = c.dir() + "/jobs/pause/checkpoints/latest";
+  EXPECT_TRUE(std::filesystem::exists(latest)) << "the drain left a checkpoint";
+  EXPECT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("pause"), "Suspended"); }, 5s)) << c.EventMessages("pause");
+
+  c.Jobs().Patch("default", "pause", json{{"spec", {{"suspend", false}}}});
+  ASSERT_TRUE(c.WaitForPhase("pause", "Succeeded", 40s));
+  const json status = c.Status("pause");
+  EXPECT_EQ(status.value("generation", 0), 2);
+  // The user's own pause and resume are not restarts (nor count against maxRestarts).
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  EXPECT_EQ(status.value("stepsLost", -1), 0) << status.dump();
+  EXPECT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("pause"), "Resumed"); }, 5s)) << c.EventMessages("pause");
+}
+
+TEST(TrainingJobController, ScaleSubresourceReshards) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "grow";
+  shape.steps = 50;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitUntil([&] {
+    auto pods = c.PodsOf("grow");
+    return pods.size() == 1 && pods[0]["status"].value("phase", "") == "Running";
+  }, 15s));
+  // kubectl scale trainingjob/grow --replicas=2
+  json scale = c.Jobs().GetScale("default", "grow");
+  scale["spec"]["replicas"] = 2;
+  c.Jobs().UpdateScale("default", "grow", scale);
+  ASSERT_TRUE(c.WaitForJob("grow", [](const json& j) { return j.value("status", json::object()).value("reshards", 0) == 1; }, 20s,
+                           "a reshard"));
+  EXPECT_TRUE(c.WaitUntil([&] {
+    auto pods = c.PodsOf("grow");
+    return pods.size() == 2 && pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == "2" &&
+           pods[1]["metadata"]["labels"][manifests::kLabelGeneration] == "2";
+  }, 15s));
+  ASSERT_TRUE(c.WaitForPhase("grow", "Succeeded", 40s));
+  const json status = c.Status("grow");
+  EXPECT_EQ(status.value("workers", 0), 2);
+  EXPECT_EQ(status["lastAction"].value("type", ""), "scale");
+  EXPECT_TRUE(Has(c.EventReasons("grow"), "Reshard")) << c.EventMessages("grow");
+}
+
+TEST(TrainingJobController, DeletingTheJobRemovesItsChildren) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "gone";
+  shape.steps = 500;
+  shape.workers = 2;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitUntil([&] { return c.PodsOf("gone").size() == 2; }, 15s));
+  c.Jobs().Delete("default", "gone");
+  EXPECT_TRUE(c.WaitUntil([&] {
+    return c.PodsOf("gone").empty() && !c.Services().TryGet("default", "gone") &&
+           !c.ConfigMaps().TryGet("default", "gone-spec");
+  }, 20s));
+  EXPECT_TRUE(c.WaitUntil([&] { return c.op().jobs_tracked() == 0; }, 5s)) << "the in-memory reconciler is dropped";
+}
+
+TEST(TrainingJobController, PicksUpARunningJobAfterAnOperatorRestart) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker({{"FAKE_GUARD_AT_STEP", "3"}}));
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "survivor";
+  shape.steps = 40;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitForJob("survivor", [](const json& j) { return j.value("status", json::object()).value("generation", 0) == 2; },
+                           20s, "generation 2"));
+  ASSERT_TRUE(c.WaitUntil([&] {
+    auto pods = c.PodsOf("survivor");
+    return pods.size() == 1 && pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == "2";
+  }, 10s));
+  const std::string pod_uid = c.PodsOf("survivor")[0]["metadata"]["uid"];
+  c.StopOperator();
+  c.StartOperator();
+  ASSERT_TRUE(c.WaitForPhase("survivor", "Succeeded", 40s));
+  const json status = c.Status("survivor");
+  EXPECT_EQ(status.value("generation", 0), 2) << "the new operator adopted generation 2, launched nothing";
+  EXPECT_EQ(status.value("restarts", 0), 1);
+  EXPECT_EQ(c.PodsOf("survivor")[0]["metadata"]["uid"], pod_uid);
+  const std::vector<std::string> reasons = c.EventReasons("survivor");
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "GuardRestart"), 1) << c.EventMessages("survivor");
+}
+
+}  // namespace
+}  // namespace headroom::trainingjob::testing

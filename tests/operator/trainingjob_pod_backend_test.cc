@@ -1,0 +1,131 @@
+// PodBackend against the test API server (no kubelet: pod states are written by the test,
+// as a kubelet would): launches are idempotent and never duplicate a pod, a new
+// generation frees the old one's names, exits come from containerStatuses, drains delete.
+#include <gtest/gtest.h>
+
+#include "core/spec/training_job.h"
+#include "operator/trainingjob/pod_backend.h"
+#include "operator/kubeclient/resource_client.h"
+#include "operator/manifests/children.h"
+#include "tests/operator/test_cluster.h"
+
+namespace headroom::trainingjob::testing {
+namespace {
+
+class PodBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.Start();
+    client_ = std::make_unique<kubeclient::RestClient>(server_.ClientConfig("default"));
+    JobShape shape;
+    shape.name = "pb";
+    shape.workers = 2;
+    job_json_ = kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", JobObject(shape));
+    job_ = *spec::ParseTrainingJobJson(job_json_).job;
+  }
+  std::unique_ptr<PodBackend> Backend() {
+    return std::make_unique<PodBackend>(*client_, job_, "default", PodBackendOptions{});
+  }
+  runtime::LaunchRequest Request(int generation, int workers) {
+    runtime::LaunchRequest r;
+    r.generation = generation;
+    r.job = job_;
+    r.job.spec.workers = workers;
+    r.guard_history_json = R"({"restarts":0})";
+    return r;
+  }
+  kubeclient::ResourceClient Pods() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kPods); }
+  std::vector<json> ListPods() { return Pods().List("default")["items"].get<std::vector<json>>(); }
+  // What a kubelet writes when the container ends.
+  void Terminate(const std::string& name, int code, const std::string& reason, const std::string& message) {
+    Pods().PatchStatus("default", name,
+                       json{{"status",
+                             {{"phase", code == 0 ? "Succeeded" : "Failed"},
+                              {"containerStatuses",
+                               {{{"name", "worker"},
+                                 {"state", {{"terminated", {{"exitCode", code}, {"reason", reason}, {"message", message}}}}}}}}}}});
+  }
+
+  testserver::TestApiServer server_;
+  std::unique_ptr<kubeclient::RestClient> client_;
+  json job_json_;
+  spec::TrainingJob job_;
+};
+
+TEST_F(PodBackendTest, LaunchCreatesOwnedChildrenOnceEvenWhenRepeated) {
+  auto backend = Backend();
+  backend->Launch(Request(1, 2));
+  EXPECT_EQ(backend->pods_created(), 2);
+  std::vector<json> pods = ListPods();
+  ASSERT_EQ(pods.size(), 2u);
+  for (const json& p : pods) {
+    EXPECT_EQ(kubeclient::ControllerUid(p), kubeclient::Uid(job_json_));
+    EXPECT_EQ(kubeclient::Label(p, manifests::kLabelGeneration), "1");
+  }
+  EXPECT_TRUE(kubeclient::ResourceClient(*client_, kubeclient::resources::kServices).TryGet("default", "pb"));
+  EXPECT_TRUE(kubeclient::ResourceClient(*client_, kubeclient::resources::kConfigMaps).TryGet("default", "pb-spec"));
+
+  // A second launch of the same generation (an operator that lost the answer, or a new
+  // operator replaying it) finds the pods and creates nothing.
+  auto again = Backend();
+  again->Launch(Request(1, 2));
+  EXPECT_EQ(again->pods_created(), 0);
+  std::vector<json> after = ListPods();
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(kubeclient::Uid(after[0]), kubeclient::Uid(pods[0]));
+}
+
+TEST_F(PodBackendTest, ObserveReadsExitsFromContainerStatuses) {
+  auto backend = Backend();
+  backend->Launch(Request(1, 2));
+  runtime::Observation o = backend->Observe();
+  ASSERT_EQ(o.ranks.size(), 2u);
+  EXPECT_TRUE(o.ranks[0].running) << "created, not yet seen: starting";
+
+  Terminate("pb-worker-0", 76, "Error", R"({"action":"restart","step":12})");
+  Terminate("pb-worker-1", 137, "OOMKilled", "");
+  backend->Sync(ListPods());
+  o = backend->Observe();
+  EXPECT_EQ(o.generation, 1);
+  ASSERT_TRUE(o.ranks[0].exit && o.ranks[1].exit);
+  EXPECT_EQ(o.ranks[0].exit->exit_code, 76);
+  EXPECT_EQ(o.ranks[0].exit->termination_message, R"({"action":"restart","step":12})");
+  EXPECT_EQ(o.checkpoint_step, 12) << "a guard stop checkpoints the step it names";
+  EXPECT_EQ(o.ranks[1].exit->exit_code, 137);
+  EXPECT_TRUE(o.ranks[1].exit->oom_killed);
+}
+
+TEST_F(PodBackendTest, ANewGenerationFreesTheOldNamesAndShrinks) {
+  auto backend = Backend();
+  backend->Launch(Request(1, 2));
+  Terminate("pb-worker-0", 76, "Error", "{}");
+  Terminate("pb-worker-1", 76, "Error", "{}");
+  backend->Sync(ListPods());
+  backend->Launch(Request(2, 1));  // reshard down to one worker
+  // Finished pods go at once; rank 0's name is free again, or taken on the next Observe.
+  for (int i = 0; i < 3 && ListPods().size() != 1; ++i) {
+    backend->Sync(ListPods());
+    backend->Observe();
+  }
+  backend->Observe();
+  std::vector<json> pods = ListPods();
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(kubeclient::Name(pods[0]), "pb-worker-0");
+  EXPECT_EQ(kubeclient::Label(pods[0], manifests::kLabelGeneration), "2");
+}
+
+TEST_F(PodBackendTest, DeletedPodWithoutAnExitReadsAsKilled) {
+  auto backend = Backend();
+  backend->Launch(Request(1, 1));
+  backend->Sync(ListPods());
+  backend->Kill();
+  EXPECT_TRUE(ListPods().empty());
+  backend->Sync(ListPods());
+  runtime::Observation o = backend->Observe();
+  ASSERT_TRUE(o.ranks[0].exit);
+  EXPECT_EQ(o.ranks[0].exit->exit_code, protocol::kExitKilled);
+  EXPECT_EQ(o.ranks[0].exit->reason, "PodDeleted");
+}
+
+}  // namespace
+}  // namespace headroom::trainingjob::testing
