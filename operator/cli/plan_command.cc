@@ -32,65 +32,42 @@ struct PlanArgs {
 
 std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : guard::HumanBytes(static_cast<double>(bytes)); }
 
-int RunPlan(const PlanArgs& args) {
-  spec::ParseResult parsed = spec::ParseTrainingJobFile(args.path);
-  if (!parsed.ok()) {
-    for (const spec::SpecError& e : parsed.errors) std::cerr << e.ToString() << "\n";
-    return 2;
-  }
-  const spec::TrainingJob& job = *parsed.job;
-  const int workers = args.workers > 0 ? args.workers : job.spec.workers;
-  guard::PlanOptions options;
-  if (!args.gpu_memory.empty()) {
-    std::string error;
-    auto bytes = spec::ParseQuantityBytes(args.gpu_memory, &error);
-    if (!bytes || *bytes <= 0) {
-      std::cerr << "--gpu-memory: " << (error.empty() ? "must be > 0" : error) << "\n";
-      return 2;
-    }
-    options.gpu_total_bytes = *bytes;
-  }
-  try {
-    options.model = guard::JobModelShape(job.spec);
-  } catch (const hf::HfConfigError& e) {
-    std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
-    return 2;
-  }
-  const guard::ModelShape& shape = *options.model;
-  const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
+// `--json`: the plan as one object (components, totals, limits, thresholds, verdicts).
+void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
+                   bool fits, bool worker_count_ok) {
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
-  const bool fits = guard::PlanFits(plan, g);
-  const bool worker_count_ok = spec::WorkerCountFits(job.spec.grpo, workers);
-
-  if (args.json) {
-    nlohmann::ordered_json j;
-    j["job"] = job.metadata.name;
-    j["workers"] = workers;
-    j["model"] = shape.source;
-    j["parameters"] = plan.parameters;
-    j["stage"] = job.spec.sharding.stage;
-    j["gpus_per_worker"] = job.spec.resources.gpus;
-    nlohmann::ordered_json comps = nlohmann::ordered_json::array();
-    for (const guard::PlanComponent& c : plan.components) {
-      comps.push_back({{"name", c.name}, {"host_bytes", c.host_bytes}, {"gpu_bytes", c.gpu_bytes}, {"note", c.note}});
-    }
-    j["components"] = comps;
-    j["host_total_bytes"] = plan.host_total_bytes;
-    j["gpu_total_bytes"] = plan.gpu_total_bytes;
-    j["host_limit_bytes"] = plan.host_limit_bytes;
-    j["gpu_limit_bytes"] = plan.gpu_limit_bytes;
-    j["host_fraction_of_limit"] =
-        plan.host_limit_bytes > 0 ? static_cast<double>(plan.host_total_bytes) / plan.host_limit_bytes : 0.0;
-    j["gpu_fraction_of_limit"] =
-        plan.gpu_limit_bytes > 0 ? static_cast<double>(plan.gpu_total_bytes) / plan.gpu_limit_bytes : 0.0;
-    j["host_threshold"] = g.host_threshold;
-    j["gpu_threshold"] = g.gpu_threshold;
-    j["fits"] = fits;
-    j["worker_count_divides_batch"] = worker_count_ok;
-    std::cout << j.dump(2) << "\n";
-    return 0;
+  nlohmann::ordered_json j;
+  j["job"] = job.metadata.name;
+  j["workers"] = workers;
+  j["model"] = shape.source;
+  j["parameters"] = plan.parameters;
+  j["stage"] = job.spec.sharding.stage;
+  j["gpus_per_worker"] = job.spec.resources.gpus;
+  nlohmann::ordered_json comps = nlohmann::ordered_json::array();
+  for (const guard::PlanComponent& c : plan.components) {
+    comps.push_back({{"name", c.name}, {"host_bytes", c.host_bytes}, {"gpu_bytes", c.gpu_bytes}, {"note", c.note}});
   }
+  j["components"] = comps;
+  j["host_total_bytes"] = plan.host_total_bytes;
+  j["gpu_total_bytes"] = plan.gpu_total_bytes;
+  j["host_limit_bytes"] = plan.host_limit_bytes;
+  j["gpu_limit_bytes"] = plan.gpu_limit_bytes;
+  j["host_fraction_of_limit"] =
+      plan.host_limit_bytes > 0 ? static_cast<double>(plan.host_total_bytes) / plan.host_limit_bytes : 0.0;
+  j["gpu_fraction_of_limit"] =
+      plan.gpu_limit_bytes > 0 ? static_cast<double>(plan.gpu_total_bytes) / plan.gpu_limit_bytes : 0.0;
+  j["host_threshold"] = g.host_threshold;
+  j["gpu_threshold"] = g.gpu_threshold;
+  j["fits"] = fits;
+  j["worker_count_divides_batch"] = worker_count_ok;
+  std::cout << j.dump(2) << "\n";
+}
 
+// The plan as a table a person reads, with a verdict and, when it does not fit, the
+// smallest worker count that would.
+void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
+                    bool fits, bool worker_count_ok, const guard::PlanOptions& options) {
+  const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   std::printf("%s: %s, %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
               job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s", job.spec.sharding.stage,
               job.spec.sharding.offload_params ? "on" : "off", job.spec.sharding.offload_optimizer ? "on" : "off",
@@ -125,6 +102,42 @@ int RunPlan(const PlanArgs& args) {
   }
   if (!worker_count_ok) std::printf("; %d workers do not divide the batch evenly", workers);
   std::printf("\n");
+}
+
+int RunPlan(const PlanArgs& args) {
+  spec::ParseResult parsed = spec::ParseTrainingJobFile(args.path);
+  if (!parsed.ok()) {
+    for (const spec::SpecError& e : parsed.errors) std::cerr << e.ToString() << "\n";
+    return 2;
+  }
+  const spec::TrainingJob& job = *parsed.job;
+  const int workers = args.workers > 0 ? args.workers : job.spec.workers;
+  guard::PlanOptions options;
+  if (!args.gpu_memory.empty()) {
+    std::string error;
+    auto bytes = spec::ParseQuantityBytes(args.gpu_memory, &error);
+    if (!bytes || *bytes <= 0) {
+      std::cerr << "--gpu-memory: " << (error.empty() ? "must be > 0" : error) << "\n";
+      return 2;
+    }
+    options.gpu_total_bytes = *bytes;
+  }
+  try {
+    options.model = guard::JobModelShape(job.spec);
+  } catch (const hf::HfConfigError& e) {
+    std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
+    return 2;
+  }
+  const guard::ModelShape& shape = *options.model;
+  const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
+  const bool fits = guard::PlanFits(plan, job.spec.memory_guard);
+  const bool worker_count_ok = spec::WorkerCountFits(job.spec.grpo, workers);
+
+  if (args.json) {
+    PrintPlanJson(job, workers, shape, plan, fits, worker_count_ok);
+  } else {
+    PrintPlanTable(job, workers, shape, plan, fits, worker_count_ok, options);
+  }
   return 0;
 }
 

@@ -24,6 +24,69 @@ bool OptionalBool(const nlohmann::json& spec, const char* name, const std::strin
 
 }  // namespace
 
+void BpeModel::ReadVocab(const nlohmann::json& spec, const std::string& where) {
+  if (!spec.contains("vocab") || !spec["vocab"].is_object()) {
+    throw TokenizerError(where + ".vocab: expected an object of token: id");
+  }
+  const auto& vocab = spec["vocab"];
+  vocab_.reserve(vocab.size());
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > 0x7FFFFFFF) {
+      throw TokenizerError(where + ".vocab[\"" + token + "\"]: expected a non-negative integer id");
+    }
+    const auto value = static_cast<uint32_t>(id.get<int64_t>());
+    vocab_[token] = value;
+    if (value >= text_of_id_.size()) {
+      text_of_id_.resize(value + 1);
+      has_id_.resize(value + 1, false);
+    }
+    text_of_id_[value] = token;
+    has_id_[value] = true;
+  }
+}
+
+void BpeModel::ReadMerges(const nlohmann::json& spec, const std::string& where) {
+  if (!spec.contains("merges") || !spec["merges"].is_array()) {
+    throw TokenizerError(where + ".merges: expected a list of \"a b\" strings or [a, b] pairs");
+  }
+  const auto& merges = spec["merges"];
+  merges_.reserve(merges.size());
+  const std::size_t prefix_length = continuing_subword_prefix_.size();
+  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& m = merges[rank];
+    const std::string at = where + ".merges[" + std::to_string(rank) + "]";
+    std::string left, right;
+    if (m.is_string()) {
+      const std::string line = m.get<std::string>();
+      const std::size_t space = line.find(' ');
+      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
+        throw TokenizerError(at + ": \"" + line + "\" is not two tokens separated by one space");
+      }
+      left = line.substr(0, space);
+      right = line.substr(space + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+    } else {
+      throw TokenizerError(at + ": expected \"a b\" or [\"a\", \"b\"]");
+    }
+    const auto left_id = vocab_.find(left);
+    const auto right_id = vocab_.find(right);
+    if (left_id == vocab_.end()) throw TokenizerError(at + ": \"" + left + "\" is not in the vocab");
+    if (right_id == vocab_.end()) throw TokenizerError(at + ": \"" + right + "\" is not in the vocab");
+    if (right.size() < prefix_length) {
+      throw TokenizerError(at + ": \"" + right + "\" is shorter than continuing_subword_prefix");
+    }
+    const std::string merged = left + right.substr(prefix_length);
+    const auto merged_id = vocab_.find(merged);
+    if (merged_id == vocab_.end()) {
+      throw TokenizerError(at + ": the merged token \"" + merged + "\" is not in the vocab");
+    }
+    // A pair listed twice keeps its last rank, as a map built from the list does.
+    merges_[PairKey(left_id->second, right_id->second)] = {static_cast<uint32_t>(rank), merged_id->second};
+  }
+}
+
 std::unique_ptr<BpeModel> BpeModel::FromJson(const nlohmann::json& spec, const std::string& where) {
   if (!spec.is_object()) throw TokenizerError(where + ": expected an object");
   if (spec.contains("type")) {
@@ -48,24 +111,7 @@ std::unique_ptr<BpeModel> BpeModel::FromJson(const nlohmann::json& spec, const s
   model->continuing_subword_prefix_ = OptionalString(spec, "continuing_subword_prefix", where);
   model->end_of_word_suffix_ = OptionalString(spec, "end_of_word_suffix", where);
 
-  if (!spec.contains("vocab") || !spec["vocab"].is_object()) {
-    throw TokenizerError(where + ".vocab: expected an object of token: id");
-  }
-  const auto& vocab = spec["vocab"];
-  model->vocab_.reserve(vocab.size());
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > 0x7FFFFFFF) {
-      throw TokenizerError(where + ".vocab[\"" + token + "\"]: expected a non-negative integer id");
-    }
-    const auto value = static_cast<uint32_t>(id.get<int64_t>());
-    model->vocab_[token] = value;
-    if (value >= model->text_of_id_.size()) {
-      model->text_of_id_.resize(value + 1);
-      model->has_id_.resize(value + 1, false);
-    }
-    model->text_of_id_[value] = token;
-    model->has_id_[value] = true;
-  }
+  model->ReadVocab(spec, where);
 
   const std::string unk = OptionalString(spec, "unk_token", where);
   if (!unk.empty()) {
@@ -74,45 +120,7 @@ std::unique_ptr<BpeModel> BpeModel::FromJson(const nlohmann::json& spec, const s
     model->unk_id_ = it->second;
   }
 
-  if (!spec.contains("merges") || !spec["merges"].is_array()) {
-    throw TokenizerError(where + ".merges: expected a list of \"a b\" strings or [a, b] pairs");
-  }
-  const auto& merges = spec["merges"];
-  model->merges_.reserve(merges.size());
-  const std::size_t prefix_length = model->continuing_subword_prefix_.size();
-  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& m = merges[rank];
-    const std::string at = where + ".merges[" + std::to_string(rank) + "]";
-    std::string left, right;
-    if (m.is_string()) {
-      const std::string line = m.get<std::string>();
-      const std::size_t space = line.find(' ');
-      if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-        throw TokenizerError(at + ": \"" + line + "\" is not two tokens separated by one space");
-      }
-      left = line.substr(0, space);
-      right = line.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      throw TokenizerError(at + ": expected \"a b\" or [\"a\", \"b\"]");
-    }
-    const auto left_id = model->vocab_.find(left);
-    const auto right_id = model->vocab_.find(right);
-    if (left_id == model->vocab_.end()) throw TokenizerError(at + ": \"" + left + "\" is not in the vocab");
-    if (right_id == model->vocab_.end()) throw TokenizerError(at + ": \"" + right + "\" is not in the vocab");
-    if (right.size() < prefix_length) {
-      throw TokenizerError(at + ": \"" + right + "\" is shorter than continuing_subword_prefix");
-    }
-    const std::string merged = left + right.substr(prefix_length);
-    const auto merged_id = model->vocab_.find(merged);
-    if (merged_id == model->vocab_.end()) {
-      throw TokenizerError(at + ": the merged token \"" + merged + "\" is not in the vocab");
-    }
-    // A pair listed twice keeps its last rank, as a map built from the list does.
-    model->merges_[PairKey(left_id->second, right_id->second)] = {static_cast<uint32_t>(rank), merged_id->second};
-  }
+  model->ReadMerges(spec, where);
   return model;
 }
 

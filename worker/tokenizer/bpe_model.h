@@ -34,6 +34,9 @@ class BpeModel {
   int64_t max_id() const { return static_cast<int64_t>(text_of_id_.size()) - 1; }
 
  private:
+  // `vocab` (token -> id) and `merges` (in rank order) of the model object at `where`.
+  void ReadVocab(const nlohmann::json& spec, const std::string& where);
+  void ReadMerges(const nlohmann::json& spec, const std::string& where);
   struct Merge {
     uint32_t rank;
     uint32_t new_id;
