@@ -1,5 +1,6 @@
 #include "operator/local/local_pod_template.h"
 
+#include <filesystem>
 #include <map>
 
 namespace headroom::local {
@@ -51,6 +52,8 @@ void IgnoreUnusableMounts(const spec::PodTemplate& t, std::vector<std::string>& 
     } else if (const std::string host = v["hostPath"].value("path", ""); host != dir) {
       ignored.push_back("volume " + name + " (hostPath " + host + ") mounted at " + dir +
                         ": only a hostPath mounted at its own path applies here");
+    } else if (std::error_code ec; !std::filesystem::exists(host, ec)) {
+      ignored.push_back("volume " + name + " (hostPath " + host + "): no such path on this machine");
     }
   }
   for (const auto& [name, volume] : volumes) {

@@ -3,7 +3,8 @@
 // means nothing to local processes is listed, so the run can say once what it ignores.
 //
 // Volumes: a hostPath volume mounted at its own path needs nothing on one machine (the
-// directory is already there for the workers), so such a mount is applied as it stands.
+// directory is already there for the workers), so such a mount is applied as it stands
+// (named when the path does not exist here).
 // A hostPath mounted elsewhere (no mount namespace here to move it), and every other
 // volume kind (a PVC, a Secret, ...) with its mounts, is ignored and named.
 #pragma once

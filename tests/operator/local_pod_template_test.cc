@@ -25,7 +25,8 @@ const char* kTemplate = R"(
       priorityClassName: high
       volumes:
       - {name: model, persistentVolumeClaim: {claimName: qwen, readOnly: true}}
-      - {name: data, hostPath: {path: /srv/data}}
+      - {name: data, hostPath: {path: /usr}}
+      - {name: gone, hostPath: {path: /nonexistent-headroom-test-dir}}
       - {name: cache, hostPath: {path: /srv/cache}}
       containers:
       - env:
@@ -34,7 +35,8 @@ const char* kTemplate = R"(
         envFrom: [{secretRef: {name: store}}]
         volumeMounts:
         - {name: model, mountPath: /models, readOnly: true}
-        - {name: data, mountPath: /srv/data}
+        - {name: data, mountPath: /usr}
+        - {name: gone, mountPath: /nonexistent-headroom-test-dir}
         - {name: cache, mountPath: /cache}
 )";
 
@@ -52,10 +54,11 @@ TEST(LocalPodTemplate, AppliesPlainEnvAndNamesEverythingElse) {
   const std::string notice = IgnoredTemplateNotice(local);
   for (const char* ignored : {"metadata.labels", "nodeSelector", "priorityClassName", "env HF_TOKEN (valueFrom",
                               "envFrom", "volume model (persistentVolumeClaim) mounted at /models",
-                              "volume cache (hostPath /srv/cache) mounted at /cache"}) {
+                              "volume cache (hostPath /srv/cache) mounted at /cache",
+                              "volume gone (hostPath /nonexistent-headroom-test-dir): no such path"}) {
     EXPECT_NE(notice.find(ignored), std::string::npos) << ignored << " missing from: " << notice;
   }
-  // A hostPath mounted at its own path is already there for local workers.
+  // A hostPath mounted at its own path is already there for local workers (/usr is).
   EXPECT_EQ(notice.find("volume data"), std::string::npos) << notice;
   EXPECT_EQ(IgnoredTemplateNotice(ApplicableOnOneMachine(spec::PodTemplate{})), "");
 }
