@@ -69,6 +69,12 @@ func CheckSupported(s Schema, path string) []string {
 	if d, _ := s["description"].(string); strings.TrimSpace(d) == "" {
 		out = append(out, fmt.Sprintf("%s: no description", path))
 	}
+	// An object the schema says nothing about is emptied by the API server's pruning; the
+	// root's metadata is the one the API server owns itself.
+	if s["type"] == "object" && len(s.props()) == 0 && s.additional() == nil &&
+		s["x-kubernetes-preserve-unknown-fields"] != true && path != "metadata" {
+		out = append(out, fmt.Sprintf("%s: an object without properties, additionalProperties or x-kubernetes-preserve-unknown-fields: the API server prunes its contents", path))
+	}
 	for name, p := range s.props() {
 		out = append(out, CheckSupported(p, joinPath(path, name))...)
 	}
