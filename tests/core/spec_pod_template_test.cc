@@ -20,48 +20,13 @@ std::string JobWithTemplate(const std::string& text) {
   return std::string(testing_util::kGoodJob) + "  template:\n" + text;
 }
 
-const char* kGpuPoolTemplate = R"(    metadata:
-      labels: {team: rl}
-      annotations: {example.com/cost-center: "42"}
-    spec:
-      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
-      affinity:
-        nodeAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            nodeSelectorTerms:
-            - matchExpressions: [{key: pool, operator: In, values: [gpu-a, gpu-b]}]
-      tolerations:
-      - {key: gpu-type, operator: Equal, value: h100, effect: NoSchedule}
-      priorityClassName: training-high
-      schedulerName: volcano
-      runtimeClassName: nvidia
-      serviceAccountName: trainer
-      imagePullSecrets: [{name: registry-credentials}]
-      securityContext: {runAsUser: 1000, fsGroup: 1000}
-      volumes:
-      - name: model
-        persistentVolumeClaim: {claimName: qwen-model, readOnly: true}
-      - name: scratch
-        hostPath: {path: /mnt/scratch, type: Directory}
-      containers:
-      - name: worker
-        env:
-        - {name: NCCL_DEBUG, value: WARN}
-        - name: HF_TOKEN
-          valueFrom: {secretKeyRef: {name: hf-token, key: token}}
-        envFrom: [{secretRef: {name: object-store}}]
-        volumeMounts:
-        - {name: model, mountPath: /models, readOnly: true}
-        - {name: scratch, mountPath: /mnt/scratch}
-        resources:
-          limits: {rdma/hca: 1}
-          requests: {rdma/hca: "1"}
-        securityContext:
-          capabilities: {add: [IPC_LOCK]}
-)";
+// The corpus' GPU pool job: every field a template takes.
+ParseResult GpuPoolJob() {
+  return ParseTrainingJobFile(std::string(HEADROOM_SOURCE_DIR) + "/tests/core/testdata/specs/valid/template-gpu-pool.yaml");
+}
 
 TEST(PodTemplate, ParsesEveryFieldIntoTheTypedJob) {
-  ParseResult r = ParseTrainingJob(JobWithTemplate(kGpuPoolTemplate));
+  ParseResult r = GpuPoolJob();
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   const PodTemplate& t = r.job->spec.pod_template;
   EXPECT_EQ(t.labels.at("team"), "rl");
@@ -70,7 +35,7 @@ TEST(PodTemplate, ParsesEveryFieldIntoTheTypedJob) {
   EXPECT_EQ(t.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
                       ["matchExpressions"][0]["values"][1],
             "gpu-b");
-  ASSERT_EQ(t.tolerations.size(), 1u);
+  ASSERT_EQ(t.tolerations.size(), 2u);
   EXPECT_EQ(t.tolerations[0]["value"], "h100");
   EXPECT_EQ(t.priority_class_name, "training-high");
   EXPECT_EQ(t.scheduler_name, "volcano");
@@ -82,6 +47,7 @@ TEST(PodTemplate, ParsesEveryFieldIntoTheTypedJob) {
   EXPECT_EQ(t.volumes[0]["persistentVolumeClaim"]["readOnly"], true);
   EXPECT_EQ(t.worker.env[1]["valueFrom"]["secretKeyRef"]["key"], "token");
   EXPECT_EQ(t.worker.env_from[0]["secretRef"]["name"], "object-store");
+  EXPECT_EQ(t.worker.env_from[1]["prefix"], "NCCL_");
   EXPECT_EQ(t.worker.volume_mounts[0]["mountPath"], "/models");
   EXPECT_EQ(t.worker.limits.at("rdma/hca"), "1");
   EXPECT_EQ(t.worker.requests.at("rdma/hca"), "1");
@@ -89,7 +55,7 @@ TEST(PodTemplate, ParsesEveryFieldIntoTheTypedJob) {
 }
 
 TEST(PodTemplate, RoundTripsThroughYamlAndJson) {
-  ParseResult r = ParseTrainingJob(JobWithTemplate(kGpuPoolTemplate));
+  ParseResult r = GpuPoolJob();
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   ParseResult yaml = ParseTrainingJob(ToYaml(*r.job));
   ASSERT_TRUE(yaml.ok()) << AllErrors(yaml) << ToYaml(*r.job);
@@ -110,11 +76,12 @@ TEST(PodTemplate, AnEmptyTemplateIsLeftOutOfTheSerializedJob) {
 }
 
 TEST(PodTemplate, IsNotPartOfTheRunDefinition) {
-  ParseResult plain = ParseTrainingJob(testing_util::kGoodJob);
-  ParseResult templated = ParseTrainingJob(JobWithTemplate(kGpuPoolTemplate));
-  ASSERT_TRUE(plain.ok() && templated.ok()) << AllErrors(templated);
+  ParseResult templated = GpuPoolJob();
+  ASSERT_TRUE(templated.ok()) << AllErrors(templated);
+  TrainingJob plain = *templated.job;
+  plain.spec.pod_template = PodTemplate{};
   // Moving a job to another node pool or giving it a token resumes its checkpoints.
-  EXPECT_EQ(RunDefinitionHash(plain.job->spec), RunDefinitionHash(templated.job->spec));
+  EXPECT_EQ(RunDefinitionHash(plain.spec), RunDefinitionHash(templated.job->spec));
 }
 
 struct Refusal {

@@ -13,42 +13,11 @@ namespace {
 
 using nlohmann::json;
 
-const char* kJob = R"(apiVersion: headroom.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: qwen, uid: 6f1c2f7e-0000-4000-8000-000000000002}
-spec:
-  workers: 2
-  resources: {cpu: "8", memory: 64Gi, gpus: 1}
-  checkpoint: {volume: qwen-checkpoints}
-  template:
-    metadata:
-      labels: {team: rl}
-      annotations: {example.com/owner: alice}
-    spec:
-      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
-      affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: zone, operator: In, values: [a]}]}}]}}
-      tolerations: [{key: gpu-type, operator: Equal, value: h100, effect: NoSchedule}]
-      priorityClassName: training-high
-      schedulerName: volcano
-      runtimeClassName: nvidia
-      serviceAccountName: trainer
-      imagePullSecrets: [{name: registry-credentials}]
-      securityContext: {runAsUser: 1000, fsGroup: 1000}
-      volumes:
-      - {name: model, persistentVolumeClaim: {claimName: qwen-model, readOnly: true}}
-      containers:
-      - name: worker
-        env:
-        - {name: NCCL_DEBUG, value: WARN}
-        - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf-token, key: token}}}
-        envFrom: [{secretRef: {name: object-store}}]
-        volumeMounts: [{name: model, mountPath: /models, readOnly: true}]
-        resources: {limits: {rdma/hca: "1"}, requests: {rdma/hca: "1"}}
-        securityContext: {capabilities: {add: [IPC_LOCK]}}
-)";
+// The corpus' GPU pool job: every field a template takes.
+const std::string kJob = std::string(HEADROOM_SOURCE_DIR) + "/tests/core/testdata/specs/valid/template-gpu-pool.yaml";
 
-spec::TrainingJob ParsedJob(const std::string& text) {
-  spec::ParseResult r = spec::ParseTrainingJob(text);
+spec::TrainingJob ParsedJob(const std::string& path) {
+  spec::ParseResult r = spec::ParseTrainingJobFile(path);
   EXPECT_TRUE(r.ok()) << (r.errors.empty() ? "" : r.errors[0].ToString());
   return r.ok() ? *r.job : spec::TrainingJob{};
 }
@@ -64,13 +33,15 @@ TEST(PodTemplateOverlay, PodCarriesTheTemplateBesideWhatTheOperatorSets) {
   const json& meta = pod["metadata"];
   EXPECT_EQ(meta["labels"]["team"], "rl");
   EXPECT_EQ(meta["labels"][kLabelRank], "1");
-  EXPECT_EQ(meta["annotations"]["example.com/owner"], "alice");
+  EXPECT_EQ(meta["annotations"]["example.com/cost-center"], "42");
   EXPECT_EQ(meta["annotations"][kMetricsPortAnnotation], std::to_string(kMetricsPort));
 
   const json& s = pod["spec"];
   EXPECT_EQ(s["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
-  EXPECT_EQ(s["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"], 1);
-  ASSERT_EQ(s["tolerations"].size(), 2u);
+  EXPECT_EQ(s["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+             ["matchExpressions"][0]["key"],
+            "pool");
+  ASSERT_EQ(s["tolerations"].size(), 3u);
   EXPECT_EQ(s["tolerations"][0]["key"], "nvidia.com/gpu");  // the operator's first
   EXPECT_EQ(s["tolerations"][1]["value"], "h100");
   EXPECT_EQ(s["priorityClassName"], "training-high");
@@ -88,8 +59,8 @@ TEST(PodTemplateOverlay, PodCarriesTheTemplateBesideWhatTheOperatorSets) {
   EXPECT_EQ((*model)["persistentVolumeClaim"]["claimName"], "qwen-model");
   const json* checkpoints = FindByName(s["volumes"], "checkpoints");
   ASSERT_NE(checkpoints, nullptr);
-  EXPECT_EQ((*checkpoints)["persistentVolumeClaim"]["claimName"], "qwen-checkpoints");
-  EXPECT_EQ(s["volumes"].size(), 5u);
+  EXPECT_EQ((*checkpoints)["persistentVolumeClaim"]["claimName"], "corpus-checkpoints");
+  EXPECT_EQ(s["volumes"].size(), 6u);
 }
 
 TEST(PodTemplateOverlay, WorkerContainerGetsEnvMountsResourcesAndCapabilities) {
@@ -105,6 +76,7 @@ TEST(PodTemplateOverlay, WorkerContainerGetsEnvMountsResourcesAndCapabilities) {
   EXPECT_EQ((*token)["valueFrom"]["secretKeyRef"]["name"], "hf-token");
   EXPECT_EQ(c["env"].back()["name"], "HF_TOKEN");  // after the operator's
   EXPECT_EQ(c["envFrom"][0]["secretRef"]["name"], "object-store");
+  EXPECT_EQ(c["envFrom"][1]["configMapRef"]["name"], "nccl-settings");
   const json* models = FindByName(c["volumeMounts"], "model");
   ASSERT_NE(models, nullptr);
   EXPECT_EQ((*models)["mountPath"], "/models");
@@ -129,6 +101,7 @@ TEST(PodTemplateOverlay, AnEmptyTemplateChangesNothing) {
   EXPECT_FALSE(without["spec"].contains("imagePullSecrets"));
   EXPECT_EQ(without["spec"]["tolerations"].size(), 1u);
   EXPECT_EQ(without["spec"]["volumes"].size(), 4u);
+  EXPECT_FALSE(without["spec"]["containers"][0].contains("envFrom"));
   EXPECT_NE(with, without);
 }
 
