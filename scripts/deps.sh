@@ -3,14 +3,16 @@
 # Idempotent: a second run installs nothing. Needs root (or sudo) and Debian's mirrors.
 set -euo pipefail
 
+# What building the binaries needs (shared with the images' build stages), then the rest.
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+mapfile -t BUILD_PACKAGES < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$SCRIPT_DIR/build-packages.txt")
+
 PACKAGES=(
-  # toolchain
-  build-essential cmake ccache pkg-config git ca-certificates clang libclang-rt-14-dev
-  # libraries
-  libtorch-dev libgloo-dev libcpprest-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev
-  libspdlog-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
-  # Hugging Face tokenizers: the pre-tokenizer's Unicode regex, NFC normalisation
-  libpcre2-dev libutf8proc-dev
+  "${BUILD_PACKAGES[@]}"
+  # toolchain beyond the build: the compiler cache, sources, sanitizer runtimes
+  ccache git clang libclang-rt-14-dev
+  # libraries: Debian's LibTorch, and the test frameworks
+  libtorch-dev libgloo-dev libgtest-dev libgmock-dev
   # Debian's LibTorch calls BLAS through libblas.so.3, which is netlib's reference BLAS
   # unless an optimised one is installed: OpenBLAS (OpenMP build, sharing LibTorch's
   # libgomp threads) makes a matmul ~28x faster on this machine (7 vs 200 GFLOP/s).

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/pod_template.h"
+
 namespace headroom::spec {
 
 inline constexpr const char* kApiGroup = "headroom.dev";
@@ -204,6 +206,9 @@ struct TrainingJobSpec {
   CheckpointSpec checkpoint;
   MemoryGuardSpec memory_guard;     // "memoryGuard"
   DebugSpec debug;
+  // "template": additions to every worker pod (core/spec/pod_template.h). Not part of the
+  // run-definition hash: where a pod runs and what it mounts does not change the run.
+  PodTemplate pod_template;
   bool operator==(const TrainingJobSpec&) const = default;
 };
 
@@ -247,7 +252,8 @@ nlohmann::json ToJsonValue(const TrainingJob& job);
 
 // A stable hash of everything that defines the run (model, task, seed, GRPO
 // hyper-parameters) and nothing the guard may change (workers, microBatchSize,
-// sharding stage/offload, resources, checkpoint, memoryGuard, debug, suspend, metadata).
+// sharding stage/offload, resources, checkpoint, memoryGuard, debug, suspend, template,
+// metadata).
 // Covered: every spec.model field (dims, init source, seed), the spec.task fields the
 // task reads (a generated task: name, digits, seed; a text task: seed, dataset, prompt,
 // reward), and spec.grpo except microBatchSize, all after defaults. 16 lowercase hex digits (FNV-1a 64 over the

@@ -385,6 +385,153 @@ void DecodeDebug(Decoder& d, const DocumentNode& node, const std::string& path, 
   r.Finish();
 }
 
+// --- spec.template ----------------------------------------------------------------
+// Kubernetes sub-objects are kept as JSON trees (core/spec/pod_template.h), each node
+// located so that CheckPodTemplate's errors point at their line.
+nlohmann::json Tree(Decoder& d, const DocumentNode& n, const std::string& path) {
+  d.Locate(path, n);
+  switch (n.kind) {
+    case Kind::kNull:
+      return nullptr;
+    case Kind::kBool:
+      return n.bool_value;
+    case Kind::kInt:
+      return n.int_fits ? nlohmann::json(n.int_value) : nlohmann::json(n.float_value);
+    case Kind::kFloat:
+      return n.float_value;
+    case Kind::kString:
+      return n.text;
+    case Kind::kMap: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const DocumentMember& m : n.members) out[m.key] = Tree(d, m.value, ChildPath(path, m.key));
+      return out;
+    }
+    case Kind::kList: {
+      nlohmann::json out = nlohmann::json::array();
+      for (size_t i = 0; i < n.items.size(); ++i) out.push_back(Tree(d, n.items[i], IndexPath(path, i)));
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+// The member `name` of `r` as a tree of the kind `expected` (kMap or kList).
+void TreeField(Decoder& d, MapReader& r, const std::string& name, Kind expected, nlohmann::json& out) {
+  const DocumentNode* n = r.Field(name);
+  if (n == nullptr) return;
+  if (n->kind != expected) {
+    d.TypeError(r.Child(name), *n, expected == Kind::kMap ? "map" : "list");
+    return;
+  }
+  out = Tree(d, *n, r.Child(name));
+}
+
+// Fields of a pod or container the operator sets: named, not unknown.
+void RefuseOwned(Decoder& d, MapReader& r, const DocumentNode& node, const std::vector<std::string>& owned) {
+  for (const std::string& field : owned) {
+    r.Ignore(field);
+    if (const DocumentNode* n = node.Find(field)) d.Error(r.Child(field), n, "is set by the operator");
+  }
+}
+
+void DecodeQuantityMap(Decoder& d, MapReader& r, const std::string& name, std::map<std::string, std::string>& out) {
+  const DocumentNode* n = r.Field(name);
+  if (n == nullptr) return;
+  if (n->kind != Kind::kMap) {
+    d.TypeError(r.Child(name), *n, "map of quantities");
+    return;
+  }
+  for (const DocumentMember& m : n->members) {
+    const std::string path = r.Child(name) + "[" + m.key + "]";
+    d.Locate(path, m.value);
+    d.QuantityText(m.value, path, out[m.key]);
+  }
+}
+
+void DecodeWorkerContainer(Decoder& d, const DocumentNode& node, const std::string& path, WorkerContainerTemplate& w) {
+  MapReader r(d, node, path);
+  std::string name = kWorkerContainerName;
+  r.String("name", name);
+  if (name != kWorkerContainerName) {
+    d.Error(r.Child("name"), node.Find("name"), std::string("must be \"") + kWorkerContainerName +
+                                                    "\": the template adds to the worker container only, got \"" + name + "\"");
+  }
+  TreeField(d, r, "env", Kind::kList, w.env);
+  TreeField(d, r, "envFrom", Kind::kList, w.env_from);
+  TreeField(d, r, "volumeMounts", Kind::kList, w.volume_mounts);
+  if (const DocumentNode* n = r.Field("resources")) {
+    MapReader res(d, *n, r.Child("resources"));
+    DecodeQuantityMap(d, res, "limits", w.limits);
+    DecodeQuantityMap(d, res, "requests", w.requests);
+    res.Finish();
+  }
+  TreeField(d, r, "securityContext", Kind::kMap, w.security_context);
+  RefuseOwned(d, r, node, {"command", "args", "image", "imagePullPolicy", "ports", "workingDir",
+                           "readinessProbe", "livenessProbe", "startupProbe", "terminationMessagePath",
+                           "terminationMessagePolicy"});
+  r.Finish();
+}
+
+void DecodeContainers(Decoder& d, const DocumentNode& node, const std::string& path, WorkerContainerTemplate& w) {
+  if (node.kind != Kind::kList) {
+    d.TypeError(path, node, "list of one container (the worker)");
+    return;
+  }
+  d.Locate(path, node);
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    if (i == 0) {
+      DecodeWorkerContainer(d, node.items[0], IndexPath(path, 0), w);
+    } else {
+      d.Error(IndexPath(path, i), &node.items[i], "the template adds to the worker container only; no other containers");
+    }
+  }
+}
+
+void DecodeImagePullSecrets(Decoder& d, const DocumentNode& node, const std::string& path, std::vector<std::string>& out) {
+  if (node.kind != Kind::kList) {
+    d.TypeError(path, node, "list of {name}");
+    return;
+  }
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    MapReader r(d, node.items[i], IndexPath(path, i));
+    std::string name;
+    r.String("name", name);
+    r.Finish();
+    out.push_back(name);
+  }
+}
+
+void DecodePodTemplateSpec(Decoder& d, const DocumentNode& node, const std::string& path, PodTemplate& t) {
+  MapReader r(d, node, path);
+  r.StringMap("nodeSelector", t.node_selector);
+  TreeField(d, r, "affinity", Kind::kMap, t.affinity);
+  TreeField(d, r, "tolerations", Kind::kList, t.tolerations);
+  r.String("priorityClassName", t.priority_class_name);
+  r.String("schedulerName", t.scheduler_name);
+  r.String("runtimeClassName", t.runtime_class_name);
+  r.String("serviceAccountName", t.service_account_name);
+  if (const DocumentNode* n = r.Field("imagePullSecrets")) {
+    DecodeImagePullSecrets(d, *n, r.Child("imagePullSecrets"), t.image_pull_secrets);
+  }
+  TreeField(d, r, "volumes", Kind::kList, t.volumes);
+  TreeField(d, r, "securityContext", Kind::kMap, t.security_context);
+  if (const DocumentNode* n = r.Field("containers")) DecodeContainers(d, *n, r.Child("containers"), t.worker);
+  RefuseOwned(d, r, node, {"restartPolicy", "hostname", "subdomain", "terminationGracePeriodSeconds"});
+  r.Finish();
+}
+
+void DecodePodTemplate(Decoder& d, const DocumentNode& node, const std::string& path, PodTemplate& t) {
+  MapReader r(d, node, path);
+  if (const DocumentNode* n = r.Field("metadata")) {
+    MapReader meta(d, *n, r.Child("metadata"));
+    meta.StringMap("labels", t.labels);
+    meta.StringMap("annotations", t.annotations);
+    meta.Finish();
+  }
+  if (const DocumentNode* n = r.Field("spec")) DecodePodTemplateSpec(d, *n, r.Child("spec"), t);
+  r.Finish();
+}
+
 void DecodeSpec(Decoder& d, const DocumentNode& node, TrainingJobSpec& s) {
   MapReader r(d, node, "spec");
   r.Bool("suspend", s.suspend);
@@ -400,6 +547,7 @@ void DecodeSpec(Decoder& d, const DocumentNode& node, TrainingJobSpec& s) {
   if (const DocumentNode* n = r.Field("checkpoint")) DecodeCheckpoint(d, *n, r.Child("checkpoint"), s.checkpoint);
   if (const DocumentNode* n = r.Field("memoryGuard")) DecodeMemoryGuard(d, *n, r.Child("memoryGuard"), s.memory_guard);
   if (const DocumentNode* n = r.Field("debug")) DecodeDebug(d, *n, r.Child("debug"), s.debug);
+  if (const DocumentNode* n = r.Field("template")) DecodePodTemplate(d, *n, r.Child("template"), s.pod_template);
   r.Finish();
 }
 

@@ -4,6 +4,7 @@
 // numbers are written in their shortest round-trip form.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -88,6 +89,7 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
   j["debug"] = {{"hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step},
                 {"gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step},
                 {"hostLeakDecay", s.debug.host_leak_decay}};
+  if (!s.pod_template.empty()) j["template"] = PodTemplateJson(s.pod_template);
   return j;
 }
 
@@ -134,7 +136,11 @@ void EmitYaml(YAML::Emitter& out, const ordered_json& j) {
       out << YAML::EndMap;
       break;
     case ordered_json::value_t::array:
-      out << YAML::Flow << YAML::BeginSeq;
+      // Lists of scalars on one line; lists of maps (a template's env, volumes) as blocks.
+      if (std::none_of(j.begin(), j.end(), [](const ordered_json& item) { return item.is_structured(); })) {
+        out << YAML::Flow;
+      }
+      out << YAML::BeginSeq;
       for (const auto& item : j) EmitYaml(out, item);
       out << YAML::EndSeq;
       break;

@@ -397,6 +397,7 @@ std::vector<SpecError> Validate(const TrainingJob& job) {
   CheckModel(c, job.spec);
   CheckTaskAndGrpo(c, job.spec);
   CheckRest(c, job.spec);
+  CheckPodTemplate(job.spec.pod_template, "spec.template", c.errors);
   return std::move(c.errors);
 }
 

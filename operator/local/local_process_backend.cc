@@ -21,6 +21,7 @@
 
 #include "core/net/free_port.h"
 #include "core/protocol/environment.h"
+#include "operator/local/local_pod_template.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
@@ -170,7 +171,13 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
   const int port = net::FreePort();
   const int world = job.spec.workers;
 
-  // The environment every rank shares, then the per-rank part.
+  // The environment every rank shares, then the per-rank part; the template's plain
+  // variables replace this process's own of the same name.
+  const LocalPodTemplate from_template = ApplicableOnOneMachine(job.spec.pod_template);
+  if (!template_noticed_) {
+    template_noticed_ = true;
+    if (std::string notice = IgnoredTemplateNotice(from_template); !notice.empty()) Notice(notice);
+  }
   std::vector<std::string> base_env;
   std::vector<std::string> ours;
   for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv, protocol::kMasterAddrEnv,
@@ -178,6 +185,7 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
                            protocol::kGuardHistoryEnv}) {
     ours.push_back(std::string(name) + "=");
   }
+  for (const auto& [name, value] : from_template.env) ours.push_back(name + "=");
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     bool replaced = false;
@@ -190,6 +198,7 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
   base_env.push_back(var(protocol::kMasterPortEnv, std::to_string(port)));
   base_env.push_back(var(protocol::kMemoryLimitEnv, std::to_string(limit_bytes_)));
   if (!request.guard_history_json.empty()) base_env.push_back(var(protocol::kGuardHistoryEnv, request.guard_history_json));
+  for (const auto& [name, value] : from_template.env) base_env.push_back(name + "=" + value);
   for (const auto& [k, v] : options_.extra_env) base_env.push_back(k + "=" + v);
 
   try {

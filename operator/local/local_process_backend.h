@@ -10,7 +10,9 @@
 // Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR=127.0.0.1, MASTER_PORT (a free
 // loopback port, fresh per generation), HEADROOM_TERMINATION_LOG,
 // HEADROOM_MEMORY_LIMIT_BYTES (spec.resources.memory: the limit the worker guards when no
-// cgroup limit is visible to it), HEADROOM_GUARD_HISTORY, and --metrics-port 0.
+// cgroup limit is visible to it), HEADROOM_GUARD_HISTORY, and --metrics-port 0; then the
+// plain env values of spec.template (operator/local/local_pod_template.h: what else the
+// template holds is named once through `notice` as ignored).
 //
 // Memory limits: each rank runs in a memory cgroup (core/memory/cgroup.h) limited to
 // spec.resources.memory, so the kernel's OOM killer judges it as it would a pod. Where no
@@ -95,6 +97,7 @@ class LocalProcessBackend : public runtime::WorkerBackend {
   int64_t limit_bytes_ = 0;
   std::vector<Rank> ranks_;
   std::optional<std::chrono::steady_clock::time_point> kill_after_;
+  bool template_noticed_ = false;  // what spec.template ignores here is said once per run
 };
 
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/protocol/environment.h"
+#include "operator/manifests/pod_template_overlay.h"
 
 namespace headroom::manifests {
 
@@ -90,7 +91,7 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                              {"prometheus.io/path", "/metrics"}};
 
   json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
-  if (s.resources.gpus > 0) limits["nvidia.com/gpu"] = std::to_string(s.resources.gpus);
+  if (s.resources.gpus > 0) limits[spec::kGpuResourceName] = std::to_string(s.resources.gpus);
   // Requests equal limits: the memory limit is what the guard protects, and a pod that
   // may be squeezed below it by its neighbours would be guarding the wrong number.
   json resources{{"limits", limits}, {"requests", limits}};
@@ -101,13 +102,13 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                           EnvVar(protocol::kMasterPortEnv, std::to_string(kRendezvousPort)),
                           EnvVar(protocol::kJobNameEnv, name),
                           EnvVar(protocol::kGenerationEnv, std::to_string(gen.generation)),
-                          FieldRefEnv("POD_NAME", "metadata.name"),
-                          FieldRefEnv("POD_NAMESPACE", "metadata.namespace")});
+                          FieldRefEnv(spec::kPodNameEnv, "metadata.name"),
+                          FieldRefEnv(spec::kPodNamespaceEnv, "metadata.namespace")});
   if (!gen.guard_history_json.empty()) env.push_back(EnvVar(protocol::kGuardHistoryEnv, gen.guard_history_json));
 
   const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
   json container{
-      {"name", "worker"},
+      {"name", spec::kWorkerContainerName},
       {"image", s.image},
       {"imagePullPolicy", "IfNotPresent"},
       {"command", json::array({"headroom-worker"})},
@@ -126,20 +127,21 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
         {"readOnlyRootFilesystem", true},
         {"allowPrivilegeEscalation", false},
         {"capabilities", {{"drop", json::array({"ALL"})}}}}},
-      {"volumeMounts", json::array({json{{"name", "spec"}, {"mountPath", kSpecMountDir}, {"readOnly", true}},
-                                    json{{"name", "checkpoints"}, {"mountPath", kCheckpointMountDir}},
-                                    json{{"name", "dshm"}, {"mountPath", "/dev/shm"}},
-                                    json{{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
+      {"volumeMounts",
+       json::array({json{{"name", spec::kSpecVolumeName}, {"mountPath", kSpecMountDir}, {"readOnly", true}},
+                    json{{"name", spec::kCheckpointVolumeName}, {"mountPath", kCheckpointMountDir}},
+                    json{{"name", spec::kShmVolumeName}, {"mountPath", spec::kShmMountDir}},
+                    json{{"name", spec::kTmpVolumeName}, {"mountPath", spec::kTmpMountDir}}})}};
 
   json checkpoints = s.checkpoint.volume.empty()
-                         ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
-                         : json{{"name", "checkpoints"},
+                         ? json{{"name", spec::kCheckpointVolumeName}, {"emptyDir", json::object()}}
+                         : json{{"name", spec::kCheckpointVolumeName},
                                 {"persistentVolumeClaim", {{"claimName", s.checkpoint.volume}}}};
   json volumes = json::array(
-      {json{{"name", "spec"}, {"configMap", {{"name", SpecConfigMapName(name)}}}}, checkpoints,
+      {json{{"name", spec::kSpecVolumeName}, {"configMap", {{"name", SpecConfigMapName(name)}}}}, checkpoints,
        // NCCL and the data loader use /dev/shm; the container default of 64 MiB is too small.
-       json{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}},
-       json{{"name", "tmp"}, {"emptyDir", json::object()}}});
+       json{{"name", spec::kShmVolumeName}, {"emptyDir", {{"medium", "Memory"}}}},
+       json{{"name", spec::kTmpVolumeName}, {"emptyDir", json::object()}}});
 
   json pod_spec{{"restartPolicy", "Never"},
                 // Rank 0's stable DNS name comes from hostname + subdomain = the headless Service.
@@ -157,9 +159,11 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                 {"volumes", std::move(volumes)}};
   if (s.resources.gpus > 0) {
     pod_spec["tolerations"] = json::array(
-        {json{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+        {json{{"key", spec::kGpuResourceName}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
   }
-  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(pod_spec)}};
+  json pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(pod_spec)}};
+  OverlayPodTemplate(s.pod_template, pod);
+  return pod;
 }
 
 }  // namespace headroom::manifests

@@ -11,6 +11,9 @@
 //     render, working from a file, has none and omits it.
 //   - Pods are restartPolicy Never: restarts are the operator's decision (checkpoint,
 //     reshard, re-tune), never the kubelet's.
+//   - A worker pod is the operator's pod with the job's spec.template merged in (see
+//     BuildWorkerPod); the job must have passed spec::Validate, which refuses a template
+//     that would override what the operator sets.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,17 +25,19 @@
 
 namespace headroom::manifests {
 
-inline constexpr const char* kLabelJobName = "headroom.dev/job-name";
-inline constexpr const char* kLabelRank = "headroom.dev/rank";
-inline constexpr const char* kLabelGeneration = "headroom.dev/generation";
-inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
+// The names a pod template may not touch are spec's (core/spec/pod_template.h), which
+// refuses them in spec.template.
+inline constexpr const char* kLabelJobName = spec::kLabelJobName;
+inline constexpr const char* kLabelRank = spec::kLabelRank;
+inline constexpr const char* kLabelGeneration = spec::kLabelGeneration;
+inline constexpr const char* kLabelManagedBy = spec::kLabelManagedBy;
 inline constexpr const char* kManagedByValue = "headroom-operator";
 
 inline constexpr int kRendezvousPort = 29500;   // MASTER_PORT (torchrun's default)
 inline constexpr int kMetricsPort = 9400;       // the worker's /metrics and /healthz
-inline constexpr const char* kSpecMountDir = "/etc/headroom";
+inline constexpr const char* kSpecMountDir = spec::kSpecMountDir;
 inline constexpr const char* kSpecFileName = "job.yaml";
-inline constexpr const char* kCheckpointMountDir = "/checkpoints";
+inline constexpr const char* kCheckpointMountDir = spec::kCheckpointMountDir;
 // The annotation naming the worker's metrics port: Prometheus' scrape convention, and
 // where the operator's own scraper looks (a pod may move the port, e.g. on a test node
 // where every pod shares one IP).
@@ -57,6 +62,12 @@ struct WorkerGeneration {
 
 nlohmann::json BuildSpecConfigMap(const WorkerGeneration& gen, const std::string& namespace_);
 nlohmann::json BuildHeadlessService(const spec::TrainingJob& job, const std::string& namespace_);
+// The template's labels and annotations join the operator's; its pod fields are set
+// (tolerations after the operator's nvidia.com/gpu one, volumes after the operator's);
+// the worker container gets its env after the operator's, its envFrom, volumeMounts after
+// the operator's, its extra resources in limits/requests beside spec.resources', and its
+// securityContext fields over the operator's (capabilities: the template's add beside the
+// operator's drop ALL); the pod's securityContext likewise.
 nlohmann::json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_);
 
 // The ownerReference every child carries; null json when the job has no uid.

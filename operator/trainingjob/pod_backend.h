@@ -46,9 +46,10 @@ struct PodBackendOptions {
   std::chrono::milliseconds scrape_timeout{500};  // per pod, per Observe
   int api_attempts = 6;                            // per API call, transient errors only
   std::chrono::milliseconds api_retry_delay{20};   // doubles per attempt
-  // Adjusts each worker pod before it is created: a site's node selectors or sidecars;
-  // tests point the command at a local binary (their kubelet has no images and mounts no
-  // ConfigMaps) and give each pod its own metrics port (their pods share one IP).
+  // Adjusts each worker pod before it is created, after the job's spec.template is merged
+  // in (what a user sets per job lives there): tests point the command at a local binary
+  // (their kubelet has no images and mounts no ConfigMaps) and give each pod its own
+  // metrics port (their pods share one IP).
   std::function<void(nlohmann::json& pod, const runtime::LaunchRequest& launch, int rank)> customize_pod;
 };
 

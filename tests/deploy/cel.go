@@ -9,7 +9,8 @@
 //   - literals: int, double, 'string' / "string", true, false, null, [lists]
 //   - self, field selection (a.b, a['b']), has(a.b), size(x), x.size(), string(x),
 //     s.matches(re), s.startsWith(p), s.endsWith(p), s.contains(p), x in list
-//   - macros l.all(v, p), l.exists(v, p), l.exists_one(v, p), l.filter(v, p)
+//   - macros l.all(v, p), l.exists(v, p), l.exists_one(v, p), l.filter(v, p), over a
+//     list's items or a map's keys
 //   - ! - * / % + - < <= > >= == != && || ?:
 //
 // Semantics kept from CEL because they decide whether a rule accepts or rejects:
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -576,6 +578,20 @@ func celEval(n *celNode, env map[string]interface{}) (interface{}, error) {
 	return nil, fmt.Errorf("internal: unknown node %s", n.kind)
 }
 
+// mapKeys: a map's keys in sorted order, as a CEL list.
+func mapKeys(m map[string]interface{}) []interface{} {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]interface{}, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}
+
 func celSize(v interface{}) (interface{}, error) {
 	switch x := v.(type) {
 	case string:
@@ -614,6 +630,9 @@ func celMethod(n *celNode, env map[string]interface{}) (interface{}, error) {
 			return nil, fmt.Errorf("%s() takes a variable name and a predicate", n.op)
 		}
 		list, ok := recv.([]interface{})
+		if m, isMap := recv.(map[string]interface{}); isMap {
+			list, ok = mapKeys(m), true // CEL's macros range over a map's keys
+		}
 		if !ok {
 			return nil, fmt.Errorf("%s() on %s", n.op, celTypeName(recv))
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -88,6 +89,67 @@ var crdMutations = []mutation{
 	{"suspend as a string", map[string]interface{}{"spec.suspend": "yes"}, "spec.suspend"},
 	{"unknown field", map[string]interface{}{"spec.grpo.groupsize": 4}, "spec.grpo.groupsize"},
 	{"integral double for an integer", map[string]interface{}{"spec.grpo.steps": 100.0}, ""},
+}
+
+// obj and list keep the template mutations below readable.
+type obj = map[string]interface{}
+type list = []interface{}
+
+// worker is spec.template with one worker container holding `fields`.
+func worker(fields obj) map[string]interface{} {
+	return map[string]interface{}{"spec.template.spec.containers": list{fields}}
+}
+
+func init() {
+	crdMutations = append(crdMutations, []mutation{
+		{"template for a GPU pool", map[string]interface{}{
+			"spec.template.metadata":                obj{"labels": obj{"team": "rl"}, "annotations": obj{"example.com/owner": "me"}},
+			"spec.template.spec.nodeSelector":       obj{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+			"spec.template.spec.affinity":           obj{"nodeAffinity": obj{"requiredDuringSchedulingIgnoredDuringExecution": obj{"nodeSelectorTerms": list{obj{"matchExpressions": list{obj{"key": "pool", "operator": "In", "values": list{"a"}}}}}}}},
+			"spec.template.spec.tolerations":        list{obj{"key": "gpu-type", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}},
+			"spec.template.spec.priorityClassName":  "training-high",
+			"spec.template.spec.schedulerName":      "volcano",
+			"spec.template.spec.runtimeClassName":   "nvidia",
+			"spec.template.spec.serviceAccountName": "trainer",
+			"spec.template.spec.imagePullSecrets":   list{obj{"name": "registry"}},
+			"spec.template.spec.securityContext":    obj{"runAsUser": 1000, "fsGroup": 1000},
+			"spec.template.spec.volumes":            list{obj{"name": "model", "persistentVolumeClaim": obj{"claimName": "m", "readOnly": true}}},
+			"spec.template.spec.containers": list{obj{"name": "worker",
+				"env":          list{obj{"name": "HF_TOKEN", "valueFrom": obj{"secretKeyRef": obj{"name": "hf", "key": "token"}}}},
+				"envFrom":      list{obj{"secretRef": obj{"name": "store"}}},
+				"volumeMounts": list{obj{"name": "model", "mountPath": "/models", "readOnly": true}},
+				"resources":    obj{"limits": obj{"rdma/hca": 1}, "requests": obj{"rdma/hca": "1"}},
+				"securityContext": obj{"capabilities": obj{"add": list{"IPC_LOCK"}}}}},
+		}, ""},
+		{"template env MASTER_ADDR", worker(obj{"env": list{obj{"name": "A", "value": "a"}, obj{"name": "MASTER_ADDR", "value": "x"}}}), "spec.template.spec.containers[0].env[1].name"},
+		{"template env value and valueFrom", worker(obj{"env": list{obj{"name": "A", "value": "a", "valueFrom": obj{}}}}), "spec.template.spec.containers[0].env[0]"},
+		{"template command", worker(obj{"command": list{"sh"}}), "spec.template.spec.containers[0].command"},
+		{"template second container", map[string]interface{}{"spec.template.spec.containers": list{obj{"name": "worker"}, obj{"name": "worker"}}}, "spec.template.spec.containers"},
+		{"template container not the worker", worker(obj{"name": "sidecar"}), "spec.template.spec.containers[0].name"},
+		{"template checkpoints volume", map[string]interface{}{"spec.template.spec.volumes": list{obj{"name": "checkpoints", "emptyDir": obj{}}}}, "spec.template.spec.volumes[0].name"},
+		{"template volume without a source", map[string]interface{}{"spec.template.spec.volumes": list{obj{"name": "data"}}}, "spec.template.spec.volumes[0]"},
+		{"template mount over checkpoints", map[string]interface{}{
+			"spec.template.spec.volumes":    list{obj{"name": "data", "emptyDir": obj{}}},
+			"spec.template.spec.containers": list{obj{"volumeMounts": list{obj{"name": "data", "mountPath": "/checkpoints/data"}}}},
+		}, "spec.template.spec.containers[0].volumeMounts[0].mountPath"},
+		{"template mount of the spec volume", worker(obj{"volumeMounts": list{obj{"name": "spec", "mountPath": "/x"}}}), "spec.template.spec.containers[0].volumeMounts[0].name"},
+		{"template runAsNonRoot false", map[string]interface{}{"spec.template.spec.securityContext": obj{"runAsNonRoot": false}}, "spec.template.spec.securityContext.runAsNonRoot"},
+		{"template runAsUser 0", map[string]interface{}{"spec.template.spec.securityContext": obj{"runAsUser": 0}}, "spec.template.spec.securityContext.runAsUser"},
+		{"template privileged", worker(obj{"securityContext": obj{"privileged": true}}), "spec.template.spec.containers[0].securityContext.privileged"},
+		{"template privilege escalation", worker(obj{"securityContext": obj{"allowPrivilegeEscalation": true}}), "spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation"},
+		{"template writable root", worker(obj{"securityContext": obj{"readOnlyRootFilesystem": false}}), "spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem"},
+		{"template capabilities drop", worker(obj{"securityContext": obj{"capabilities": obj{"drop": list{"ALL"}}}}), "spec.template.spec.containers[0].securityContext.capabilities.drop"},
+		{"template memory limit", worker(obj{"resources": obj{"limits": obj{"memory": "8Gi"}}}), "spec.template.spec.containers[0].resources.limits"},
+		{"template bad quantity", worker(obj{"resources": obj{"limits": obj{"rdma/hca": "1KB"}}}), "spec.template.spec.containers[0].resources.limits[rdma/hca]"},
+		{"template operator label", map[string]interface{}{"spec.template.metadata": obj{"labels": obj{"headroom.dev/rank": "0"}}}, "spec.template.metadata.labels"},
+		{"template scrape annotation", map[string]interface{}{"spec.template.metadata": obj{"annotations": obj{"prometheus.io/port": "1"}}}, "spec.template.metadata.annotations"},
+		{"template toleration Exists with a value", map[string]interface{}{"spec.template.spec.tolerations": list{obj{"key": "k", "operator": "Exists", "value": "v"}}}, "spec.template.spec.tolerations[0].value"},
+		{"template toleration without key", map[string]interface{}{"spec.template.spec.tolerations": list{obj{"operator": "Equal", "value": "v"}}}, "spec.template.spec.tolerations[0].operator"},
+		{"template envFrom without a source", worker(obj{"envFrom": list{obj{"prefix": "X_"}}}), "spec.template.spec.containers[0].envFrom[0]"},
+		{"template priority class not a name", map[string]interface{}{"spec.template.spec.priorityClassName": "High_Priority"}, "spec.template.spec.priorityClassName"},
+		{"template unknown pod field", map[string]interface{}{"spec.template.spec.hostNetwork": true}, "spec.template.spec.hostNetwork"},
+		{"template unknown affinity", map[string]interface{}{"spec.template.spec.affinity": obj{"nodeAfinity": obj{}}}, "spec.template.spec.affinity.nodeAfinity"},
+	}...)
 }
 
 // setPath sets a dotted path in nested maps, creating maps on the way.
@@ -202,6 +264,78 @@ func TestCRDMutationsAgreeWithCoreSpec(t *testing.T) {
 			}
 			if cppValid || !agree {
 				t.Errorf("%s: headroom validate says valid=%v at %v, the CRD rejects at %s", m.name, cppValid, cppPaths, m.reject)
+			}
+		}
+	}
+}
+
+var envConstantRE = regexp.MustCompile(`inline constexpr const char\* (k\w+Env) = "([^"]+)";`)
+var ownedEnvBodyRE = regexp.MustCompile(`(?s)std::vector<std::string> OperatorOwnedEnvNames\(\) \{(.*?)\n\}`)
+var constantRefRE = regexp.MustCompile(`\b(k\w+Env)\b`)
+
+// supervisorEnv reads every environment name the C++ side defines (core/protocol and the
+// pod's own in core/spec/pod_template.h) and which of them OperatorOwnedEnvNames returns.
+func supervisorEnv(t *testing.T) (all map[string]string, owned map[string]bool) {
+	t.Helper()
+	all = map[string]string{}
+	for _, f := range []string{SourcePath("core", "protocol", "environment.h"), SourcePath("core", "spec", "pod_template.h")} {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range envConstantRE.FindAllStringSubmatch(string(text), -1) {
+			all[m[1]] = m[2]
+		}
+	}
+	src, err := os.ReadFile(SourcePath("core", "spec", "pod_template.cc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := ownedEnvBodyRE.FindStringSubmatch(string(src))
+	if body == nil {
+		t.Fatal("core/spec/pod_template.cc: OperatorOwnedEnvNames() not found")
+	}
+	owned = map[string]bool{}
+	for _, m := range constantRefRE.FindAllStringSubmatch(body[1], -1) {
+		name, ok := all[m[1]]
+		if !ok {
+			t.Fatalf("OperatorOwnedEnvNames names %s, which no header defines", m[1])
+		}
+		owned[name] = true
+	}
+	return all, owned
+}
+
+// The CRD refuses exactly the environment names core/spec refuses in a template: every
+// name the C++ side defines is tried, owned or not (the tuning variables stay the user's).
+func TestCRDTemplateEnvNamesAgreeWithCoreSpec(t *testing.T) {
+	schema := crdSchema(t)
+	base, err := DecodeYAMLFile(SourcePath("configs", "reverse-tiny.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, owned := supervisorEnv(t)
+	if len(owned) < 10 || len(all) <= len(owned) {
+		t.Fatalf("read %d names, %d owned: the header parsing is broken", len(all), len(owned))
+	}
+	cli := headroomCLI()
+	for _, name := range all {
+		doc := deepCopy(base).(map[string]interface{})
+		setPath(doc, "spec.template.spec.containers", list{obj{"env": list{obj{"name": name, "value": "1"}}}})
+		rejected := false
+		for _, e := range validateDocument(schema, doc) {
+			if e.Path == "spec.template.spec.containers[0].env[0].name" {
+				rejected = true
+			} else {
+				t.Errorf("%s: unexpected CRD error %v", name, e)
+			}
+		}
+		if rejected != owned[name] {
+			t.Errorf("env %s: the CRD rejects=%v, core/spec's OperatorOwnedEnvNames has it=%v", name, rejected, owned[name])
+		}
+		if cli != "" {
+			if _, valid := cppValidate(t, cli, doc); valid == owned[name] {
+				t.Errorf("env %s: headroom validate says valid=%v, owned=%v", name, valid, owned[name])
 			}
 		}
 	}

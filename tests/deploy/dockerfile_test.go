@@ -328,3 +328,63 @@ func lintInstruction(ins DockerInstruction) []string {
 	}
 	return problems
 }
+
+// buildPackageList is the file scripts/deps.sh and every image's build stage install from.
+const buildPackageList = "scripts/build-packages.txt"
+
+// Every stage that builds headroom must install scripts/deps.sh's build packages from the
+// shared list: an image with its own copy of the list drifts (a new library added to
+// deps.sh, the image's configure failing at pkg_check_modules).
+func TestDockerfileBuildStagesInstallTheSharedPackageList(t *testing.T) {
+	list, err := os.ReadFile(SourcePath(buildPackageList))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(list), "libpcre2-dev") || !strings.Contains(string(list), "libutf8proc-dev") {
+		t.Errorf("%s lacks the tokenizer's libraries (libpcre2-dev, libutf8proc-dev)", buildPackageList)
+	}
+	deps, err := os.ReadFile(SourcePath("scripts", "deps.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(deps), filepath.Base(buildPackageList)) {
+		t.Errorf("scripts/deps.sh does not read %s", buildPackageList)
+	}
+	files, _ := filepath.Glob(SourcePath("docker", "Dockerfile.*"))
+	for _, f := range files {
+		stages, _, err := ParseDockerfile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range stages {
+			for _, p := range buildStageListProblems(st) {
+				t.Errorf("docker/%s stage %d: %s", filepath.Base(f), i, p)
+			}
+		}
+	}
+}
+
+// buildStageListProblems: what is wrong with how a stage that runs `cmake --build` gets
+// its packages (nothing for other stages).
+func buildStageListProblems(st DockerStage) []string {
+	copiedTo := ""
+	installsList := false
+	for _, ins := range st.Instructions {
+		switch {
+		case ins.Command == "COPY" && strings.Contains(ins.Args, buildPackageList):
+			fields := strings.Fields(ins.Args)
+			copiedTo = fields[len(fields)-1]
+		case ins.Command == "RUN" && copiedTo != "" && strings.Contains(ins.Args, copiedTo) &&
+			regexp.MustCompile(`xargs\s+apt-get install`).MatchString(ins.Args):
+			installsList = true
+		case ins.Command == "RUN" && strings.Contains(ins.Args, "cmake --build"):
+			if copiedTo == "" {
+				return []string{"builds without copying " + buildPackageList + " first"}
+			}
+			if !installsList {
+				return []string{"builds without installing " + copiedTo + " (xargs apt-get install)"}
+			}
+		}
+	}
+	return nil
+}

@@ -6,7 +6,9 @@
 // x-kubernetes-int-or-string, properties, required, items, enum, minimum/maximum with
 // exclusiveMinimum/exclusiveMaximum (OpenAPI v3.0 booleans), minLength/maxLength, pattern,
 // maxItems/minItems, x-kubernetes-list-type set (no duplicates), default, format
-// (date-time), x-kubernetes-validations (rule, message, fieldPath).
+// (date-time), x-kubernetes-validations (rule, message, fieldPath), additionalProperties
+// (a map's values; rules on the map itself), x-kubernetes-preserve-unknown-fields (an
+// object passed on as written: its unknown fields are kept, not rejected).
 // Any other keyword in the schema is refused by CheckSupported, so the test never
 // passes by ignoring a constraint it does not know.
 //
@@ -48,6 +50,7 @@ var supportedKeywords = map[string]bool{
 	"maxItems": true, "minItems": true, "default": true, "format": true,
 	"x-kubernetes-int-or-string": true, "x-kubernetes-list-type": true,
 	"x-kubernetes-list-map-keys": true, "x-kubernetes-validations": true,
+	"additionalProperties": true, "x-kubernetes-preserve-unknown-fields": true,
 }
 
 // CheckSupported returns one message per schema keyword this validator does not
@@ -66,11 +69,20 @@ func CheckSupported(s Schema, path string) []string {
 	if d, _ := s["description"].(string); strings.TrimSpace(d) == "" {
 		out = append(out, fmt.Sprintf("%s: no description", path))
 	}
+	// An object the schema says nothing about is emptied by the API server's pruning; the
+	// root's metadata is the one the API server owns itself.
+	if s["type"] == "object" && len(s.props()) == 0 && s.additional() == nil &&
+		s["x-kubernetes-preserve-unknown-fields"] != true && path != "metadata" {
+		out = append(out, fmt.Sprintf("%s: an object without properties, additionalProperties or x-kubernetes-preserve-unknown-fields: the API server prunes its contents", path))
+	}
 	for name, p := range s.props() {
 		out = append(out, CheckSupported(p, joinPath(path, name))...)
 	}
 	if it := s.items(); it != nil {
 		out = append(out, CheckSupported(it, path+"[]")...)
+	}
+	if ap := s.additional(); ap != nil {
+		out = append(out, CheckSupported(ap, path+"[*]")...)
 	}
 	for _, r := range s.rules() {
 		if _, err := CompileCel(r.Rule); err != nil {
@@ -89,6 +101,14 @@ func (s Schema) props() map[string]Schema {
 		}
 	}
 	return out
+}
+
+// additional is the schema of a map's values (additionalProperties), nil when none.
+func (s Schema) additional() Schema {
+	if m, ok := s["additionalProperties"].(map[string]interface{}); ok {
+		return Schema(m)
+	}
+	return nil
 }
 
 func (s Schema) items() Schema {
@@ -349,6 +369,11 @@ func validateStructure(s Schema, v interface{}, path string) []FieldError {
 		for _, k := range keys {
 			p, known := props[k]
 			switch {
+			case !known && s.additional() != nil:
+				// A map entry's path, as the API server writes it: labels[app.example.com/x].
+				errs = append(errs, validateStructure(s.additional(), x[k], fmt.Sprintf("%s[%s]", path, k))...)
+			case !known && s["x-kubernetes-preserve-unknown-fields"] == true:
+				// Passed on as written (a Kubernetes sub-object the operator does not read).
 			case !known && len(props) == 0 && typ == "object":
 				// An object without properties (metadata): the API server owns it.
 			case !known:

@@ -75,6 +75,49 @@ TEST_F(PodBackendTest, LaunchCreatesOwnedChildrenOnceEvenWhenRepeated) {
   EXPECT_EQ(kubeclient::Uid(after[0]), kubeclient::Uid(pods[0]));
 }
 
+// A TrainingJob with spec.template, read back from the API server as JSON: the pods the
+// backend creates carry it, beside everything the operator sets.
+TEST_F(PodBackendTest, CreatedPodsCarryTheJobsTemplate) {
+  JobShape shape;
+  shape.name = "tpl";
+  json object = JobObject(shape);
+  object["spec"]["template"] = json::parse(R"({
+    "metadata": {"labels": {"team": "rl"}},
+    "spec": {
+      "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+      "tolerations": [{"key": "gpu-type", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}],
+      "priorityClassName": "training-high",
+      "imagePullSecrets": [{"name": "registry"}],
+      "volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "qwen", "readOnly": true}}],
+      "containers": [{"name": "worker",
+                      "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
+                      "volumeMounts": [{"name": "model", "mountPath": "/models", "readOnly": true}]}]}})");
+  const json created = kube::ResourceClient(*client_, kube::resources::kTrainingJobs).Create("default", object);
+  spec::ParseResult parsed = spec::ParseTrainingJobJson(created);
+  ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
+  PodBackend backend(*client_, *parsed.job, "default", PodBackendOptions{});
+  runtime::LaunchRequest request;
+  request.generation = 1;
+  request.job = *parsed.job;
+  backend.Launch(request);
+
+  const json pod = Pods().Get("default", "tpl-worker-0");
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "rl");
+  EXPECT_EQ(kube::Label(pod, manifests::kLabelJobName), "tpl");
+  EXPECT_EQ(pod["spec"]["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(pod["spec"]["tolerations"].back()["value"], "h100");
+  EXPECT_EQ(pod["spec"]["priorityClassName"], "training-high");
+  EXPECT_EQ(pod["spec"]["imagePullSecrets"][0]["name"], "registry");
+  EXPECT_EQ(pod["spec"]["volumes"].back()["persistentVolumeClaim"]["claimName"], "qwen");
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["env"].back()["valueFrom"]["secretKeyRef"]["name"], "hf");
+  EXPECT_EQ(c["volumeMounts"].back()["mountPath"], "/models");
+  EXPECT_EQ(c["command"], json::array({"headroom-worker"}));
+  // The spec ConfigMap the workers read holds the template too.
+  const json cm = kube::ResourceClient(*client_, kube::resources::kConfigMaps).Get("default", "tpl-spec");
+  EXPECT_NE(cm["data"][manifests::kSpecFileName].get<std::string>().find("claimName: qwen"), std::string::npos);
+}
+
 TEST_F(PodBackendTest, ObserveReadsExitsFromContainerStatuses) {
   auto backend = Backend();
   backend->Launch(Request(1, 2));

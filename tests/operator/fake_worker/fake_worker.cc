@@ -33,6 +33,7 @@
 //                            (JSON; its "step" is set to N), once per FAKE_ONCE_DIR marker
 //   FAKE_ONCE_DIR            where the "already happened" markers go (default the checkpoint dir)
 //   FAKE_BASE_BYTES          bytes allocated and touched at start (a baseline)
+//   FAKE_ECHO_ENV=NAME       each step line carries "env_echo": NAME's value ("" unset)
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -266,6 +267,7 @@ int main(int argc, char** argv) {
     line["env_master_addr"] = Env(protocol::kMasterAddrEnv);
     line["env_master_port"] = EnvInt(protocol::kMasterPortEnv, 0);
     line["env_memory_limit"] = soft_limit;
+    if (const std::string echo = Env("FAKE_ECHO_ENV", ""); !echo.empty()) line["env_echo"] = Env(echo.c_str(), "");
     log << line.dump() << std::endl;
     step_gauge.Set(step);
     host_gauge.Set(static_cast<double>(m.working_set_bytes));
