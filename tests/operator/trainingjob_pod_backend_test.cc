@@ -92,7 +92,7 @@ TEST_F(PodBackendTest, CreatedPodsCarryTheJobsTemplate) {
       "containers": [{"name": "worker",
                       "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
                       "volumeMounts": [{"name": "model", "mountPath": "/models", "readOnly": true}]}]}})");
-  const json created = kube::ResourceClient(*client_, kube::resources::kTrainingJobs).Create("default", object);
+  const json created = kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", object);
   spec::ParseResult parsed = spec::ParseTrainingJobJson(created);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
   PodBackend backend(*client_, *parsed.job, "default", PodBackendOptions{});
@@ -103,7 +103,7 @@ TEST_F(PodBackendTest, CreatedPodsCarryTheJobsTemplate) {
 
   const json pod = Pods().Get("default", "tpl-worker-0");
   EXPECT_EQ(pod["metadata"]["labels"]["team"], "rl");
-  EXPECT_EQ(kube::Label(pod, manifests::kLabelJobName), "tpl");
+  EXPECT_EQ(kubeclient::Label(pod, manifests::kLabelJobName), "tpl");
   EXPECT_EQ(pod["spec"]["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
   EXPECT_EQ(pod["spec"]["tolerations"].back()["value"], "h100");
   EXPECT_EQ(pod["spec"]["priorityClassName"], "training-high");
@@ -114,7 +114,7 @@ TEST_F(PodBackendTest, CreatedPodsCarryTheJobsTemplate) {
   EXPECT_EQ(c["volumeMounts"].back()["mountPath"], "/models");
   EXPECT_EQ(c["command"], json::array({"headroom-worker"}));
   // The spec ConfigMap the workers read holds the template too.
-  const json cm = kube::ResourceClient(*client_, kube::resources::kConfigMaps).Get("default", "tpl-spec");
+  const json cm = kubeclient::ResourceClient(*client_, kubeclient::resources::kConfigMaps).Get("default", "tpl-spec");
   EXPECT_NE(cm["data"][manifests::kSpecFileName].get<std::string>().find("claimName: qwen"), std::string::npos);
 }
 
