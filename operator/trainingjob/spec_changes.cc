@@ -30,6 +30,9 @@ void ApplySpecChanges(JobEntry& entry, const json& object, const spec::TrainingJ
     spec::TrainingJob running = r.current_job();
     running.spec.suspend = false;
     running.metadata = job.metadata;
+    // The new pods are launched from the spec as edited now: a paused job is the moment to
+    // move it (another pool, another secret), and the template defines no part of the run.
+    running.spec.pod_template = job.spec.pod_template;
     const guard::GuardHistory history = r.guard_history();
     auto fresh = std::make_unique<runtime::JobReconciler>(job, options);
     if (resumed.generation == 0) {

@@ -156,7 +156,15 @@ TEST(TrainingJobController, SuspendDrainsToACheckpointAndUnsuspendResumes) {
   EXPECT_TRUE(std::filesystem::exists(latest)) << "the drain left a checkpoint";
   EXPECT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("pause"), "Suspended"); }, 5s)) << c.EventMessages("pause");
 
-  c.Jobs().Patch("default", "pause", json{{"spec", {{"suspend", false}}}});
+  // Resumed with a template edited while paused: the new pods carry it.
+  c.Jobs().Patch("default", "pause",
+                 json{{"spec", {{"suspend", false}, {"template", {{"metadata", {{"labels", {{"pool", "b"}}}}}}}}}});
+  EXPECT_TRUE(c.WaitUntil([&] {
+    for (const json& pod : c.PodsOf("pause")) {
+      if (pod["metadata"].value("labels", json::object()).value("pool", "") == "b") return true;
+    }
+    return false;
+  }, 20s)) << "the resumed generation's pods carry the template edited while suspended";
   ASSERT_TRUE(c.WaitForPhase("pause", "Succeeded", 40s));
   const json status = c.Status("pause");
   EXPECT_EQ(status.value("generation", 0), 2);
