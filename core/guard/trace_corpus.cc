@@ -21,6 +21,7 @@ constexpr double kVisibleSigmas = 3.0;
 // thresholds are 90% and 92%: a peak over the threshold is a crossing the guard exists
 // to act on, not a false alarm).
 constexpr double kStableCeiling = 0.85;
+// Noise levels: the most the noise moves a step, as a fraction of the limit.
 const double kNoiseLevels[] = {0.0, 0.01, 0.025, 0.05};
 
 // splitmix64: the same sequence on every platform and standard library.
@@ -49,12 +50,13 @@ class CorpusRng {
 struct Shape {
   std::string family, name;
   bool gpu = false;
-  double noise = 0;            // standard deviation, fraction of the limit
+  double noise = 0;            // standard deviation, fraction of the limit (a 2.5th of the level)
   std::vector<double> level;   // end of step
   std::vector<double> excess;  // in-step peak above the end
   std::vector<int64_t> tokens;
   std::vector<double> trend;   // the growth that crosses (the level without teeth)
   std::vector<int> rises;      // steps at which that growth showed itself
+  double burst = 0;            // a staircase's jump (0: growth comes step by step)
   bool known_one_ahead = false;
   bool stable = false;         // built not to cross: checked, see CheckStable
 };
@@ -100,6 +102,9 @@ std::vector<StepMemory> Realise(const Shape& shape, CorpusRng& rng, int* crossin
 // the noise; -1 when none before `until`.
 int VisibleStep(const Shape& shape, int until) {
   const double needed = std::max(kVisibleSigmas * shape.noise, kVisibleFraction);
+  // Growth in bursts is seen burst by burst: one no larger than twice the noise level is
+  // hidden by it, and so is the burst that crosses.
+  if (shape.burst > 0 && shape.burst <= 2 * kNoiseClip * shape.noise) return -1;
   for (int t = 0; t <= until && t < static_cast<int>(shape.trend.size()); ++t) {
     const auto seen = std::count_if(shape.rises.begin(), shape.rises.end(), [&](int r) { return r <= t; });
     const int from = std::max(0, t - (kGuardWindow - 1));
@@ -134,7 +139,7 @@ Shape Build(const std::string& family, const std::string& name, bool gpu, double
   s.family = family;
   s.name = name;
   s.gpu = gpu;
-  s.noise = noise;
+  s.noise = noise / kNoiseClip;
   for (int t = 0; t < steps; ++t) {
     s.level.push_back(level(t));
     s.excess.push_back(0.03);
@@ -167,9 +172,11 @@ void Staircases(std::vector<Shape>& out, CorpusRng& rng) {
           const int offset = 1 + static_cast<int>(rng.Next() % period);  // step of the first jump
           std::string name = std::string("staircase-") + Side(gpu) + "-p" + std::to_string(period) + "-j" +
                              Pct(jump) + "-" + NoiseTag(noise);
-          out.push_back(Build("staircase", name, gpu, noise, 80, [=](int t) {
+          Shape s = Build("staircase", name, gpu, noise, 80, [=](int t) {
             return start + jump * (t >= offset ? 1 + (t - offset) / period : 0);
-          }, rng));
+          }, rng);
+          s.burst = jump;
+          out.push_back(std::move(s));
         }
 }
 
@@ -239,8 +246,8 @@ void LongPrompts(std::vector<Shape>& out, CorpusRng& rng) {
       }
 }
 
-// Stable shapes. Their tops follow kStableCeiling less the clipped noise and the excess.
-double StableTop(double noise) { return kStableCeiling - kNoiseClip * noise - 0.03; }
+// Stable shapes. Their tops follow kStableCeiling less the noise level and the excess.
+double StableTop(double noise) { return kStableCeiling - noise - 0.03; }
 
 void WarmUps(std::vector<Shape>& out, CorpusRng& rng) {
   for (double plateau : {0.6, 0.7, 0.8})

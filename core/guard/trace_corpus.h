@@ -16,8 +16,9 @@
 //   sawtooth         teeth with flat tops                                     (stable)
 //   steady           a flat level                                             (stable)
 //   token-varying    a flat level with peaks following varying batches        (stable)
-// Noise: Gaussian, standard deviation 0-5% of the limit, clipped at 2.5 deviations, on
-// the end-of-step level (and a tenth of it on the in-step excess).
+// Noise: up to 0, 1, 2.5 or 5% of the limit per step: Gaussian with a deviation of a
+// 2.5th of that level, clipped at the level, on the end-of-step bytes (and a tenth of it
+// on the in-step excess).
 //
 // Ground truth, from the noise-free series the generator built:
 //   crossing_step    the first step whose measured peak reaches the limit (-1: stable)
@@ -25,7 +26,9 @@
 //                    at least two separate rises (two jumps of a staircase, two finished
 //                    teeth of a sawtooth, two steps of a leak) adding up, over the last 12
 //                    steps (the guard's window), to more than 3 noise deviations and 2% of
-//                    the limit. -1 when it never does before the crossing.
+//                    the limit; for a staircase, only when each jump is more than twice
+//                    the noise level (a smaller one is hidden by the noise, and so is the
+//                    jump that crosses). -1 when it never does before the crossing.
 //   predictable      the crossing is at least 2 steps after visible_step: a guard that
 //                    reads the growth has a decision to spare
 //   known_one_ahead  a long-prompt crossing: nothing grows, but the batch that crosses is
