@@ -21,6 +21,17 @@ constexpr double kDropFractionOfRange = 0.3;
 // Relative token spread above which the peak is fitted as a + c * tokens; below it the
 // data cannot separate a from c and the excess is taken as proportional to tokens.
 constexpr double kTokenSpreadForFit = 0.15;
+// A staircase's jumps: rises above this share of the largest rise in the window, and
+// this many jitter sigmas above the steps between them.
+constexpr double kStairJumpShare = 0.5;
+constexpr double kStairJumpSigmas = 4.0;
+// The forecast margin: a multiple of the one-step errors' upper quartile (for errors of
+// Gaussian noise, 2 x 0.674 = 1.35 deviations: wider margins turned noisy warm-ups into
+// crossings in the generated corpus), and how many errors it takes.
+constexpr double kMarginPerQuartile = 2.0;
+constexpr size_t kMinErrors = 4;
+constexpr double kScatterSigmas = 2.0;
+constexpr size_t kScatterMinSteps = 6;
 
 struct Series {
   std::vector<double> t, end, peak, tokens;
@@ -81,11 +92,16 @@ struct Trend {
   double raw_slope = 0;
   double rise_cap = -1;   // sawtooth: end never projected above this (+ growth * h); -1 none
   double rise = 0;        // sawtooth: rise per step inside a tooth
+  int period = 0;         // staircase: a jump every `period` steps (0: not a staircase)
+  double jump = 0;        // staircase: bytes per jump
+  int since_jump = 0;     // staircase: steps since the last jump
   MemoryClass klass = MemoryClass::kUnknown;
   bool warming_up = false;
   double quality = 0;     // 0..1: how clearly the data shows what we concluded
+  double scatter = 0;     // deviation of the measurements around the model (0: too few)
 
   double EndAt(int h) const {
+    if (period > 0) return level + jump * ((since_jump + h) / period);
     if (rise_cap >= 0) {
       return std::min(level + rise * h, rise_cap + growth * h);
     }
@@ -96,13 +112,108 @@ struct Trend {
   // The highest end-of-step value the projection ever reaches (infinity when unbounded).
   double Ceiling() const {
     if (growth <= 0) return rise_cap >= 0 ? std::max(level, rise_cap) : level;
-    if (rise_cap >= 0 || damping >= 1.0) return HUGE_VAL;
+    if (period > 0 || rise_cap >= 0 || damping >= 1.0) return HUGE_VAL;
     return level + growth / (1 - damping);
   }
 };
 
 bool Significant(double slope, double span, double sigma, double min_growth) {
   return slope > min_growth && slope * span > kTrendSigmas * sigma;
+}
+
+// Periodic drops: the trend is judged on the tops of the teeth, not on the whole series.
+// Fills tr and returns true when the window has a drop (`range`: its spread; `sigma`: the
+// residual deviation of its straight-line fit).
+bool FitSawtooth(const Series& s, double min_growth, double range, double sigma, Trend& tr) {
+  const size_t n = s.t.size();
+  std::vector<double> diffs;
+  for (size_t i = 1; i < n; ++i) diffs.push_back(s.end[i] - s.end[i - 1]);
+  const double diff_sigma = RobustSigma(diffs);
+  std::vector<double> top_t, top_v, rises;
+  for (size_t i = 1; i < n; ++i) {
+    double d = s.end[i] - s.end[i - 1];
+    bool drop = d < -std::max(kDropFractionOfRange * range, 4 * diff_sigma) && range > 2 * min_growth;
+    if (drop) {
+      top_t.push_back(s.t[i - 1]);
+      top_v.push_back(s.end[i - 1]);
+    } else {
+      rises.push_back(d);
+    }
+  }
+  if (top_t.empty()) return false;
+  double top_slope = 0;
+  if (top_t.size() >= 2) top_slope = TheilSen(top_t, top_v).slope;
+  double top_span = top_t.back() - top_t.front();
+  double last_top = top_v.back();
+  tr.rise = std::max(0.0, Median(rises));
+  tr.scatter = RobustSigma(rises) / std::sqrt(2.0);
+  // Noise here is the step-to-step jitter of the rises (the drops are excluded).
+  if (top_t.size() >= 2 && Significant(top_slope, top_span, RobustSigma(rises), min_growth)) {
+    tr.klass = MemoryClass::kLeak;
+    tr.growth = top_slope;
+    tr.quality = top_slope * top_span / (top_slope * top_span + sigma + 1);
+  } else {
+    tr.klass = MemoryClass::kSawtooth;
+    tr.quality = std::min(1.0, top_t.size() / 2.0);
+  }
+  tr.rise_cap = std::max(last_top, s.end.back());
+  tr.level = s.end.back();
+  return true;
+}
+
+// Regular bursts: rises standing clear of the step-to-step jitter between them, at least
+// two, every `period` >= 2 steps (give or take one), and the last no more than a period
+// and a step ago (a staircase that stopped is a plateau). Growth is then judged over whole
+// periods: a flat step after a jump says nothing about the next jump. Fills tr and returns
+// true when the series is one.
+bool FitStaircase(const Series& s, double min_growth, Trend& tr) {
+  const size_t n = s.t.size();
+  std::vector<double> diffs;
+  for (size_t i = 1; i < n; ++i) diffs.push_back(s.end[i] - s.end[i - 1]);
+  if (diffs.empty()) return false;
+  const double largest = *std::max_element(diffs.begin(), diffs.end());
+  std::vector<size_t> jumps;  // index into s of the step after each jump
+  std::vector<double> jump_sizes, flat;
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    if (diffs[i] > kStairJumpShare * largest) {
+      jumps.push_back(i + 1);
+      jump_sizes.push_back(diffs[i]);
+    } else {
+      flat.push_back(diffs[i]);
+    }
+  }
+  if (jumps.size() < 2 || flat.size() < jumps.size() - 1) return false;
+  // The jitter of the stairs themselves: each point against its stair's median, pooled,
+  // as the deviation of a difference of two points.
+  std::vector<double> on_stairs;
+  for (size_t k = 0; k <= jumps.size(); ++k) {
+    const size_t from = k == 0 ? 0 : jumps[k - 1], to = k == jumps.size() ? n : jumps[k];
+    if (to - from < 2) continue;
+    const double mid = Median(std::vector<double>(s.end.begin() + from, s.end.begin() + to));
+    for (size_t i = from; i < to; ++i) on_stairs.push_back(s.end[i] - mid);
+  }
+  const double jitter = std::max(RobustSigma(flat), std::sqrt(2.0) * RobustSigma(on_stairs)) + std::fabs(Median(flat));
+  const double smallest_jump = *std::min_element(jump_sizes.begin(), jump_sizes.end());
+  if (smallest_jump <= kStairJumpSigmas * jitter || smallest_jump <= 2 * min_growth) return false;
+  std::vector<double> gaps;
+  for (size_t k = 1; k < jumps.size(); ++k) gaps.push_back(s.t[jumps[k]] - s.t[jumps[k - 1]]);
+  const double period = std::round(Median(gaps));
+  for (double g : gaps) {
+    if (g < 2 || std::fabs(g - period) > 1) return false;
+  }
+  const int since = static_cast<int>(s.t.back() - s.t[jumps.back()]);
+  if (since > period + 1) return false;
+  tr.period = static_cast<int>(period);
+  tr.jump = Median(jump_sizes);
+  tr.since_jump = since;
+  tr.growth = tr.jump / period;
+  tr.raw_slope = tr.growth;
+  // "Now" is the stair we are on: the steps since the last jump.
+  tr.level = Median(std::vector<double>(s.end.begin() + jumps.back(), s.end.end()));
+  tr.klass = MemoryClass::kLeak;
+  tr.quality = smallest_jump / (smallest_jump + kStairJumpSigmas * jitter + 1);
+  tr.scatter = RobustSigma(on_stairs);
+  return true;
 }
 
 Trend FitTrend(const Series& s, double min_growth, int min_history) {
@@ -120,45 +231,16 @@ Trend FitTrend(const Series& s, double min_growth, int min_history) {
   std::vector<double> resid(n);
   for (size_t i = 0; i < n; ++i) resid[i] = s.end[i] - line.At(s.t[i]);
   const double sigma = RobustSigma(resid);
+  // A deviation from a handful of residuals is itself noise: the scatter stands in for the
+  // forecast error only once half a window backs it.
+  tr.scatter = n >= kScatterMinSteps ? sigma : 0.0;
   const double span = s.t.back() - s.t.front();
   const double lo = *std::min_element(s.end.begin(), s.end.end());
   const double hi = *std::max_element(s.end.begin(), s.end.end());
   const double range = hi - lo;
 
-  // Periodic drops: judge the trend on the tops of the teeth, not on the whole series.
-  std::vector<double> diffs;
-  for (size_t i = 1; i < n; ++i) diffs.push_back(s.end[i] - s.end[i - 1]);
-  const double diff_sigma = RobustSigma(diffs);
-  std::vector<double> top_t, top_v, rises;
-  for (size_t i = 1; i < n; ++i) {
-    double d = s.end[i] - s.end[i - 1];
-    bool drop = d < -std::max(kDropFractionOfRange * range, 4 * diff_sigma) && range > 2 * min_growth;
-    if (drop) {
-      top_t.push_back(s.t[i - 1]);
-      top_v.push_back(s.end[i - 1]);
-    } else {
-      rises.push_back(d);
-    }
-  }
-  if (!top_t.empty()) {
-    double top_slope = 0;
-    if (top_t.size() >= 2) top_slope = TheilSen(top_t, top_v).slope;
-    double top_span = top_t.back() - top_t.front();
-    double last_top = top_v.back();
-    tr.rise = std::max(0.0, Median(rises));
-    // Noise here is the step-to-step jitter of the rises (the drops are excluded).
-    if (top_t.size() >= 2 && Significant(top_slope, top_span, RobustSigma(rises), min_growth)) {
-      tr.klass = MemoryClass::kLeak;
-      tr.growth = top_slope;
-      tr.quality = top_slope * top_span / (top_slope * top_span + sigma + 1);
-    } else {
-      tr.klass = MemoryClass::kSawtooth;
-      tr.quality = std::min(1.0, top_t.size() / 2.0);
-    }
-    tr.rise_cap = std::max(last_top, s.end.back());
-    tr.level = s.end.back();
-    return tr;
-  }
+  if (FitSawtooth(s, min_growth, range, sigma, tr)) return tr;
+  if (FitStaircase(s, min_growth, tr)) return tr;
 
   // Recent half vs earlier half (overlapping by one point): growth that persists is a
   // leak, growth that fades is warm-up.
@@ -207,8 +289,64 @@ Trend FitTrend(const Series& s, double min_growth, int min_history) {
   return tr;
 }
 
-ResourceForecast Analyze(const Series& full, int64_t limit, double threshold_fraction,
-                         int64_t next_step_tokens, const ForecasterOptions& o) {
+// Where the trend and the peak model put each future step's peak.
+struct Projection {
+  const Trend& trend;
+  const ExcessModel& excess;
+  double next_tokens = 0;   // step 1's batch
+  double token_median = 0;  // later steps'
+  int max_steps_scan = 0;
+
+  double PeakAt(int h) const { return trend.EndAt(h) + excess.At(h == 1 ? next_tokens : token_median); }
+
+  // First step whose predicted peak reaches `bound`. Past h = 1 the token count is the
+  // median, so the peak grows only with the trend: solve linear growth and staircases
+  // directly.
+  int StepsTo(double bound) const {
+    if (bound <= 0) return kNever;
+    if (PeakAt(1) >= bound) return 1;
+    if (PeakAt(2) >= bound) return 2;
+    if (trend.growth <= 0) return kNever;
+    if (trend.period > 0) {
+      const double base = trend.level + excess.At(token_median);
+      const double jumps = std::ceil((bound - base) / trend.jump);
+      const double h = jumps * trend.period - trend.since_jump;
+      return h > max_steps_scan ? kNever : static_cast<int>(std::max(3.0, h));
+    }
+    if (trend.damping >= 1.0 && trend.rise_cap < 0) {
+      double base = PeakAt(2) - 2 * trend.growth;
+      double h = std::ceil((bound - base) / trend.growth);
+      return h > max_steps_scan ? kNever : static_cast<int>(std::max(3.0, h));
+    }
+    // Bounded growth (damped, or none): never, unless the asymptote itself gets there.
+    if (trend.Ceiling() + excess.At(token_median) < bound) return kNever;
+    const int scan = std::min(max_steps_scan, 10000);
+    for (int h = 3; h <= scan; ++h) {
+      if (PeakAt(h) >= bound) return h;
+    }
+    return kNever;
+  }
+};
+
+// How far above its forecast a peak may come, from this run's one-step errors (measured
+// minus forecast): kMarginPerQuartile times their upper quartile. One-sided on purpose:
+// forecasts that ran high (a warm-up levelling off under a straight line) must not widen
+// it, and one freak step (a one-time allocation) does not move a quartile. Before
+// kMinErrors forecasts have been scored, kScatterSigmas deviations of the measurements
+// around the model stand in for them.
+double ForecastMargin(std::vector<double> errors, double scatter) {
+  if (errors.size() < kMinErrors) return kScatterSigmas * scatter;
+  std::sort(errors.begin(), errors.end());
+  // Interpolated between ranks: with a handful of errors the nearest rank is the largest.
+  const double rank = 0.75 * static_cast<double>(errors.size() - 1);
+  const size_t below = static_cast<size_t>(rank);
+  const double upper_quartile =
+      errors[below] + (rank - below) * (errors[std::min(below + 1, errors.size() - 1)] - errors[below]);
+  return std::max(0.0, kMarginPerQuartile * upper_quartile);
+}
+
+ResourceForecast Analyze(const Series& full, const std::vector<double>& errors, int64_t limit,
+                         double threshold_fraction, int64_t next_step_tokens, const ForecasterOptions& o) {
   ResourceForecast f;
   const size_t total = full.t.size();
   if (total == 0) return f;
@@ -231,52 +369,35 @@ ResourceForecast Analyze(const Series& full, int64_t limit, double threshold_fra
   Trend trend = FitTrend(s, o.min_growth_fraction * scale, o.min_history);
   ExcessModel excess = FitExcess(s);
   const double token_median = TokenMedian(s.tokens);
-  const double next_tokens = next_step_tokens > 0 ? next_step_tokens : token_median;
+  const Projection projection{trend, excess, next_step_tokens > 0 ? next_step_tokens : token_median, token_median,
+                              o.max_steps_scan};
 
   f.level_bytes = static_cast<int64_t>(trend.level);
   f.growth_bytes_per_step = trend.growth;
   f.raw_growth_bytes_per_step = trend.raw_slope;
+  f.period_steps = trend.period;
+  f.growth_per_period_bytes = trend.period > 0 ? trend.jump : 0;
   f.peak_excess_intercept = excess.a;
   f.peak_bytes_per_token = excess.c;
-  f.next_step_tokens = static_cast<int64_t>(next_tokens);
+  f.next_step_tokens = static_cast<int64_t>(projection.next_tokens);
   f.warming_up = trend.warming_up;
   if (trend.klass == MemoryClass::kLeak) {
     f.trend_steps = static_cast<int>(s.t.size());
     f.trend_confirmed = f.trend_steps >= o.confirm_steps;
   }
-
-  auto peak_at = [&](int h) {
-    double tokens = h == 1 ? next_tokens : token_median;
-    return trend.EndAt(h) + excess.At(tokens);
-  };
   for (int h = 1; h <= o.horizon; ++h) {
     f.predicted_end_bytes.push_back(static_cast<int64_t>(trend.EndAt(h)));
-    f.predicted_peak_bytes.push_back(static_cast<int64_t>(peak_at(h)));
+    f.predicted_peak_bytes.push_back(static_cast<int64_t>(projection.PeakAt(h)));
   }
-
-  // First step whose predicted peak reaches `bound`. Past h = 1 the token count is the
-  // median, so the peak grows only with the trend: solve linear growth directly.
-  auto steps_to = [&](double bound) {
-    if (bound <= 0) return kNever;
-    if (peak_at(1) >= bound) return 1;
-    if (peak_at(2) >= bound) return 2;
-    if (trend.growth <= 0) return kNever;
-    if (trend.damping >= 1.0 && trend.rise_cap < 0) {
-      double base = peak_at(2) - 2 * trend.growth;
-      double h = std::ceil((bound - base) / trend.growth);
-      return h > o.max_steps_scan ? kNever : static_cast<int>(std::max(3.0, h));
-    }
-    // Bounded growth (damped, or none): never, unless the asymptote itself gets there.
-    if (trend.Ceiling() + excess.At(token_median) < bound) return kNever;
-    const int scan = std::min(o.max_steps_scan, 10000);
-    for (int h = 3; h <= scan; ++h) {
-      if (peak_at(h) >= bound) return h;
-    }
-    return kNever;
-  };
+  f.forecast_margin_bytes = static_cast<int64_t>(ForecastMargin(errors, trend.scatter));
   if (limit > 0) {
-    f.steps_to_threshold = steps_to(static_cast<double>(f.threshold_bytes));
-    f.steps_to_limit = steps_to(static_cast<double>(limit));
+    f.steps_to_threshold = projection.StepsTo(static_cast<double>(f.threshold_bytes));
+    f.steps_to_limit = projection.StepsTo(static_cast<double>(limit));
+    // The margin widens a trend the forecaster believes in (a leak); a warm-up is projected
+    // by its own damping, and a margin on a curve seen flattening would make the last steps
+    // of every warm-up near its plateau a crossing.
+    const int64_t margin = trend.klass == MemoryClass::kLeak ? f.forecast_margin_bytes : 0;
+    f.steps_to_limit_with_margin = projection.StepsTo(static_cast<double>(limit - margin));
   }
 
   f.memory_class = trend.klass;
@@ -310,7 +431,9 @@ std::string ResourceForecast::Describe() const {
     s += " of " + HumanBytes(static_cast<double>(limit_bytes)) + " (" +
          Percent(static_cast<double>(current_bytes), static_cast<double>(limit_bytes)) + ")";
   }
-  if (growth_bytes_per_step > 0) {
+  if (period_steps > 0) {
+    s += ", growing " + HumanBytes(growth_per_period_bytes) + " every " + std::to_string(period_steps) + " steps";
+  } else if (growth_bytes_per_step > 0) {
     s += ", " + std::string(warming_up ? "levelling off, " : "") + "growing " +
          HumanBytes(growth_bytes_per_step) + "/step";
   }
@@ -335,9 +458,29 @@ Forecaster::Forecaster(ForecasterOptions options) : options_(options) {
 
 void Forecaster::Observe(const StepMemory& step) {
   // A resumed worker repeats steps after its checkpoint: forget what came after it.
-  while (!history_.empty() && history_.back().step >= step.step) history_.pop_back();
+  while (!history_.empty() && history_.back().step >= step.step) {
+    history_.pop_back();
+    errors_.pop_back();
+  }
+  // How wrong the forecast for this step was, made as the guard made it: on the steps
+  // before, knowing this step's tokens. Only forecasts from a classified history count:
+  // the first steps' forecasts project no trend by design.
+  OneStepError error;
+  if (history_.size() >= static_cast<size_t>(options_.min_history)) {
+    const Forecast before = ForecastNext(step.tokens);
+    auto measure = [](const ResourceForecast& f, int64_t end, int64_t peak, bool& has, double& value) {
+      has = f.present && f.memory_class != MemoryClass::kUnknown && std::max(end, peak) > 0;
+      value = has ? static_cast<double>(std::max(end, peak) - f.NextPeak()) : 0.0;
+    };
+    measure(before.host, step.host_bytes, step.host_peak_bytes, error.has_host, error.host);
+    measure(before.gpu, step.gpu_bytes, step.gpu_peak_bytes, error.has_gpu, error.gpu);
+  }
   history_.push_back(step);
-  while (history_.size() > static_cast<size_t>(4 * options_.window)) history_.pop_front();
+  errors_.push_back(error);
+  while (history_.size() > static_cast<size_t>(4 * options_.window)) {
+    history_.pop_front();
+    errors_.pop_front();
+  }
 }
 
 Forecast Forecaster::ForecastNext(int64_t next_step_tokens) const {
@@ -360,8 +503,17 @@ Forecast Forecaster::ForecastNext(int64_t next_step_tokens) const {
     if (m.host_limit_bytes > 0) host_limit = m.host_limit_bytes;
     if (m.gpu_limit_bytes > 0) gpu_limit = m.gpu_limit_bytes;
   }
-  fc.host = Analyze(host, host_limit, options_.host_threshold, next_step_tokens, options_);
-  fc.gpu = Analyze(gpu, gpu_limit, options_.gpu_threshold, next_step_tokens, options_);
+  // The errors of the forecasts for the last half window of steps: recent enough that the
+  // misfits of a young history (a warm-up's first steps) age out as it settles.
+  std::vector<double> host_errors, gpu_errors;
+  const size_t recent = static_cast<size_t>(std::max(kMinErrors, static_cast<size_t>(options_.window / 2)));
+  const size_t from = errors_.size() > recent ? errors_.size() - recent : 0;
+  for (size_t i = from; i < errors_.size(); ++i) {
+    if (errors_[i].has_host) host_errors.push_back(errors_[i].host);
+    if (errors_[i].has_gpu) gpu_errors.push_back(errors_[i].gpu);
+  }
+  fc.host = Analyze(host, host_errors, host_limit, options_.host_threshold, next_step_tokens, options_);
+  fc.gpu = Analyze(gpu, gpu_errors, gpu_limit, options_.gpu_threshold, next_step_tokens, options_);
   return fc;
 }
 

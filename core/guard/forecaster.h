@@ -26,11 +26,22 @@
 // warm-up and the first tooth of a sawtooth rise like a leak. So each forecast says how
 // many steps its growth rests on (trend_steps), and a leak counts as confirmed once that
 // reaches ForecasterOptions::confirm_steps; the policy waits for that, or for the limit
-// itself to come within one step, before it acts on growth.
+// itself, allowing for the margin below, to come within two steps, before it acts on growth.
+//
+// Staircases (a rollout engine's cache rebuilt every few steps, offloaded state copied in
+// at each generation: flat steps, then a jump) are judged over whole periods, not step by
+// step: regular jumps every 2 or more steps make a leak "growing J every P steps",
+// projected stair by stair, so a flat step after a jump does not hide the next one.
+//
+// Margin: each Observe() first scores the forecast the guard made for that step (measured
+// peak minus forecast), and the forecast carries this run's recent error as a margin
+// (forecast_margin_bytes): the policy acts on growth once the limit, allowing for that
+// margin, is within two steps.
 //
 // Contract: Observe() steps must increase (a repeated or older step replaces the history
 // from that step on: a restarted worker resumes from a checkpoint). ForecastNext() is
-// const, O(window^2), ~ a few microseconds for the default window, allocation-light.
+// const, O(window^2), ~ a few microseconds for the default window, allocation-light;
+// Observe() makes one forecast (to score it).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +83,11 @@ struct ResourceForecast {
   // Theil-Sen slope over the window before judging it (with fewer than min_history steps:
   // the average rise per step so far; 0 with one step).
   double raw_growth_bytes_per_step = 0;
+  // A staircase (regular jumps with flat steps between): a jump of growth_per_period_bytes
+  // every period_steps steps, projected stair by stair; growth_bytes_per_step is then the
+  // average, jump / period. 0 when the growth is not a staircase.
+  int period_steps = 0;
+  double growth_per_period_bytes = 0;
   double peak_excess_intercept = 0;  // a in peak - end = a + c * tokens
   double peak_bytes_per_token = 0;   // c
   int64_t next_step_tokens = 0;
@@ -80,6 +96,15 @@ struct ResourceForecast {
   std::vector<int64_t> predicted_end_bytes;
   int steps_to_threshold = kNever;   // first h >= 1 whose predicted peak >= threshold
   int steps_to_limit = kNever;       // first h >= 1 whose predicted peak >= limit
+  // How far above its forecast a peak may come on this run: from the one-step errors of
+  // the forecasts for the last window/2 steps (measured minus forecast peak), twice their
+  // upper quartile (a forecast running low raises it, one running high does not; never
+  // below 0). With fewer than 4 scored forecasts: two deviations of the measurements
+  // around the model (once 6 steps back it; 0 before).
+  int64_t forecast_margin_bytes = 0;
+  // First h whose predicted peak + margin reaches the limit; the margin counts for a leak
+  // only (a warm-up levelling off is projected by its damping): otherwise steps_to_limit.
+  int steps_to_limit_with_margin = kNever;
   MemoryClass memory_class = MemoryClass::kUnknown;
   bool warming_up = false;           // growth present but decelerating (levels off)
   // Steps the projected growth has been seen over without levelling off or dropping
@@ -87,7 +112,8 @@ struct ResourceForecast {
   int trend_steps = 0;
   bool trend_confirmed = false;
   double confidence = 0;             // 0..1: history length and fit quality
-  // One line for logs and reasons: "812 MiB of 1 GiB (79%), +48 MiB/step (leak)".
+  // One line for logs and reasons: "812 MiB of 1 GiB (79%), growing 48 MiB/step (leak)", or
+  // for a staircase "40 GiB of 64 GiB (62%), growing 13 GiB every 2 steps (leak)".
   std::string Describe() const;
   int64_t NextPeak() const { return predicted_peak_bytes.empty() ? 0 : predicted_peak_bytes[0]; }
 };
@@ -127,14 +153,23 @@ class Forecaster {
   // (0 = unknown: the recent median is used).
   Forecast ForecastNext(int64_t next_step_tokens = 0) const;
 
-  void Reset() { history_.clear(); }
+  void Reset() {
+    history_.clear();
+    errors_.clear();
+  }
   size_t size() const { return history_.size(); }
   const ForecasterOptions& options() const { return options_; }
   const std::deque<StepMemory>& history() const { return history_; }
 
  private:
+  // Measured minus forecast peak of one step, per resource (has_*: a forecast was made).
+  struct OneStepError {
+    bool has_host = false, has_gpu = false;
+    double host = 0, gpu = 0;
+  };
   ForecasterOptions options_;
   std::deque<StepMemory> history_;   // at most 4 * window steps are kept
+  std::deque<OneStepError> errors_;  // one per history_ entry: the forecast of that step
 };
 
 }  // namespace headroom::guard

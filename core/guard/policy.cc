@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -247,6 +248,14 @@ Candidate TryAction(spec::GuardAction a, const Situation& s) {
   return Skip("unknown action");
 }
 
+// The first step at which a crossing in view happens (threshold or, with the margin, the limit).
+int FirstCrossing(const ResourceForecast& rf) {
+  constexpr int kFar = std::numeric_limits<int>::max();
+  const int t = rf.steps_to_threshold == kNever ? kFar : rf.steps_to_threshold;
+  const int l = rf.steps_to_limit_with_margin == kNever ? kFar : rf.steps_to_limit_with_margin;
+  return std::min(t, l);
+}
+
 // How close a resource's forecast is to its threshold (for picking what to report).
 double Pressure(const ResourceForecast& rf) {
   if (!rf.present || rf.threshold_bytes <= 0) return -1;
@@ -254,17 +263,41 @@ double Pressure(const ResourceForecast& rf) {
   return static_cast<double>(peak) / rf.threshold_bytes;
 }
 
-// Why a forecast crossing of the threshold is enough to act on now; empty: not yet. A
-// crossing projected from growth needs evidence, since a warm-up's steep first steps and a
-// sawtooth's first tooth rise like a leak and a restart helps neither (the warm-up comes
-// back, the tooth drops by itself): either the growth is a confirmed leak, or the limit
-// itself comes within one step, the last decision before it. Crossings that project no
-// growth (the level is there, or the next batch's known token count spikes the peak) are
-// acted on at once: waiting brings no new evidence.
+// Steps within which the limit, allowing for this run's forecast margin, makes unconfirmed
+// growth worth acting on: at 2 the decision after this one is still in time, so a peak that
+// beats its forecast by more than the margin once still meets a guard that acts.
+constexpr int kSpareSteps = 2;
+// Steps of growth a trend must rest on before the limit two steps away is acted on: a
+// slope fitted to four or five noisy steps can be noise or a warm-up's first rise, and one
+// step away is late enough to trust it.
+constexpr int kSpareEvidenceSteps = 6;
+
+// Whether a resource's forecast calls for a decision now: the threshold within the horizon,
+// or growth bringing the limit (with the margin) within kSpareSteps.
+bool CrossingInView(const ResourceForecast& rf, int horizon) {
+  if (rf.steps_to_threshold != kNever && rf.steps_to_threshold <= horizon) return true;
+  const int within = rf.trend_steps >= kSpareEvidenceSteps ? kSpareSteps : 1;
+  return rf.growth_bytes_per_step > 0 && rf.steps_to_limit_with_margin != kNever &&
+         rf.steps_to_limit_with_margin <= within;
+}
+
+// Why a crossing in view is enough to act on now; empty: not yet. A crossing projected
+// from growth needs evidence, since a warm-up's steep first steps and a sawtooth's first
+// tooth rise like a leak and a restart helps neither (the warm-up comes back, the tooth
+// drops by itself): either the growth is a confirmed leak, or the limit itself, allowing
+// for how far this run's peaks have beaten their forecasts, comes within kSpareSteps.
+// Crossings that project no growth (the level is there, or the next batch's known token
+// count spikes the peak) are acted on at once: waiting brings no new evidence.
 std::string EvidenceToAct(const ResourceForecast& rf) {
   if (rf.growth_bytes_per_step <= 0) return "no growth projected";
   if (rf.trend_confirmed) return "a leak confirmed over " + Steps(rf.trend_steps);
-  if (rf.steps_to_limit != kNever && rf.steps_to_limit <= 1) return "the limit itself is forecast for the next step";
+  const int within = rf.trend_steps >= kSpareEvidenceSteps ? kSpareSteps : 1;
+  if (rf.steps_to_limit_with_margin != kNever && rf.steps_to_limit_with_margin <= within) {
+    std::string when = rf.steps_to_limit_with_margin == 1 ? "for the next step" : "within " + Steps(kSpareSteps);
+    if (rf.forecast_margin_bytes <= 0) return "the limit itself is forecast " + when;
+    return "the limit itself is forecast " + when + ", allowing for this run's forecast error of " +
+           HumanBytes(static_cast<double>(rf.forecast_margin_bytes));
+  }
   return "";
 }
 
@@ -291,18 +324,18 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
   std::string resource, waiting;
   for (const auto& [name, rf] : {std::pair<std::string, const ResourceForecast*>{"host", &forecast.host},
                                  std::pair<std::string, const ResourceForecast*>{"gpu", &forecast.gpu}}) {
-    if (!rf->present || rf->limit_bytes <= 0 || rf->steps_to_threshold == kNever) continue;
-    if (rf->steps_to_threshold > horizon) continue;
+    if (!rf->present || rf->limit_bytes <= 0 || !CrossingInView(*rf, horizon)) continue;
     if (EvidenceToAct(*rf).empty()) {
       const double fraction = name == "host" ? g.host_threshold : g.gpu_threshold;
       waiting += "; " + name + " forecast crosses the " + ThresholdPercent(fraction) + " threshold in " +
                  Steps(rf->steps_to_threshold) + " on growth seen over " + Steps(rf->trend_steps) +
                  (rf->warming_up ? " that is levelling off" : "") +
-                 ", not a confirmed leak, and the limit is not forecast for the next step: waiting for evidence";
+                 ", not a confirmed leak, and the limit is not forecast within " + Steps(kSpareSteps) +
+                 ": waiting for evidence";
       continue;
     }
-    if (hit == nullptr || rf->steps_to_threshold < hit->steps_to_threshold ||
-        (rf->steps_to_threshold == hit->steps_to_threshold && Pressure(*rf) > Pressure(*hit))) {
+    if (hit == nullptr || FirstCrossing(*rf) < FirstCrossing(*hit) ||
+        (FirstCrossing(*rf) == FirstCrossing(*hit) && Pressure(*rf) > Pressure(*hit))) {
       hit = rf;
       resource = name;
     }
@@ -347,10 +380,13 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
     cause = Cause::kSpike;
   }
 
+  const bool threshold_in_horizon = rf.steps_to_threshold != kNever && rf.steps_to_threshold <= horizon;
   std::string situation = std::string(ResourceLabel(resource)) + " " + rf.Describe() + "; forecast peak " +
-                          HumanBytes(static_cast<double>(d.forecast_peak_bytes)) + " crosses the " +
-                          ThresholdPercent(fraction) + " threshold in " + Steps(rf.steps_to_threshold) + " (" +
-                          EvidenceToAct(rf) + ")";
+                          HumanBytes(static_cast<double>(d.forecast_peak_bytes)) +
+                          (threshold_in_horizon ? " crosses the " + ThresholdPercent(fraction) + " threshold in " +
+                                                      Steps(rf.steps_to_threshold)
+                                                : std::string(" is still under the threshold")) +
+                          " (" + EvidenceToAct(rf) + ")";
   if (cause == Cause::kSpike && rf.next_step_tokens > 0) {
     situation += " (next batch " + std::to_string(rf.next_step_tokens) + " tokens)";
   }

@@ -3,11 +3,15 @@
 // Decide() runs at every step boundary on every rank, with the forecast for the next
 // steps. It acts only when a resource's forecast peak crosses its threshold within
 // memoryGuard.horizonSteps (never on a trend that is not there: a level sitting steady
-// below the threshold is left alone), and, when that crossing is projected from growth,
-// only with evidence that waiting cannot buy: a leak confirmed over
-// ForecasterOptions::confirm_steps, or the limit itself forecast for the next step (no
-// later decision comes before it). A steep warm-up that levels off and the first tooth of
-// a sawtooth therefore get no action. The cause picks the candidate actions:
+// below the threshold is left alone), or growth brings the limit itself within two steps
+// allowing for this run's forecast error (ResourceForecast::forecast_margin_bytes). A
+// crossing projected from growth is acted on only with evidence that waiting cannot buy: a
+// leak confirmed over ForecasterOptions::confirm_steps, or the limit, with that margin,
+// forecast within two steps (so the decision after this one would still be in time, once:
+// a lead of one step leaves nothing for a peak that beats its forecast). A steep warm-up
+// that levels off and the first tooth of a sawtooth therefore get no action, while a
+// staircase is acted on before the jump that would cross. The cause picks the candidate
+// actions:
 //   leak                     restart (a fresh process gets its memory back)
 //   state does not fit       reshard (more workers, each holding less), offload toggles
 //   token-driven spike       shrinkMicroBatch, reshard (fewer sequences per worker)

@@ -123,6 +123,108 @@ TEST(ForecasterTest, StaircaseIsSustainedGrowth) {
   EXPECT_NE(fc.host.steps_to_limit, kNever);
 }
 
+TEST(ForecasterTest, StaircaseIsProjectedStairByStairWithItsPeriod) {
+  // Flat for a step, then a jump of a fifth of the limit (a cache rebuilt every second
+  // generation): 20% at step 0, 40% at steps 1-2, 60% at steps 3-4, 80% at step 5.
+  const int64_t limit = 64 * kGiB;
+  Forecaster f;
+  for (int t = 0; t <= 5; ++t) {
+    double end = (0.2 + 0.2 * ((t + 1) / 2)) * limit;
+    f.Observe(Host(t, end, end + 0.03 * limit, 1000, limit));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_EQ(fc.host.period_steps, 2);
+  EXPECT_NEAR(fc.host.growth_per_period_bytes, 0.2 * limit, 1e-6 * limit);
+  EXPECT_NEAR(fc.host.growth_bytes_per_step, 0.1 * limit, 1e-6 * limit);
+  // Step 6 stays on the 80% stair; step 7 jumps to 100%: the peak crosses in 2 steps.
+  EXPECT_NEAR(static_cast<double>(fc.host.predicted_end_bytes[0]), 0.8 * limit, 1e-6 * limit);
+  EXPECT_NEAR(static_cast<double>(fc.host.predicted_end_bytes[1]), 1.0 * limit, 1e-6 * limit);
+  EXPECT_EQ(fc.host.steps_to_limit, 2);
+  EXPECT_EQ(fc.host.Describe(), "51.2 GiB of 64 GiB (80%), growing 12.8 GiB every 2 steps (leak)");
+
+  // After a flat step the next jump is one step away, not "no growth".
+  f.Observe(Host(6, 0.8 * limit, 0.83 * limit, 1000, limit));
+  fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.period_steps, 2);
+  EXPECT_EQ(fc.host.steps_to_limit, 1);
+}
+
+TEST(ForecasterTest, LongPeriodStaircaseCountsStepsToTheNextJump) {
+  // A jump of 30% every 5 steps: at 85% the next jump (to 115%) is 5 steps after the last.
+  const int64_t limit = 64 * kGiB;
+  Forecaster f;
+  for (int t = 0; t <= 8; ++t) {
+    double end = (0.25 + 0.3 * (t >= 1) + 0.3 * (t >= 6)) * limit;
+    f.Observe(Host(t, end, end + 0.03 * limit, 1000, limit));
+    Forecast fc = f.ForecastNext(1000);
+    if (t < 6) continue;
+    EXPECT_EQ(fc.host.period_steps, 5) << "step " << t;
+    EXPECT_EQ(fc.host.steps_to_limit, 11 - t) << "step " << t;
+  }
+}
+
+TEST(ForecasterTest, AStaircaseThatStoppedIsNotALeak) {
+  // Three jumps while caches fill, then flat for good.
+  const int64_t limit = 64 * kGiB;
+  Forecaster f;
+  for (int t = 0; t < 16; ++t) {
+    double end = (0.3 + 0.1 * std::min(3, (t + 1) / 2)) * limit;
+    f.Observe(Host(t, end, end, 1000, limit));
+  }
+  Forecast fc = f.ForecastNext(1000);
+  EXPECT_EQ(fc.host.period_steps, 0);
+  EXPECT_NE(fc.host.memory_class, MemoryClass::kLeak);
+  EXPECT_EQ(fc.host.steps_to_limit, kNever);
+}
+
+TEST(ForecasterTest, MarginFollowsThisRunsOneStepErrors) {
+  // The same leak without noise and with 2% (of the limit) noise: the margin is what the
+  // forecasts missed by, about two deviations of the noise, and 0 when they never miss.
+  const int64_t limit = 16 * kGiB;
+  Forecaster clean, noisy;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0, 0.02 * limit);
+  for (int t = 0; t < 16; ++t) {
+    double end = 0.3 * limit + 0.01 * limit * t;
+    clean.Observe(Host(t, end, end, 1000, limit));
+    double e = end + noise(rng);
+    noisy.Observe(Host(t, e, e, 1000, limit));
+  }
+  // Clean: off only by the forecasts' rounding to whole bytes.
+  EXPECT_LE(clean.ForecastNext(1000).host.forecast_margin_bytes, 4);
+  const double margin = static_cast<double>(noisy.ForecastNext(1000).host.forecast_margin_bytes);
+  EXPECT_GT(margin, 0.02 * limit);
+  EXPECT_LT(margin, 0.12 * limit);
+  // With the margin the limit comes sooner than the point forecast says.
+  Forecast fc = noisy.ForecastNext(1000);
+  EXPECT_LE(fc.host.steps_to_limit_with_margin, fc.host.steps_to_limit);
+}
+
+TEST(ForecasterTest, AcceleratingGrowthWidensTheMarginByTheForecastsBias) {
+  // Growth that grows: a straight line runs low at every step, and the margin says by how much.
+  const int64_t limit = 16 * kGiB;
+  Forecaster f;
+  for (int t = 0; t < 14; ++t) {
+    double end = (0.2 + 0.002 * t * t) * limit;
+    f.Observe(Host(t, end, end, 1000, limit));
+  }
+  EXPECT_GT(f.ForecastNext(1000).host.forecast_margin_bytes, 0.002 * limit);
+}
+
+TEST(ForecasterTest, AResumeForgetsTheErrorsOfTheStepsItReplaces) {
+  const int64_t limit = 16 * kGiB;
+  Forecaster f;
+  for (int t = 0; t < 10; ++t) {
+    double end = (0.3 + (t % 2 ? 0.05 : 0.0)) * limit;  // forecasts off by 5% every step
+    f.Observe(Host(t, end, end, 1000, limit));
+  }
+  ASSERT_GT(f.ForecastNext(1000).host.forecast_margin_bytes, 0);
+  // Resumed from the start, steady this time: the alternating steps and their errors are gone.
+  for (int t = 0; t < 8; ++t) f.Observe(Host(t, 0.3 * limit, 0.3 * limit, 1000, limit));
+  EXPECT_LE(f.ForecastNext(1000).host.forecast_margin_bytes, 4);
+}
+
 TEST(ForecasterTest, SawtoothHasNoTrendAndForecastsItsTop) {
   Forecaster f;
   for (int t = 0; t < 20; ++t) {

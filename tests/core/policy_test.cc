@@ -72,7 +72,7 @@ TEST(PolicyTest, LeakGetsARestartWithAReadableReason) {
             "reclaim leaked memory");
 }
 
-TEST(PolicyTest, GrowthTooShortToConfirmWaitsUntilTheLimitIsOneStepAway) {
+TEST(PolicyTest, GrowthTooShortToConfirmWaitsUntilTheLimitIsTwoStepsAway) {
   spec::TrainingJobSpec job = DefaultJob();
   // Six steps of +60 MiB, last 800 MiB, peak +48: the threshold (922 MiB) is crossed within
   // the horizon, the limit (1024 MiB) is not reached by the next step's peak (908 MiB).
@@ -81,19 +81,80 @@ TEST(PolicyTest, GrowthTooShortToConfirmWaitsUntilTheLimitIsOneStepAway) {
   ASSERT_FALSE(fc.host.trend_confirmed);
   Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1);
   EXPECT_EQ(d.action, DecisionAction::kNone) << d.reason;
-  EXPECT_NE(d.reason.find("on growth seen over 6 steps, not a confirmed leak, and the limit is not forecast for "
-                          "the next step: waiting for evidence"),
+  EXPECT_NE(d.reason.find("on growth seen over 6 steps, not a confirmed leak, and the limit is not forecast "
+                          "within 2 steps: waiting for evidence"),
             std::string::npos)
       << d.reason;
 
-  // Two steps later the next step's peak (1028 MiB) reaches the limit: no later decision
-  // would come in time, so the guard acts on the growth it has.
-  fc = HostForecast(job, 7, 560 * kMiB, 60 * kMiB, 48 * kMiB, kGiB);
-  ASSERT_EQ(fc.host.steps_to_limit, 1);
+  // One step later the peak after next (1028 MiB) reaches the limit: the decision after
+  // this one would be the last in time, so the guard acts now, with a step to spare.
+  fc = HostForecast(job, 6, 560 * kMiB, 60 * kMiB, 48 * kMiB, kGiB);
+  ASSERT_EQ(fc.host.steps_to_limit, 2);
   ASSERT_FALSE(fc.host.trend_confirmed);
   d = Decide(fc, job, GuardHistory{}, nullptr, 1);
   EXPECT_EQ(d.action, DecisionAction::kRestart) << d.reason;
-  EXPECT_NE(d.reason.find("(the limit itself is forecast for the next step)"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("(the limit itself is forecast within 2 steps)"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, AStaircaseIsActedOnBeforeTheJumpThatCrossesWithItsPeriodNamed) {
+  // Host flat for a step, then +22 GiB, against a 110 GiB limit: 22 GiB at step 0, 44 at
+  // steps 1-2, 66 at 3-4, 88 at 5 and 6; step 7 would jump to 110 GiB.
+  spec::TrainingJobSpec job = DefaultJob();
+  const int64_t limit = 110 * kGiB;
+  job.resources.memory_bytes = limit;
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  Decision first;
+  for (int t = 0; t <= 6; ++t) {
+    StepMemory m;
+    m.step = t;
+    m.host_bytes = 22 * kGiB * (1 + (t + 1) / 2);
+    m.host_peak_bytes = m.host_bytes + kGiB;
+    m.host_limit_bytes = limit;
+    m.tokens = 1000;
+    f.Observe(m);
+    Decision d = Decide(f.ForecastNext(1000), job, GuardHistory{}, nullptr, 1);
+    if (d.acts()) {
+      first = d;
+      break;
+    }
+  }
+  ASSERT_TRUE(first.acts());
+  EXPECT_EQ(first.step, 5);  // two steps before the crossing at step 7
+  EXPECT_EQ(first.action, DecisionAction::kRestart) << first.reason;
+  EXPECT_NE(first.reason.find("growing 22 GiB every 2 steps (leak)"), std::string::npos) << first.reason;
+}
+
+TEST(PolicyTest, ANoisyRunActsEarlierByItsForecastError) {
+  // The same leak (+80 MiB a step, too young to be confirmed when it crosses), once clean
+  // and once 60 MiB off its line at two steps in three: allowing for its forecast error,
+  // the noisy run is acted on earlier than the clean one.
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecaster clean(ForecasterOptionsFromSpec(job.memory_guard)), noisy(ForecasterOptionsFromSpec(job.memory_guard));
+  int clean_step = -1, noisy_step = -1;
+  std::string noisy_reason;
+  for (int t = 0; t < 14 && (clean_step < 0 || noisy_step < 0); ++t) {
+    StepMemory m;
+    m.step = t;
+    m.host_bytes = 300 * kMiB + 80 * kMiB * t;
+    m.host_peak_bytes = m.host_bytes + 20 * kMiB;
+    m.host_limit_bytes = kGiB;
+    m.tokens = 1000;
+    clean.Observe(m);
+    m.host_bytes += (t % 3 == 0 ? 60 : t % 3 == 1 ? -60 : 0) * kMiB;
+    m.host_peak_bytes = m.host_bytes + 20 * kMiB;
+    noisy.Observe(m);
+    Decision c = Decide(clean.ForecastNext(1000), job, GuardHistory{}, nullptr, 1);
+    Decision n = Decide(noisy.ForecastNext(1000), job, GuardHistory{}, nullptr, 1);
+    if (c.acts() && clean_step < 0) clean_step = t;
+    if (n.acts() && noisy_step < 0) {
+      noisy_step = t;
+      noisy_reason = n.reason;
+    }
+  }
+  ASSERT_GE(clean_step, 0);
+  ASSERT_GE(noisy_step, 0);
+  EXPECT_LT(noisy_step, clean_step) << noisy_reason;
+  EXPECT_NE(noisy_reason.find("allowing for this run's forecast error of"), std::string::npos) << noisy_reason;
 }
 
 TEST(PolicyTest, ACrossingThatProjectsNoGrowthIsActedOnAtOnce) {
