@@ -311,78 +311,77 @@ void FillForecastFields(Decision& d, const ResourceForecast& rf) {
 
 }  // namespace
 
-Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, const GuardHistory& history,
-                const Plan* plan_in, int current_workers, const PlanOptions& plan_options) {
-  Decision d;
-  d.step = forecast.step;
-  const spec::MemoryGuardSpec& g = spec.memory_guard;
-  const int horizon = std::max(1, g.horizon_steps);
+namespace {
 
-  // The resource that crosses first within the horizon (ties: the one under more pressure),
-  // among those with the evidence to act now; the others are said to be waiting.
-  const ResourceForecast* hit = nullptr;
-  std::string resource, waiting;
+// The resource that crosses first within the horizon (ties: the one under more
+// pressure), among those with the evidence to act now; the others are said to be waiting.
+struct Crossing {
+  const ResourceForecast* forecast = nullptr;
+  std::string resource;
+  std::string waiting;  // "; gpu forecast crosses ... waiting for evidence", per resource
+};
+
+Crossing FirstCrossingToActOn(const Forecast& forecast, const spec::MemoryGuardSpec& g, int horizon) {
+  Crossing c;
   for (const auto& [name, rf] : {std::pair<std::string, const ResourceForecast*>{"host", &forecast.host},
                                  std::pair<std::string, const ResourceForecast*>{"gpu", &forecast.gpu}}) {
     if (!rf->present || rf->limit_bytes <= 0 || !CrossingInView(*rf, horizon)) continue;
     if (EvidenceToAct(*rf).empty()) {
       const double fraction = name == "host" ? g.host_threshold : g.gpu_threshold;
-      waiting += "; " + name + " forecast crosses the " + ThresholdPercent(fraction) + " threshold in " +
-                 Steps(rf->steps_to_threshold) + " on growth seen over " + Steps(rf->trend_steps) +
-                 (rf->warming_up ? " that is levelling off" : "") +
-                 ", not a confirmed leak, and the limit is not forecast within " + Steps(kSpareSteps) +
-                 ": waiting for evidence";
+      c.waiting += "; " + name + " forecast crosses the " + ThresholdPercent(fraction) + " threshold in " +
+                   Steps(rf->steps_to_threshold) + " on growth seen over " + Steps(rf->trend_steps) +
+                   (rf->warming_up ? " that is levelling off" : "") +
+                   ", not a confirmed leak, and the limit is not forecast within " + Steps(kSpareSteps) +
+                   ": waiting for evidence";
       continue;
     }
-    if (hit == nullptr || FirstCrossing(*rf) < FirstCrossing(*hit) ||
-        (FirstCrossing(*rf) == FirstCrossing(*hit) && Pressure(*rf) > Pressure(*hit))) {
-      hit = rf;
-      resource = name;
+    if (c.forecast == nullptr || FirstCrossing(*rf) < FirstCrossing(*c.forecast) ||
+        (FirstCrossing(*rf) == FirstCrossing(*c.forecast) && Pressure(*rf) > Pressure(*c.forecast))) {
+      c.forecast = rf;
+      c.resource = name;
     }
   }
+  return c;
+}
 
-  if (hit == nullptr || !g.enabled) {
-    const bool host_first = Pressure(forecast.host) >= Pressure(forecast.gpu);
-    const ResourceForecast& shown = host_first ? forecast.host : forecast.gpu;
-    if (shown.present) {
-      d.resource = host_first ? "host" : "gpu";
-      FillForecastFields(d, shown);
-    }
-    std::string text;
-    if (forecast.host.present) text += "host " + forecast.host.Describe();
-    if (forecast.gpu.present) text += std::string(text.empty() ? "" : "; ") + "gpu " + forecast.gpu.Describe();
-    if (!g.enabled) {
-      d.reason = (text.empty() ? "" : text + "; ") + "memory guard disabled";
-    } else {
-      d.reason = (text.empty() ? std::string("no measurements yet") : text) +
-                 (waiting.empty() ? "; no forecast crosses a threshold within " + Steps(horizon) : waiting);
-    }
-    return d;
+// No action: the reason says where each resource stands and why nothing is done.
+Decision NoAction(Decision d, const Forecast& forecast, const spec::MemoryGuardSpec& g, int horizon,
+                  const std::string& waiting) {
+  const bool host_first = Pressure(forecast.host) >= Pressure(forecast.gpu);
+  const ResourceForecast& shown = host_first ? forecast.host : forecast.gpu;
+  if (shown.present) {
+    d.resource = host_first ? "host" : "gpu";
+    FillForecastFields(d, shown);
   }
+  std::string text;
+  if (forecast.host.present) text += "host " + forecast.host.Describe();
+  if (forecast.gpu.present) text += std::string(text.empty() ? "" : "; ") + "gpu " + forecast.gpu.Describe();
+  if (!g.enabled) {
+    d.reason = (text.empty() ? "" : text + "; ") + "memory guard disabled";
+  } else {
+    d.reason = (text.empty() ? std::string("no measurements yet") : text) +
+               (waiting.empty() ? "; no forecast crosses a threshold within " + Steps(horizon) : waiting);
+  }
+  return d;
+}
 
-  const ResourceForecast& rf = *hit;
-  const ResourceForecast& other = resource == "host" ? forecast.gpu : forecast.host;
-  d.resource = resource;
-  FillForecastFields(d, rf);
-  const double fraction = resource == "host" ? g.host_threshold : g.gpu_threshold;
-
-  Cause cause;
+Cause ClassifyCause(const ResourceForecast& rf) {
   const int h = std::clamp(rf.steps_to_threshold, 1, static_cast<int>(rf.predicted_end_bytes.size()));
   // Too early to classify, but rising fast at every step so far: treat it as a leak, since
   // a restart is the cheapest action and the no-progress rule escalates if it is not one.
   const bool early_rise = rf.memory_class == MemoryClass::kUnknown && rf.limit_bytes > 0 &&
                           rf.raw_growth_bytes_per_step > kEarlyRiseFraction * rf.limit_bytes;
-  if (rf.memory_class == MemoryClass::kLeak || early_rise) {
-    cause = Cause::kLeak;
-  } else if (rf.predicted_end_bytes[h - 1] >= rf.threshold_bytes || rf.warming_up) {
-    cause = Cause::kState;
-  } else {
-    cause = Cause::kSpike;
-  }
+  if (rf.memory_class == MemoryClass::kLeak || early_rise) return Cause::kLeak;
+  if (rf.predicted_end_bytes[h - 1] >= rf.threshold_bytes || rf.warming_up) return Cause::kState;
+  return Cause::kSpike;
+}
 
+// "host working set ...; forecast peak ... crosses the 90% threshold in 1 step (...)".
+std::string DescribeSituation(const ResourceForecast& rf, const std::string& resource, double fraction, Cause cause,
+                              int horizon, int64_t forecast_peak_bytes) {
   const bool threshold_in_horizon = rf.steps_to_threshold != kNever && rf.steps_to_threshold <= horizon;
   std::string situation = std::string(ResourceLabel(resource)) + " " + rf.Describe() + "; forecast peak " +
-                          HumanBytes(static_cast<double>(d.forecast_peak_bytes)) +
+                          HumanBytes(static_cast<double>(forecast_peak_bytes)) +
                           (threshold_in_horizon ? " crosses the " + ThresholdPercent(fraction) + " threshold in " +
                                                       Steps(rf.steps_to_threshold)
                                                 : std::string(" is still under the threshold")) +
@@ -390,6 +389,58 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
   if (cause == Cause::kSpike && rf.next_step_tokens > 0) {
     situation += " (next batch " + std::to_string(rf.next_step_tokens) + " tokens)";
   }
+  return situation;
+}
+
+std::string JoinSkipped(const std::vector<std::string>& skipped) {
+  std::string out;
+  for (size_t i = 0; i < skipped.size(); ++i) out += (i ? "; " : "") + skipped[i];
+  return out;
+}
+
+// The first of spec.memoryGuard.actions that can help, or fail naming why each could not.
+Decision FirstActionThatHelps(Decision d, const Situation& s, const std::string& situation) {
+  std::vector<std::string> skipped;
+  for (spec::GuardAction a : s.spec.memory_guard.actions) {
+    Candidate c = TryAction(a, s);
+    if (!c.ok) {
+      skipped.push_back(c.why);
+      continue;
+    }
+    Decision out = c.decision;
+    out.step = d.step;
+    out.resource = d.resource;
+    FillForecastFields(out, s.rf);
+    out.reason = situation + ": " + c.why + (skipped.empty() ? "" : " (skipped " + JoinSkipped(skipped) + ")");
+    return out;
+  }
+  d.action = DecisionAction::kFail;
+  d.reason = situation + ": nothing left to try" +
+             (s.spec.memory_guard.actions.empty() ? std::string(" (spec.memoryGuard.actions is empty)")
+                                                  : " (" + JoinSkipped(skipped) + ")");
+  return d;
+}
+
+}  // namespace
+
+Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, const GuardHistory& history,
+                const Plan* plan_in, int current_workers, const PlanOptions& plan_options) {
+  Decision d;
+  d.step = forecast.step;
+  const spec::MemoryGuardSpec& g = spec.memory_guard;
+  const int horizon = std::max(1, g.horizon_steps);
+
+  const Crossing crossing = FirstCrossingToActOn(forecast, g, horizon);
+  if (crossing.forecast == nullptr || !g.enabled) return NoAction(d, forecast, g, horizon, crossing.waiting);
+
+  const ResourceForecast& rf = *crossing.forecast;
+  const std::string& resource = crossing.resource;
+  const ResourceForecast& other = resource == "host" ? forecast.gpu : forecast.host;
+  d.resource = resource;
+  FillForecastFields(d, rf);
+  const double fraction = resource == "host" ? g.host_threshold : g.gpu_threshold;
+  const Cause cause = ClassifyCause(rf);
+  const std::string situation = DescribeSituation(rf, resource, fraction, cause, horizon, d.forecast_peak_bytes);
 
   Plan own_plan;
   const Plan* plan = plan_in;
@@ -401,37 +452,7 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
   const Plan baseline = PlanMemory(spec, workers, plan_options);
   Situation s{forecast, spec,     history, *plan, baseline, workers, plan_options,
               resource, rf,       other,   fraction, cause, horizon + 1};
-
-  std::vector<std::string> skipped;
-  for (spec::GuardAction a : g.actions) {
-    Candidate c = TryAction(a, s);
-    if (!c.ok) {
-      skipped.push_back(c.why);
-      continue;
-    }
-    Decision out = c.decision;
-    out.step = d.step;
-    out.resource = d.resource;
-    FillForecastFields(out, rf);
-    std::string reason = situation + ": " + c.why;
-    if (!skipped.empty()) {
-      reason += " (skipped ";
-      for (size_t i = 0; i < skipped.size(); ++i) reason += (i ? "; " : "") + skipped[i];
-      reason += ")";
-    }
-    out.reason = reason;
-    return out;
-  }
-  d.action = DecisionAction::kFail;
-  d.reason = situation + ": nothing left to try";
-  if (g.actions.empty()) {
-    d.reason += " (spec.memoryGuard.actions is empty)";
-  } else {
-    d.reason += " (";
-    for (size_t i = 0; i < skipped.size(); ++i) d.reason += (i ? "; " : "") + skipped[i];
-    d.reason += ")";
-  }
-  return d;
+  return FirstActionThatHelps(d, s, situation);
 }
 
 Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step, const spec::TrainingJobSpec& spec,

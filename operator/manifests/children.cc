@@ -79,25 +79,14 @@ json BuildHeadlessService(const spec::TrainingJob& job, const std::string& names
                                json{{"name", "metrics"}, {"port", kMetricsPort}, {"protocol", "TCP"}}})}}}};
 }
 
-json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
-  const spec::TrainingJob& job = gen.job;
-  const spec::TrainingJobSpec& s = job.spec;
-  const std::string& name = job.metadata.name;
+namespace {
 
-  json labels{{kLabelRank, std::to_string(rank)}, {kLabelGeneration, std::to_string(gen.generation)}};
-  json meta = ChildMetadata(job, WorkerPodName(name, rank), namespace_, std::move(labels));
-  meta["annotations"] = json{{"prometheus.io/scrape", "true"},
-                             {kMetricsPortAnnotation, std::to_string(kMetricsPort)},
-                             {"prometheus.io/path", "/metrics"}};
-
-  json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
-  if (s.resources.gpus > 0) limits[spec::kGpuResourceName] = std::to_string(s.resources.gpus);
-  // Requests equal limits: the memory limit is what the guard protects, and a pod that
-  // may be squeezed below it by its neighbours would be guarding the wrong number.
-  json resources{{"limits", limits}, {"requests", limits}};
-
+// The worker's environment: torchrun's rendezvous names, the job and generation, the
+// pod's own name and namespace, and what the guard did so far.
+json WorkerEnv(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
+  const std::string& name = gen.job.metadata.name;
   json env = json::array({EnvVar(protocol::kRankEnv, std::to_string(rank)),
-                          EnvVar(protocol::kWorldSizeEnv, std::to_string(s.workers)),
+                          EnvVar(protocol::kWorldSizeEnv, std::to_string(gen.job.spec.workers)),
                           EnvVar(protocol::kMasterAddrEnv, MasterAddress(name, namespace_)),
                           EnvVar(protocol::kMasterPortEnv, std::to_string(kRendezvousPort)),
                           EnvVar(protocol::kJobNameEnv, name),
@@ -105,9 +94,17 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                           FieldRefEnv(spec::kPodNameEnv, "metadata.name"),
                           FieldRefEnv(spec::kPodNamespaceEnv, "metadata.namespace")});
   if (!gen.guard_history_json.empty()) env.push_back(EnvVar(protocol::kGuardHistoryEnv, gen.guard_history_json));
+  return env;
+}
 
+json WorkerContainer(const spec::TrainingJobSpec& s, json env) {
+  json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
+  if (s.resources.gpus > 0) limits[spec::kGpuResourceName] = std::to_string(s.resources.gpus);
+  // Requests equal limits: the memory limit is what the guard protects, and a pod that
+  // may be squeezed below it by its neighbours would be guarding the wrong number.
+  json resources{{"limits", limits}, {"requests", limits}};
   const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
-  json container{
+  return json{
       {"name", spec::kWorkerContainerName},
       {"image", s.image},
       {"imagePullPolicy", "IfNotPresent"},
@@ -132,16 +129,32 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                     json{{"name", spec::kCheckpointVolumeName}, {"mountPath", kCheckpointMountDir}},
                     json{{"name", spec::kShmVolumeName}, {"mountPath", spec::kShmMountDir}},
                     json{{"name", spec::kTmpVolumeName}, {"mountPath", spec::kTmpMountDir}}})}};
+}
 
+json WorkerVolumes(const spec::TrainingJobSpec& s, const std::string& name) {
   json checkpoints = s.checkpoint.volume.empty()
                          ? json{{"name", spec::kCheckpointVolumeName}, {"emptyDir", json::object()}}
                          : json{{"name", spec::kCheckpointVolumeName},
                                 {"persistentVolumeClaim", {{"claimName", s.checkpoint.volume}}}};
-  json volumes = json::array(
+  return json::array(
       {json{{"name", spec::kSpecVolumeName}, {"configMap", {{"name", SpecConfigMapName(name)}}}}, checkpoints,
        // NCCL and the data loader use /dev/shm; the container default of 64 MiB is too small.
        json{{"name", spec::kShmVolumeName}, {"emptyDir", {{"medium", "Memory"}}}},
        json{{"name", spec::kTmpVolumeName}, {"emptyDir", json::object()}}});
+}
+
+}  // namespace
+
+json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
+  const spec::TrainingJob& job = gen.job;
+  const spec::TrainingJobSpec& s = job.spec;
+  const std::string& name = job.metadata.name;
+
+  json labels{{kLabelRank, std::to_string(rank)}, {kLabelGeneration, std::to_string(gen.generation)}};
+  json meta = ChildMetadata(job, WorkerPodName(name, rank), namespace_, std::move(labels));
+  meta["annotations"] = json{{"prometheus.io/scrape", "true"},
+                             {kMetricsPortAnnotation, std::to_string(kMetricsPort)},
+                             {"prometheus.io/path", "/metrics"}};
 
   json pod_spec{{"restartPolicy", "Never"},
                 // Rank 0's stable DNS name comes from hostname + subdomain = the headless Service.
@@ -155,8 +168,8 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                   {"runAsGroup", 65532},
                   {"fsGroup", 65532},
                   {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-                {"containers", json::array({std::move(container)})},
-                {"volumes", std::move(volumes)}};
+                {"containers", json::array({WorkerContainer(s, WorkerEnv(gen, rank, namespace_))})},
+                {"volumes", WorkerVolumes(s, name)}};
   if (s.resources.gpus > 0) {
     pod_spec["tolerations"] = json::array(
         {json{{"key", spec::kGpuResourceName}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});

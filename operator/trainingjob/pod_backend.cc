@@ -319,6 +319,13 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
 runtime::Observation PodBackend::Observe() {
   runtime::Observation o;
   o.now = std::chrono::steady_clock::now();
+  CreatePendingPods();
+  const std::vector<ScrapeTarget> scrape = ObserveRanks(o);
+  ScrapeSteps(scrape, o);
+  return o;
+}
+
+void PodBackend::CreatePendingPods() {
   std::vector<int> to_create;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -337,43 +344,42 @@ runtime::Observation PodBackend::Observe() {
       spdlog::warn("creating rank {} of generation {}: {}", rank, generation(), e.what());
     }
   }
+}
 
-  struct Target {
-    int rank;
-    std::string ip;
-    int port;
-  };
-  std::vector<Target> scrape;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    o.generation = generation_;
-    for (auto& [rank, rp] : ranks_) {
-      runtime::RankObservation ro;
-      ro.rank = rank;
-      if (!rp.seen && !rp.pending_create && assumed_exit_) {
-        ro.exit = *assumed_exit_;
-      } else if (!rp.seen) {
-        ro.running = true;  // being created, or created and not yet seen: starting
-      } else if (rp.exit) {
-        ro.exit = *rp.exit;
-        if (std::optional<int64_t> c = CheckpointStepOf(*rp.exit)) {
-          checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
-        }
-      } else if (rp.deleted) {
-        ro.exit = runtime::RankExit{protocol::kExitKilled, false, "PodDeleted",
-                                    "the pod was deleted before its container reported how it ended"};
-      } else {
-        ro.running = true;
-        if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
+std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observation& o) {
+  std::vector<ScrapeTarget> scrape;
+  std::lock_guard<std::mutex> lock(mu_);
+  o.generation = generation_;
+  for (auto& [rank, rp] : ranks_) {
+    runtime::RankObservation ro;
+    ro.rank = rank;
+    if (!rp.seen && !rp.pending_create && assumed_exit_) {
+      ro.exit = *assumed_exit_;
+    } else if (!rp.seen) {
+      ro.running = true;  // being created, or created and not yet seen: starting
+    } else if (rp.exit) {
+      ro.exit = *rp.exit;
+      if (std::optional<int64_t> c = CheckpointStepOf(*rp.exit)) {
+        checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
       }
-      o.ranks.push_back(std::move(ro));
+    } else if (rp.deleted) {
+      ro.exit = runtime::RankExit{protocol::kExitKilled, false, "PodDeleted",
+                                  "the pod was deleted before its container reported how it ended"};
+    } else {
+      ro.running = true;
+      if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
     }
-    o.checkpoint_step = checkpoint_step_;
+    o.ranks.push_back(std::move(ro));
   }
+  o.checkpoint_step = checkpoint_step_;
+  return scrape;
+}
+
+void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::Observation& o) {
   // Outside the lock, all ranks at once: a reconcile waits at most one scrape_timeout,
   // however many ranks the job has or how many of them hang.
   std::vector<std::future<std::optional<std::string>>> pages;
-  for (const Target& t : scrape) {
+  for (const ScrapeTarget& t : scrape) {
     pages.push_back(std::async(std::launch::async, [t, timeout = options_.scrape_timeout] {
       std::string why;
       std::optional<std::string> body = HttpGet(t.ip, t.port, "/metrics", timeout, &why);
@@ -382,7 +388,7 @@ runtime::Observation PodBackend::Observe() {
     }));
   }
   for (size_t i = 0; i < scrape.size(); ++i) {
-    const Target& t = scrape[i];
+    const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
     std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
@@ -395,7 +401,6 @@ runtime::Observation PodBackend::Observe() {
     r->generation = generation_;
     o.new_steps.push_back(*r);
   }
-  return o;
 }
 
 void PodBackend::DeletePods(std::optional<int64_t> grace_seconds) {

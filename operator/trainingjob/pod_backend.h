@@ -98,6 +98,17 @@ class PodBackend : public runtime::WorkerBackend {
     int64_t last_step = 0;        // newest step reported from its /metrics
   };
 
+  struct ScrapeTarget {
+    int rank;
+    std::string ip;
+    int port;
+  };
+  // Observe's parts: create the pods whose names were still taken; report every rank
+  // (returning the running ones to scrape); read new step records from their /metrics.
+  void CreatePendingPods();
+  std::vector<ScrapeTarget> ObserveRanks(runtime::Observation& o);
+  void ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::Observation& o);
+
   template <typename F>
   auto WithRetry(const std::string& what, F&& call) -> decltype(call());
   void EnsureSpecConfigMap(const runtime::LaunchRequest& request);
