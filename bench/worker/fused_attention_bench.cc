@@ -32,7 +32,7 @@ double SecondsPerCall(const std::function<void()>& call) {
   return elapsed / reps;
 }
 
-// What TransformerImpl::Block does without the fused kernel.
+// What HfCausalLMImpl::Block does without the fused kernel.
 torch::Tensor MatmulAttention(const torch::Tensor& qkv, int64_t heads) {
   const int64_t b = qkv.size(0), t = qkv.size(1), hidden = qkv.size(2) / 3, dim = hidden / heads;
   auto parts = qkv.view({b, t, 3, heads, dim}).permute({2, 0, 3, 1, 4});

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The baseline for bench/worker: one GRPO step in straightforward PyTorch eager.
 
-Same model (worker/model: pre-norm decoder, learned positions, fused qkv, GELU MLP, untied
-head, all with bias), same batch (reverse 3 digits, 16 prompts x 8 samples, prompt 5
+Same model (a preset of worker/model/hf_causal_lm.h, core/spec/model_presets.h: Llama-style
+pre-norm decoder, RMSNorm, rotary and learned absolute positions, q/k/v/o projections,
+SwiGLU MLP, untied head, no biases, PyTorch's default init), same batch (reverse 3 digits, 16 prompts x 8 samples, prompt 5
 tokens, up to 6 response tokens), a KV cache allocated once, temperature sampling, EOS
 stop and masks, responses restricted to digits + EOS (as the worker's policy is), verl-style GRPO loss (token-mean), AdamW, grad-norm clip 1.0.
 Prints one JSON object with the same keys grpo_step_bench prints.
@@ -25,29 +26,52 @@ ALLOWED[2:13] = 0
 PRESETS = {"tiny": (2, 64, 4, 256), "small": (6, 512, 8, 2048)}
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(h)), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
 class Block(nn.Module):
     def __init__(self, h, f):
         super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
-        self.qkv, self.out = nn.Linear(h, 3 * h), nn.Linear(h, h)
-        self.fc1, self.fc2 = nn.Linear(h, f), nn.Linear(f, h)
+        self.ln1, self.ln2 = RMSNorm(h), RMSNorm(h)
+        self.q, self.k, self.v, self.o = (nn.Linear(h, h, bias=False) for _ in range(4))
+        self.gate, self.up, self.down = nn.Linear(h, f, bias=False), nn.Linear(h, f, bias=False), nn.Linear(f, h, bias=False)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), -1)
 
 
 class Model(nn.Module):
     def __init__(self, layers, h, heads, f, max_seq):
         super().__init__()
-        self.h, self.heads = h, heads
+        self.h, self.heads, d = h, heads, h // heads
         self.tok, self.pos = nn.Embedding(VOCAB, h), nn.Embedding(max_seq, h)
         self.blocks = nn.ModuleList(Block(h, f) for _ in range(layers))
-        self.ln_f, self.head = nn.LayerNorm(h), nn.Linear(h, VOCAB)
-        # PyTorch's default initialisation, as the worker's model uses (worker/model/transformer.cc).
+        self.norm, self.head = RMSNorm(h), nn.Linear(h, VOCAB, bias=False)
+        # PyTorch's default initialisation, as the worker's model uses (worker/model/hf_causal_lm.h).
         self.register_buffer("mask", torch.full((max_seq, max_seq), float("-inf")).triu(1))
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2).float() / d))
+        freqs = torch.outer(torch.arange(max_seq).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), -1)
+        self.register_buffer("cos", emb.cos())
+        self.register_buffer("sin", emb.sin())
 
     def forward(self, tokens, cache=None, start=0):
         b, t = tokens.shape
         x = self.tok(tokens) + self.pos(torch.arange(start, start + t))
+        cos, sin = self.cos[start:start + t, None, :], self.sin[start:start + t, None, :]
         for i, blk in enumerate(self.blocks):
-            q, k, v = blk.qkv(blk.ln1(x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            n1 = blk.ln1(x)
+            q, k = blk.q(n1).view(b, t, self.heads, -1), blk.k(n1).view(b, t, self.heads, -1)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), blk.v(n1).view(b, t, self.heads, -1).transpose(1, 2)
             if cache is not None:
                 cache[i, 0, :b, :, start:start + t] = k
                 cache[i, 1, :b, :, start:start + t] = v
@@ -56,9 +80,10 @@ class Model(nn.Module):
             if t > 1:
                 att = att + self.mask[start:start + t, :start + t]
             y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, self.h)
-            x = x + blk.out(y)
-            x = x + blk.fc2(F.gelu(blk.fc1(blk.ln2(x))))
-        return self.head(self.ln_f(x))
+            x = x + blk.o(y)
+            n2 = blk.ln2(x)
+            x = x + blk.down(F.silu(blk.gate(n2)) * blk.up(n2))
+        return self.head(self.norm(x))
 
 
 def make_batch(step, prompts, group, digits):

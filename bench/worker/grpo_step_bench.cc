@@ -19,7 +19,7 @@
 
 #include "bench/worker/bench_timing.h"
 #include "worker/comm/communicator.h"
-#include "worker/model/model_config.h"
+#include "core/spec/model_presets.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/train/grpo_trainer.h"
 
@@ -34,19 +34,20 @@ namespace {
 
 // Matmul FLOPs of the update's forward over `rows` sequences of `seq` positions whose
 // logits are read from `first` on (the positions predicting response tokens), counting
-// what the worker computes (transformer.h): every block but the last at every position;
-// the last block's q|k|v projection at every position, its attention queries, output
-// projection and MLP, the final norm and head at the read positions only; attention over
-// the causal pairs (query i sees keys 0..i), not the full square.
-double ForwardFlops(const TransformerConfig& c, int64_t rows, int64_t seq, int64_t first) {
-  const double h = static_cast<double>(c.hidden), f = static_cast<double>(c.ffn_hidden);
+// what the worker computes (hf_causal_lm.h): every block but the last at every position;
+// the last block's q, k, v projections at every position, its attention queries, output
+// projection and SwiGLU MLP (gate, up, down), the final norm and head at the read
+// positions only; attention over the causal pairs (query i sees keys 0..i), not the full
+// square. A preset has as many key/value heads as query heads.
+double ForwardFlops(const headroom::hf::HfModelConfig& c, int64_t rows, int64_t seq, int64_t first) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
   const double all = static_cast<double>(rows * seq), read = static_cast<double>(rows * (seq - first));
   auto pairs = [](int64_t from, int64_t to) {  // sum over queries from..to-1 of visible keys
     return static_cast<double>(to * (to + 1) / 2 - from * (from + 1) / 2);
   };
-  const double qkv = 2.0 * h * 3.0 * h, rest = 2.0 * (h * h + 2.0 * h * f);
+  const double qkv = 2.0 * h * 3.0 * h, rest = 2.0 * (h * h + 3.0 * h * f);
   const double attention_per_pair = 4.0 * h;  // q.k and p.v over every head's dims
-  const double earlier = (c.layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
+  const double earlier = static_cast<double>(c.num_hidden_layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
   const double last = all * qkv + read * rest + rows * pairs(first, seq) * attention_per_pair;
   return earlier + last + read * 2.0 * h * c.vocab_size;
 }
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
   spec.grpo.kl_coef = 0.0;
   auto comm = MakeLocalCommunicator();
   GrpoTrainer trainer(spec, *comm, torch::kCPU);
-  const TransformerConfig config = ConfigFromSpec(spec);
+  const headroom::hf::HfModelConfig config =
+      headroom::spec::PresetModelConfig(headroom::spec::ResolvedModelSpec(spec));
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
   double total = 0, rollout = 0, logprob = 0, update = 0, trim = 0;
   int trims = 0;
@@ -112,7 +114,7 @@ int main(int argc, char** argv) {
   // rows of all-equal-reward groups are skipped (policy_update.h) and do no FLOPs.
   const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq, /*first=*/5 - 1);
   const double achieved = update_flops / update;
-  const double matmul = MatmulFlops(rows * seq, config.hidden, config.ffn_hidden);
+  const double matmul = MatmulFlops(rows * seq, config.hidden_size, config.intermediate_size);
   // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
   // the mean); every step of this fixed-shape batch has the same token count.
   const double median = Median(step_seconds);

@@ -21,27 +21,9 @@ std::string StageNote(int stage, int workers) {
 }  // namespace
 
 ModelShape PresetModelShape(const spec::TrainingJobSpec& s) {
-  // Presets and defaults resolved, so a spec built in code (without ApplyDefaults) plans
-  // the same as a parsed one.
-  spec::ModelSpec m = s.model;
-  if (auto preset = spec::FindModelPreset(m.preset)) {
-    if (m.layers == 0) m.layers = preset->layers;
-    if (m.hidden == 0) m.hidden = preset->hidden;
-    if (m.heads == 0) m.heads = preset->heads;
-    if (m.ffn_hidden == 0) m.ffn_hidden = preset->ffn_hidden;
-  }
-  if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;
-  if (m.heads == 0) m.heads = 1;
-  if (m.max_seq_len == 0) m.max_seq_len = s.grpo.max_prompt_length + s.grpo.max_response_length;
-  ModelShape shape;
-  shape.parameters = spec::ParameterCount(m);
-  const int64_t h = m.hidden, f = m.ffn_hidden;
-  shape.layer_parameters = 4 * h * h + 2 * h * f + 9 * h + f;
-  shape.layers = m.layers;
-  shape.hidden = h;
-  shape.heads = shape.kv_heads = m.heads;
-  shape.head_dim = h / std::max(1, m.heads);
-  shape.vocab = spec::kVocabSize;
+  // Resolved as ApplyDefaults resolves it, so a spec built in code plans like a parsed one.
+  const spec::ModelSpec m = spec::ResolvedModelSpec(s);
+  ModelShape shape = HfModelShape(spec::PresetModelConfig(m));
   shape.source = m.preset.empty() ? "spec.model" : "preset " + m.preset;
   return shape;
 }

@@ -45,9 +45,10 @@ inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
 inline constexpr double kActivationElementsPerHidden = 17.0;   // per token per layer
 inline constexpr double kActivationElementsPerHeadSeq = 2.5;   // attention scores per token per layer
 
-// The model dimensions the plan depends on. A preset (or spec.model's own layers/hidden/...)
-// gives the toy transformer's shape; a Hugging Face model's config.json (spec.model.path)
-// gives its own: grouped-query heads, explicit head_dim, vocabulary, tied head.
+// The model dimensions the plan depends on, from a Hugging Face config: a preset's (or
+// spec.model's own layers/hidden/...) built-in one (spec::PresetModelConfig), or a
+// pretrained model's config.json (spec.model.path) with its grouped-query heads, explicit
+// head_dim, vocabulary and tied head.
 struct ModelShape {
   int64_t parameters = 0;        // Psi, the head counted once when tied
   int64_t layer_parameters = 0;  // one block's (what stage 3 gathers at a time)
@@ -61,7 +62,8 @@ struct ModelShape {
   std::string source;            // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
 };
 
-// The shape of spec.model's preset or explicit dimensions (the toy transformer).
+// The shape of spec.model's preset or explicit dimensions: HfModelShape of
+// spec::PresetModelConfig, with source "preset <name>" or "spec.model".
 ModelShape PresetModelShape(const spec::TrainingJobSpec& spec);
 // The shape of a Hugging Face model (read its config with hf::LoadHfConfig).
 ModelShape HfModelShape(const hf::HfModelConfig& config);

@@ -81,6 +81,7 @@ int64_t HfModelConfig::ParameterCount() const {
   if (qk_norm) per_layer += 2 * head_dim;
   int64_t total = num_hidden_layers * per_layer + vocab_size * hidden_size + hidden_size;
   if (!tie_word_embeddings) total += vocab_size * hidden_size;
+  if (learned_positions) total += max_position_embeddings * hidden_size;
   return total;
 }
 

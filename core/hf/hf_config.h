@@ -52,6 +52,11 @@ struct HfModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry a bias (always for Qwen2)
   bool qk_norm = false;         // per-head RMSNorm on queries and keys (Qwen3)
+  // A learned absolute position table [max_position_embeddings, hidden] added to the token
+  // embedding (model.embed_positions.weight), on top of the rotary positions. No config.json
+  // sets it: the presets do (core/spec/model_presets.h), because from scratch a small model
+  // learns which prompt digit to copy far faster with it.
+  bool learned_positions = false;
   std::string dtype = "float32";  // bfloat16 | float16 | float32: how the weights are stored
 
   // Parameters of the model, embeddings and head included (the head once when tied).

@@ -1,5 +1,7 @@
 #include "core/spec/model_presets.h"
 
+#include <algorithm>
+
 namespace headroom::spec {
 namespace {
 
@@ -24,20 +26,34 @@ std::vector<std::string> ModelPresetNames() {
   return names;
 }
 
-int64_t ParameterCount(const ModelSpec& model) {
-  const int64_t h = model.hidden;
-  const int64_t f = model.ffn_hidden;
-  const int64_t v = kVocabSize;
-  const int64_t per_block = 2 * (2 * h)              // two LayerNorms
-                            + (h * 3 * h + 3 * h)    // fused qkv
-                            + (h * h + h)            // attention output
-                            + (h * f + f)            // MLP up
-                            + (f * h + h);           // MLP down
-  return v * h                       // token embedding
-         + int64_t{model.max_seq_len} * h  // positions
-         + model.layers * per_block  // blocks
-         + 2 * h                     // final LayerNorm
-         + (h * v + v);              // output head
+ModelSpec ResolvedModelSpec(const TrainingJobSpec& spec) {
+  TrainingJob job;
+  job.spec = spec;
+  ApplyDefaults(job);
+  return job.spec.model;
 }
+
+hf::HfModelConfig PresetModelConfig(const ModelSpec& model) {
+  hf::HfModelConfig c;
+  c.architecture = hf::Architecture::kLlama;
+  c.architecture_name = "LlamaForCausalLM";
+  c.vocab_size = kVocabSize;
+  c.hidden_size = model.hidden;
+  c.intermediate_size = model.ffn_hidden;
+  c.num_hidden_layers = model.layers;
+  c.num_attention_heads = c.num_key_value_heads = model.heads;
+  c.head_dim = model.hidden / std::max(1, model.heads);
+  c.max_position_embeddings = model.max_seq_len;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 10000.0;
+  c.tie_word_embeddings = false;
+  c.attention_bias = false;
+  c.qk_norm = false;
+  c.learned_positions = true;
+  c.dtype = "float32";
+  return c;
+}
+
+int64_t ParameterCount(const ModelSpec& model) { return PresetModelConfig(model).ParameterCount(); }
 
 }  // namespace headroom::spec

@@ -1,9 +1,11 @@
-// The choices a text task's spec offers (spec.task.prompt.format, spec.task.reward.name).
-// The worker implements each (worker/tasks/chat_prompt.h, worker/tasks/text_reward.h);
-// core keeps its own list because it links no worker code, and
-// tests/worker/text_task_names_test.cc fails when the two lists differ.
+// The choices a text task's spec offers (spec.task.prompt.format, spec.task.reward.name):
+// the one list of each. The validator accepts these names; the worker parses them from
+// here into its enums, numbered in list order (worker/tasks/chat_prompt.h,
+// worker/tasks/text_reward.h), so a new name is added here and as the enum's next value.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,5 +15,7 @@ namespace headroom::spec {
 std::vector<std::string> PromptFormatNames();
 // "gsm8k", "math", "exact".
 std::vector<std::string> TextRewardNames();
+// The position of `name` in `names` (the enum value a list's order gives it), or nullopt.
+std::optional<size_t> PositionOfName(const std::vector<std::string>& names, const std::string& name);
 
 }  // namespace headroom::spec

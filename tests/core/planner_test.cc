@@ -130,7 +130,7 @@ TEST(PlannerTest, TotalsAddUpAndStateExcludesActivations) {
 }
 
 TEST(PlannerTest, SmallestFittingWorkersRespectsTheBatchAndBounds) {
-  // small, stage 2 on CPU: ~19M params -> 4 Psi + 12 Psi / N, plus activations.
+  // small, stage 2 on CPU: ~25M params -> 4 Psi + 12 Psi / N, plus activations.
   spec::TrainingJobSpec s = Job("small", 2);
   s.grpo.prompts_per_step = 24;
   s.grpo.updates_per_step = 1;
@@ -265,6 +265,11 @@ TEST(PlannerTest, PresetShapeMatchesTheSpecParameterCount) {
   const spec::TrainingJobSpec s = Job("small", 0);
   const ModelShape shape = PresetModelShape(s);
   EXPECT_EQ(shape.parameters, Psi(s));
+  // One block, what stage 3 gathers: two RMSNorms, q/k/v/o, the SwiGLU MLP.
+  const int64_t h = 512, f = 2048;
+  EXPECT_EQ(shape.layer_parameters, 2 * h + 4 * h * h + 3 * h * f);
+  EXPECT_EQ(shape.source, "preset small");
+  EXPECT_FALSE(shape.tied_head);
   EXPECT_EQ(shape.kv_heads, shape.heads);
   EXPECT_EQ(shape.vocab, spec::kVocabSize);
 }

@@ -114,13 +114,14 @@ TEST(ModelPresets, ParameterCounts) {
     m.max_seq_len = max_seq_len;
     return ParameterCount(m);
   };
-  // tiny by hand: embeddings 32*64 + 24*64, 2 blocks of (2*128 + 64*192+192 + 64*64+64 +
-  // 64*256+256 + 256*64+64), final LayerNorm 128, head 64*32+32.
-  const int64_t block = 2 * 128 + (64 * 192 + 192) + (64 * 64 + 64) + (64 * 256 + 256) + (256 * 64 + 64);
-  EXPECT_EQ(count("tiny", 24), 32 * 64 + 24 * 64 + 2 * block + 128 + (64 * 32 + 32));
-  EXPECT_EQ(count("tiny", 24), 105760);
-  EXPECT_NEAR(count("small", 24) / 1e6, 19, 1);
-  EXPECT_NEAR(count("base", 24) / 1e6, 127.6, 1);
+  // tiny by hand: token embedding 32*64, learned positions 24*64, 2 blocks of (two
+  // RMSNorms 2*64, q/k/v/o 4*64*64, gate/up/down 3*64*256), final RMSNorm 64, untied head
+  // 64*32 (rotary positions hold no parameters).
+  const int64_t block = 2 * 64 + 4 * 64 * 64 + 3 * 64 * 256;
+  EXPECT_EQ(count("tiny", 24), 32 * 64 + 24 * 64 + 2 * block + 64 + 64 * 32);
+  EXPECT_EQ(count("tiny", 24), 137024);
+  EXPECT_NEAR(count("small", 24) / 1e6, 25.2, 0.1);
+  EXPECT_NEAR(count("base", 24) / 1e6, 169.9, 0.1);
   EXPECT_EQ(kVocabSize, 32);
   EXPECT_FALSE(FindModelPreset(""));
   EXPECT_FALSE(FindModelPreset("huge"));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/spec/text_task_names.h"
 #include "worker/tasks/chat_prompt.h"
 
 namespace headroom::worker {
@@ -102,7 +103,7 @@ TEST(ChatPrompt, FormatNames) {
   EXPECT_EQ(ParsePromptFormatKind("llama3"), PromptFormatKind::kLlama3);
   EXPECT_EQ(ParsePromptFormatKind("template"), PromptFormatKind::kTemplate);
   EXPECT_FALSE(ParsePromptFormatKind("ChatML").has_value());
-  for (const std::string& name : PromptFormatKindNames()) EXPECT_TRUE(ParsePromptFormatKind(name)) << name;
+  for (const std::string& name : spec::PromptFormatNames()) EXPECT_TRUE(ParsePromptFormatKind(name)) << name;
 }
 
 }  // namespace

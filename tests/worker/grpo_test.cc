@@ -13,7 +13,8 @@
 #include "worker/grpo/log_probs.h"
 #include "worker/grpo/policy_loss.h"
 #include "worker/grpo/policy_update.h"
-#include "worker/model/transformer.h"
+#include "tests/worker/helpers/preset_model.h"
+#include "worker/model/hf_causal_lm.h"
 #include "worker/sharding/model_shards.h"
 
 namespace headroom::worker {
@@ -115,8 +116,8 @@ AdamWConfig Frozen() {
   return c;
 }
 
-TransformerConfig TinyConfig() {
-  TransformerConfig c;
+testing::ModelDims TinyConfig() {
+  testing::ModelDims c;
   c.layers = 1;
   c.hidden = 16;
   c.heads = 2;
@@ -128,7 +129,7 @@ TransformerConfig TinyConfig() {
 
 // Runs PolicyUpdater on `batch` with micro-batches of 2, lr 0 and no clip, so the
 // accumulated gradient stays on `model`'s parameters to inspect.
-PolicyUpdateStats UpdateWithoutStepping(Transformer& model, const PolicyBatch& batch, PolicyUpdateConfig config) {
+PolicyUpdateStats UpdateWithoutStepping(HfCausalLM& model, const PolicyBatch& batch, PolicyUpdateConfig config) {
   auto comm = MakeLocalCommunicator();
   ModelShards shards(model, *comm, Stage0(), Frozen());
   config.micro_batch_size = 2;
@@ -138,7 +139,7 @@ PolicyUpdateStats UpdateWithoutStepping(Transformer& model, const PolicyBatch& b
 }
 
 // Each parameter's gradient of `got` against `expected` (in OrderedParameters order).
-void ExpectSameGradients(Transformer& got, const std::vector<torch::Tensor>& expected, const std::string& what) {
+void ExpectSameGradients(HfCausalLM& got, const std::vector<torch::Tensor>& expected, const std::string& what) {
   auto params = got->OrderedParameters();
   ASSERT_EQ(params.size(), expected.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -146,7 +147,7 @@ void ExpectSameGradients(Transformer& got, const std::vector<torch::Tensor>& exp
   }
 }
 
-std::vector<torch::Tensor> Gradients(Transformer& model) {
+std::vector<torch::Tensor> Gradients(HfCausalLM& model) {
   std::vector<torch::Tensor> out;
   for (auto& [n, p] : model->OrderedParameters()) out.push_back(p.grad().clone());
   return out;
@@ -169,13 +170,13 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
     batch.ref_logp = -torch::rand({6, 4}) * 3;
 
     // Reference: plain autograd over all six rows at once.
-    Transformer reference(TinyConfig());
+    HfCausalLM reference = testing::PresetModel(TinyConfig());
     auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
     auto loss_mat = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28).loss +
                     0.1 * KlK3(logp, batch.ref_logp);
     AggregateLoss(loss_mat, batch.response_mask, mode).backward();
 
-    Transformer model(TinyConfig());
+    HfCausalLM model = testing::PresetModel(TinyConfig());
     PolicyUpdateConfig config;
     config.kl_coef = 0.1;
     config.aggregation = mode;
@@ -203,12 +204,12 @@ TEST(PolicyUpdater, RowsWithZeroAdvantageAreSkippedWithTheSameGradient) {
     batch.advantages[3] = 0;
     batch.old_logp = -torch::rand({6, 4}) * 3;  // ratios far from 1: some clipped
 
-    Transformer reference(TinyConfig());
+    HfCausalLM reference = testing::PresetModel(TinyConfig());
     auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
     auto terms = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28);
     AggregateLoss(terms.loss, batch.response_mask, mode).backward();
 
-    Transformer model(TinyConfig());
+    HfCausalLM model = testing::PresetModel(TinyConfig());
     PolicyUpdateConfig config;
     config.aggregation = mode;
     const auto stats = UpdateWithoutStepping(model, batch, config);
@@ -233,7 +234,7 @@ TEST(PolicyUpdater, OnPolicyUpdateWithoutOldLogProbsMatchesComputedOnes) {
   batch.response_mask[2][3] = 0;
   batch.advantages = torch::randn({6});
   auto gradients = [&](bool with_old) {
-    Transformer model(TinyConfig());
+    HfCausalLM model = testing::PresetModel(TinyConfig());
     PolicyBatch b = batch;
     if (with_old) b.old_logp = ResponseLogProbsNoGrad(model, b.sequences, 3, 1.0, 2);
     auto comm = MakeLocalCommunicator();
@@ -251,7 +252,7 @@ TEST(PolicyUpdater, OnPolicyUpdateWithoutOldLogProbsMatchesComputedOnes) {
   EXPECT_GT(computed.norm().item<double>(), 0.0);
   EXPECT_TRUE(torch::allclose(skipped, computed, 1e-5, 1e-7));
 
-  Transformer model(TinyConfig());
+  HfCausalLM model = testing::PresetModel(TinyConfig());
   auto comm = MakeLocalCommunicator();
   ModelShards shards(model, *comm, Stage0(), Frozen());
   PolicyUpdateConfig two;
@@ -268,7 +269,7 @@ TEST(PolicyUpdater, ClipsTheGlobalGradientNormToOne) {
   batch.response_mask = torch::ones({4, 4});
   batch.advantages = torch::tensor({100.0f, -100.0f, 50.0f, -50.0f});
   batch.old_logp = torch::zeros({4, 4}) - 2.0;
-  Transformer model(TinyConfig());
+  HfCausalLM model = testing::PresetModel(TinyConfig());
   auto comm = MakeLocalCommunicator();
   ModelShards shards(model, *comm, Stage0(), Frozen());
   PolicyUpdateConfig config;
@@ -288,7 +289,7 @@ TEST(PolicyUpdater, MiniBatchesEachTakeAnOptimizerStep) {
   batch.sequences = torch::randint(3, 16, {4, 7}, torch::kInt64);
   batch.response_mask = torch::ones({4, 4});
   batch.advantages = torch::tensor({1.0f, -1.0f, 1.0f, -1.0f});
-  Transformer model(TinyConfig());
+  HfCausalLM model = testing::PresetModel(TinyConfig());
   batch.old_logp = ResponseLogProbsNoGrad(model, batch.sequences, 3, 1.0, 2);
   auto comm = MakeLocalCommunicator();
   AdamWConfig adamw_config;

@@ -1,8 +1,8 @@
 // ResponseLogProbs passes the model's final hidden states through its output head a chunk
 // of tokens at a time; it must equal log_softmax over forward()'s logits, values and every
-// parameter's gradient, whatever the chunk size: for the toy transformer (a head with a
-// bias) and the Hugging Face fixtures (Qwen2/Qwen3 tied, Llama 3 untied), with temperature
-// and a response-token restriction.
+// parameter's gradient, whatever the chunk size: for a preset-architecture model (random
+// weights, untied head) and the Hugging Face fixtures (Qwen2/Qwen3 tied, Llama 3 untied),
+// with temperature and a response-token restriction.
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -14,7 +14,8 @@
 
 #include "worker/grpo/log_probs.h"
 #include "worker/model/hf_causal_lm.h"
-#include "worker/model/transformer.h"
+#include "tests/worker/helpers/preset_model.h"
+#include "worker/model/hf_causal_lm.h"
 
 namespace headroom::worker {
 namespace {
@@ -23,15 +24,15 @@ namespace fs = std::filesystem;
 constexpr int64_t kPrompt = 4, kTotal = 9;
 
 CausalLM MakeModel(const std::string& name) {
-  if (name == "transformer") {
-    TransformerConfig c;
+  if (name == "preset") {
+    testing::ModelDims c;
     c.layers = 2;
     c.hidden = 16;
     c.heads = 2;
     c.ffn_hidden = 32;
     c.max_seq_len = 16;
     c.seed = 4;
-    return Transformer(c);
+    return testing::PresetModel(c);
   }
   return LoadHfCausalLM((fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf" / name).string(), 32);
 }
@@ -94,7 +95,7 @@ TEST_P(ChunkedResponseLogProbs, EqualFullLogitsValuesAndGradients) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ChunkedResponseLogProbs,
-                         ::testing::Values("transformer", "qwen2", "qwen3", "llama3"));
+                         ::testing::Values("preset", "qwen2", "qwen3", "llama3"));
 
 }  // namespace
 }  // namespace headroom::worker

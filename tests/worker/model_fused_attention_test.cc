@@ -9,7 +9,8 @@
 #include <limits>
 
 #include "worker/model/fused_attention.h"
-#include "worker/model/transformer.h"
+#include "tests/worker/helpers/preset_model.h"
+#include "worker/model/hf_causal_lm.h"
 
 namespace headroom::worker {
 namespace {
@@ -22,7 +23,7 @@ torch::Tensor Reference(const torch::Tensor& q, const torch::Tensor& k, const to
   return torch::matmul(torch::softmax(att, -1), v).transpose(1, 2).reshape({b, tq, heads * dim});
 }
 
-// q, k, v of a packed [B, T, 3H] projection, as TransformerImpl::Block splits it.
+// q, k, v of a packed [B, T, 3H] projection, as HfCausalLMImpl::Block packs it.
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Split(const torch::Tensor& qkv, int64_t heads) {
   const int64_t b = qkv.size(0), t = qkv.size(1), dim = qkv.size(2) / (3 * heads);
   auto parts = qkv.view({b, t, 3, heads, dim}).permute({2, 0, 3, 1, 4});
@@ -147,8 +148,8 @@ TEST(FusedAttention, NamesWhatIsWrong) {
 }
 
 // A model whose sequences can run past the fused limit, onto the matmul path.
-TransformerConfig SmallModel() {
-  TransformerConfig c;
+testing::ModelDims SmallModel() {
+  testing::ModelDims c;
   c.layers = 2;
   c.hidden = 32;
   c.heads = 4;
@@ -159,19 +160,19 @@ TransformerConfig SmallModel() {
 
 // forward(tokens, first) is the full forward's tail, values and gradients, on both
 // attention paths (short: fused; longer than the fused limit: matmul).
-TEST(FusedAttention, TransformerTailForwardEqualsTheFullForwardsTail) {
+TEST(FusedAttention, ModelTailForwardEqualsTheFullForwardsTail) {
   for (int64_t t : {int64_t{10}, kFusedAttentionMaxKeys + 6}) {
-    const TransformerConfig c = SmallModel();
+    const testing::ModelDims c = SmallModel();
     const int64_t first = t - 5;
     torch::manual_seed(6);
-    auto tokens = torch::randint(3, c.vocab_size, {3, t}, torch::kInt64);
-    auto upstream = torch::randn({3, t - first, c.vocab_size});
-    auto grads = [&](Transformer& model) {
+    auto tokens = torch::randint(3, spec::kVocabSize, {3, t}, torch::kInt64);
+    auto upstream = torch::randn({3, t - first, spec::kVocabSize});
+    auto grads = [&](HfCausalLM& model) {
       std::vector<torch::Tensor> out;
       for (auto& [n, p] : model->OrderedParameters()) out.push_back(p.grad().clone());
       return out;
     };
-    Transformer full(c), tail(c);
+    HfCausalLM full = testing::PresetModel(c), tail = testing::PresetModel(c);
     auto full_logits = full->forward(tokens).narrow(1, first, t - first);
     (full_logits * upstream).sum().backward();
     auto tail_logits = tail->forward(tokens, first);
@@ -185,13 +186,13 @@ TEST(FusedAttention, TransformerTailForwardEqualsTheFullForwardsTail) {
   }
 }
 
-TEST(FusedAttention, TransformerAgreesAcrossThePaths) {
+TEST(FusedAttention, ModelAgreesAcrossThePaths) {
   // The first positions of a sequence longer than the fused limit (matmul path) must see
   // exactly what a short forward over those positions (fused path) sees: causality.
-  const TransformerConfig c = SmallModel();
-  Transformer model(c);
+  const testing::ModelDims c = SmallModel();
+  HfCausalLM model = testing::PresetModel(c);
   torch::manual_seed(5);
-  auto tokens = torch::randint(3, c.vocab_size, {2, kFusedAttentionMaxKeys + 4}, torch::kInt64);
+  auto tokens = torch::randint(3, spec::kVocabSize, {2, kFusedAttentionMaxKeys + 4}, torch::kInt64);
   torch::NoGradGuard no_grad;
   auto long_logits = model->forward(tokens).narrow(1, 0, 10);
   auto short_logits = model->forward(tokens.narrow(1, 0, 10));

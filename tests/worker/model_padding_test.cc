@@ -1,9 +1,8 @@
-// Left-padded prompts (attention_mask.h): a Hugging Face model gives every row of a
-// left-padded batch what it gives that row alone (fp32 on CPU, to 1e-5): a full forward's
+// Left-padded prompts (attention_mask.h): the model, pretrained or a preset's random
+// weights, gives every row of a left-padded batch what it gives that row alone (fp32 on CPU, to 1e-5): a full forward's
 // logits, response log-probs and their gradients, and KV-cached greedy generation, through
 // the rollout engine too; nothing turns NaN, not even at pad positions. Rotary attention
-// depends only on relative positions, so the shift is invisible up to rounding. The toy
-// transformer (learned absolute positions) refuses padding.
+// depends only on relative positions, so the shift is invisible up to rounding.
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -13,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/helpers/preset_model.h"
 #include "worker/grpo/log_probs.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/kv_cache.h"
-#include "worker/model/transformer.h"
 #include "worker/rollout/rollout_engine.h"
 
 namespace headroom::worker {
@@ -27,6 +26,11 @@ constexpr int64_t kPad = 0;
 const std::vector<int64_t> kLengths = {5, 1, 7};  // one row all but its last token padding
 
 CausalLM Load(const std::string& name) {
+  if (name == "preset") {
+    testing::ModelDims dims;
+    dims.max_seq_len = 32;
+    return testing::PresetModel(dims);
+  }
   return LoadHfCausalLM((fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf" / name).string(), 32);
 }
 
@@ -148,30 +152,7 @@ TEST_P(PaddedHfModel, CachedGreedyGenerationEqualsEachRowAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, PaddedHfModel, ::testing::Values("qwen2", "qwen3", "llama3"));
-
-TEST(PaddedToyTransformer, RefusesPaddingAndIgnoresZeros) {
-  TransformerConfig c;
-  c.layers = 1;
-  c.hidden = 16;
-  c.heads = 2;
-  c.ffn_hidden = 32;
-  c.max_seq_len = 16;
-  Transformer model(c);
-  torch::NoGradGuard no_grad;
-  const auto tokens = torch::randint(3, c.vocab_size, {2, 5}, torch::kInt64);
-  const auto zeros = torch::zeros({2}, torch::kInt64);
-  const auto padding = torch::tensor({0, 2}, torch::kInt64);
-  EXPECT_TRUE(torch::equal(model->forward(tokens, 1, zeros), model->forward(tokens, 1)));
-  EXPECT_THROW(model->forward(tokens, 0, padding), std::invalid_argument);
-  EXPECT_THROW(model->Hidden(tokens, 0, padding), std::invalid_argument);
-  KvCache cache(c, 2, 8, torch::kCPU);
-  cache.Reset(2, padding);
-  EXPECT_THROW(model->ForwardCached(tokens, cache), std::invalid_argument);
-  RolloutEngine engine(model->kv_cache_shape(), 2, 5, 3, torch::kCPU);
-  EXPECT_THROW(engine.Generate(model, tokens, {1, 2}, 1.0, padding), std::invalid_argument);
-  EXPECT_THROW(engine.Generate(model, tokens, {1, 2}, 1.0, torch::zeros({3}, torch::kInt64)), std::invalid_argument);
-}
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddedHfModel, ::testing::Values("preset", "qwen2", "qwen3", "llama3"));
 
 }  // namespace
 }  // namespace headroom::worker

@@ -1,36 +1,32 @@
-// The transformer: deterministic init, the spec's exact parameter count, causality, the
-// KV-cache path equal to the full forward, a cache that is never reallocated, flat
-// parameter views, and weights that round-trip through a file.
+// The presets' model (HfCausalLM with a preset configuration, random weights): the
+// spec's exact parameter count and Hugging Face names, deterministic init at PyTorch's
+// default scales, causality, the KV-cache path equal to the full forward, a cache that is
+// never reallocated, flat parameter views, and unusable dimensions named.
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "core/spec/model_presets.h"
+#include "tests/worker/helpers/preset_model.h"
 #include "worker/comm/communicator.h"
+#include "worker/model/hf_causal_lm.h"
 #include "worker/model/kv_cache.h"
-#include "worker/model/transformer.h"
-#include "worker/model/weights_io.h"
+#include "worker/model/policy_model.h"
 #include "worker/sharding/flat_parameter_group.h"
 
 namespace headroom::worker {
 namespace {
 
-TransformerConfig Tiny(uint64_t seed = 1) {
-  TransformerConfig c;
-  c.layers = 2;
-  c.hidden = 32;
-  c.heads = 4;
-  c.ffn_hidden = 64;
-  c.max_seq_len = 12;
-  c.seed = seed;
-  return c;
+HfCausalLM Tiny(uint64_t seed = 1) {
+  testing::ModelDims d;
+  d.seed = seed;
+  return testing::PresetModel(d);
 }
 
-TEST(Transformer, SameSeedSameWeightsOtherSeedOthers) {
-  Transformer a(Tiny(3)), b(Tiny(3)), c(Tiny(4));
+TEST(PresetModel, SameSeedSameWeightsOtherSeedOthers) {
+  HfCausalLM a = Tiny(3), b = Tiny(3), c = Tiny(4);
   auto pa = a->OrderedParameters(), pb = b->OrderedParameters(), pc = c->OrderedParameters();
   ASSERT_EQ(pa.size(), pb.size());
   bool any_differs = false;
@@ -42,53 +38,61 @@ TEST(Transformer, SameSeedSameWeightsOtherSeedOthers) {
   EXPECT_TRUE(any_differs);
 }
 
-// The init scales are what lets the tiny preset learn from scratch (see InitWeights):
-// PyTorch's defaults, not GPT-2's N(0, 0.02), which left reverse-tiny stuck at 0.16.
-TEST(Transformer, InitUsesPyTorchDefaultScales) {
-  Transformer model(Tiny());
-  const TransformerConfig& c = model->config();
+// The init scales are what lets the tiny preset learn from scratch (hf_causal_lm.h):
+// PyTorch's defaults, not transformers' N(0, 0.02).
+TEST(PresetModel, InitUsesPyTorchDefaultScales) {
+  HfCausalLM model = Tiny();
   for (const auto& [name, p] : model->OrderedParameters()) {
-    const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
     const double std = p.std().item<double>(), max_abs = p.abs().max().item<double>();
-    if (name.find("ln") != std::string::npos) {
-      EXPECT_TRUE(torch::equal(p, is_bias ? torch::zeros_like(p) : torch::ones_like(p))) << name;
-    } else if (name.find("emb") != std::string::npos) {
+    if (name.find("norm") != std::string::npos) {
+      EXPECT_TRUE(torch::equal(p, torch::ones_like(p))) << name;
+    } else if (name.find(".embed_") != std::string::npos) {
       EXPECT_NEAR(std, 1.0, 0.1) << name;  // N(0, 1): 384 and more draws
     } else {
-      const int64_t fan_in = is_bias ? (name.find(".fc2.") != std::string::npos ? c.ffn_hidden : c.hidden)
-                                     : p.size(1);
-      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      const double bound = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
       EXPECT_LE(max_abs, bound) << name;
-      if (!is_bias) {
-        EXPECT_NEAR(std, bound / std::sqrt(3.0), 0.2 * bound / std::sqrt(3.0)) << name;  // U(-b, b)
-      }
+      EXPECT_NEAR(std, bound / std::sqrt(3.0), 0.2 * bound / std::sqrt(3.0)) << name;  // U(-b, b)
     }
   }
 }
 
-TEST(Transformer, ParameterCountMatchesTheSpecPresets) {
+TEST(PresetModel, IsTheSpecsArchitectureWithItsExactParameterCount) {
   for (const std::string preset : {"tiny", "small"}) {
     spec::TrainingJobSpec s;
     s.model.preset = preset;
     s.grpo.max_prompt_length = 16;
     s.grpo.max_response_length = 8;
-    const TransformerConfig config = ConfigFromSpec(s);
-    spec::ModelSpec m;
-    m.layers = static_cast<int>(config.layers);
-    m.hidden = static_cast<int>(config.hidden);
-    m.heads = static_cast<int>(config.heads);
-    m.ffn_hidden = static_cast<int>(config.ffn_hidden);
-    m.max_seq_len = static_cast<int>(config.max_seq_len);
-    EXPECT_EQ(config.ParameterCount(), spec::ParameterCount(m)) << preset;
-    if (preset == "tiny") {
-      Transformer model(config);
-      EXPECT_EQ(FlatLayout(model->OrderedParameters(), 1).numel(), config.ParameterCount());
-    }
+    CausalLM model = MakePolicyModel(s);
+    EXPECT_EQ(FlatLayout(model->OrderedParameters(), 1).numel(), spec::ParameterCount(spec::ResolvedModelSpec(s)))
+        << preset;
+    EXPECT_EQ(model->max_seq_len(), 24);
+    EXPECT_EQ(model->vocab_size(), spec::kVocabSize);
+    EXPECT_NE(model->Describe().find("LlamaForCausalLM"), std::string::npos) << model->Describe();
   }
+  spec::TrainingJobSpec s;
+  const auto names = MakePolicyModel(s)->OrderedParameters();
+  EXPECT_EQ(names.front().first, "model.embed_tokens.weight");
+  EXPECT_EQ(names[1].first, "model.embed_positions.weight");
+  EXPECT_EQ(names[2].first, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(names.back().first, "lm_head.weight");
 }
 
-TEST(Transformer, IsCausal) {
-  Transformer model(Tiny());
+TEST(PresetModel, SeededFromTheSpecsModelSeedElseTheTaskSeed) {
+  auto weights = [](uint64_t model_seed, uint64_t task_seed) {
+    spec::TrainingJobSpec s;
+    s.model.seed = model_seed;
+    s.task.seed = task_seed;
+    return MakePolicyModel(s)->OrderedParameters();
+  };
+  const auto from_task = weights(0, 7), from_model = weights(7, 8), other = weights(0, 8);
+  for (size_t i = 0; i < from_task.size(); ++i) {
+    EXPECT_TRUE(torch::equal(from_task[i].second, from_model[i].second)) << from_task[i].first;
+  }
+  EXPECT_FALSE(torch::equal(from_task[0].second, other[0].second));
+}
+
+TEST(PresetModel, IsCausal) {
+  HfCausalLM model = Tiny();
   model->eval();
   torch::NoGradGuard no_grad;
   auto x = torch::randint(3, 16, {2, 8}, torch::kInt64);
@@ -99,13 +103,13 @@ TEST(Transformer, IsCausal) {
   EXPECT_FALSE(torch::allclose(lx.narrow(1, 5, 1), ly.narrow(1, 5, 1), 1e-5, 1e-6));
 }
 
-TEST(Transformer, CachedForwardEqualsFullForward) {
-  Transformer model(Tiny());
+TEST(PresetModel, CachedForwardEqualsFullForward) {
+  HfCausalLM model = Tiny();
   model->eval();
   torch::NoGradGuard no_grad;
   auto tokens = torch::randint(3, 16, {3, 10}, torch::kInt64);
   auto full = model->forward(tokens);
-  KvCache cache(model->config(), 4, 12, torch::kCPU);
+  KvCache cache(model->kv_cache_shape(), 4, 12, torch::kCPU);
   cache.Reset(3);
   auto last = model->ForwardCached(tokens.narrow(1, 0, 6), cache);  // prefill 6
   EXPECT_TRUE(torch::allclose(last, full.select(1, 5), 1e-4, 1e-5));
@@ -117,8 +121,8 @@ TEST(Transformer, CachedForwardEqualsFullForward) {
 }
 
 TEST(KvCache, AllocatedOnceAndReused) {
-  Transformer model(Tiny());
-  KvCache cache(model->config(), 4, 12, torch::kCPU);
+  HfCausalLM model = Tiny();
+  KvCache cache(model->kv_cache_shape(), 4, 12, torch::kCPU);
   const void* storage = cache.data_ptr();
   EXPECT_EQ(cache.bytes(), 2 * 2 * 4 * 4 * 12 * 8 * 4);  // layers*kv*batch*heads*seq*head_dim*fp32
   torch::NoGradGuard no_grad;
@@ -137,7 +141,7 @@ TEST(KvCache, AllocatedOnceAndReused) {
 // views of one flat buffer each, values kept, so backward accumulates straight into the
 // buffer the reduction and the optimizer work on.
 TEST(FlatParameterGroup, ParametersAndGradientsAreViewsOfOneBuffer) {
-  Transformer model(Tiny());
+  HfCausalLM model = Tiny();
   auto before = model->OrderedParameters();
   std::vector<torch::Tensor> copies;
   for (auto& [n, p] : before) copies.push_back(p.detach().clone());
@@ -165,32 +169,21 @@ TEST(FlatParameterGroup, ParametersAndGradientsAreViewsOfOneBuffer) {
   EXPECT_EQ(after[3].second.grad().abs().sum().item<double>(), 0.0);
 }
 
-TEST(WeightsIo, RoundTripAndNamedErrors) {
-  const auto dir = std::filesystem::temp_directory_path() / ("headroom-weights-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  Transformer a(Tiny(1)), b(Tiny(2));
-  SaveWeights(a, (dir / "model.pt").string());
-  LoadWeights(b, dir.string());  // a directory holding model.pt
-  auto pa = a->OrderedParameters(), pb = b->OrderedParameters();
-  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i].second, pb[i].second)) << pa[i].first;
-
-  TransformerConfig wider = Tiny();
-  wider.hidden = 64;
-  Transformer c(wider);
-  try {
-    LoadWeights(c, (dir / "model.pt").string());
-    FAIL() << "loaded mismatched shapes";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("tok_emb.weight has shape"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(LoadWeights(c, (dir / "missing.pt").string()), std::runtime_error);
-  std::filesystem::remove_all(dir);
-}
-
-TEST(ModelConfig, InvalidDimensionsAreNamed) {
-  TransformerConfig c = Tiny();
-  c.heads = 5;
-  EXPECT_THROW(c.Validate(), std::invalid_argument);
+TEST(PresetModel, UnusableDimensionsAreNamed) {
+  auto refusal = [](int hidden, int heads) {
+    spec::TrainingJobSpec s;
+    s.model.hidden = hidden;
+    s.model.heads = heads;
+    try {
+      MakePolicyModel(s);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("built");
+  };
+  EXPECT_NE(refusal(32, 5).find("heads must divide hidden"), std::string::npos) << refusal(32, 5);
+  EXPECT_NE(refusal(30, 10).find("must be even (rotary positions)"), std::string::npos) << refusal(30, 10);
+  EXPECT_EQ(refusal(32, 4), "built");
 }
 
 }  // namespace

@@ -4,15 +4,16 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/model/transformer.h"
+#include "tests/worker/helpers/preset_model.h"
+#include "worker/model/hf_causal_lm.h"
 #include "worker/rollout/rollout_engine.h"
 #include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 namespace {
 
-TransformerConfig Config() {
-  TransformerConfig c;
+testing::ModelDims Config() {
+  testing::ModelDims c;
   c.layers = 1;
   c.hidden = 32;
   c.heads = 2;
@@ -29,9 +30,9 @@ torch::Tensor Prompts(int64_t n) {
 }
 
 TEST(Rollout, SampleDependsOnlyOnItsKey) {
-  Transformer model(Config());
+  HfCausalLM model = testing::PresetModel(Config());
   model->eval();
-  RolloutEngine engine(KvCacheShapeOf(Config()), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
   torch::manual_seed(3);
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys{11, 12, 13, 14, 15, 16, 17, 18};
@@ -47,15 +48,12 @@ TEST(Rollout, SampleDependsOnlyOnItsKey) {
 }
 
 TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
-  Transformer model(Config());
-  {
-    // Make EOS overwhelmingly likely after the first token: bias of the head.
-    torch::NoGradGuard no_grad;
-    for (auto& [name, p] : model->OrderedParameters()) {
-      if (name == "head.bias") p[CharTokenizer::kEos] = 4.0;
-    }
-  }
-  RolloutEngine engine(KvCacheShapeOf(Config()), 16, 4, 6, torch::kCPU);
+  HfCausalLM model = testing::PresetModel(Config());
+  RolloutEngine engine(model->kv_cache_shape(), 16, 4, 6, torch::kCPU);
+  // Make EOS overwhelmingly likely at every step: a logit bias (the head has none).
+  auto bias = torch::zeros({CharTokenizer::kVocabSize});
+  bias[CharTokenizer::kEos] = 4.0;
+  engine.set_logit_bias(bias);
   std::vector<uint64_t> keys;
   for (uint64_t i = 0; i < 16; ++i) keys.push_back(100 + i);
   auto r = engine.Generate(model, Prompts(16), keys, 1.0);
@@ -81,8 +79,8 @@ TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
 }
 
 TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
-  Transformer model(Config());
-  RolloutEngine engine(KvCacheShapeOf(Config()), 8, 4, 6, torch::kCPU);
+  HfCausalLM model = testing::PresetModel(Config());
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
   const void* cache = engine.cache().data_ptr();
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys(8, 1), other(8, 2);
@@ -97,8 +95,8 @@ TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
 }
 
 TEST(Rollout, OutputsCanBeUsedByAutograd) {
-  Transformer model(Config());
-  RolloutEngine engine(KvCacheShapeOf(Config()), 2, 4, 6, torch::kCPU);
+  HfCausalLM model = testing::PresetModel(Config());
+  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU);
   auto r = engine.Generate(model, Prompts(2), {1, 2}, 1.0);
   auto loss = model->forward(r.sequences.narrow(1, 0, 9)).sum();
   EXPECT_NO_THROW(loss.backward());

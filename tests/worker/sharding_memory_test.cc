@@ -1,4 +1,4 @@
-// What a rank holds between steps, measured on the real tiny Transformer, against what
+// What a rank holds between steps, measured on the real tiny preset model, against what
 // core/guard/planner.h plans for the same spec: per-rank parameter, gradient and
 // optimizer bytes fall with the stage and the world size exactly as ZeRO says (up to the
 // padding to a multiple of the world size, < world elements per buffer).
@@ -15,8 +15,7 @@
 #include "core/spec/training_job.h"
 #include "tests/worker/helpers/multirank.h"
 #include "worker/comm/communicator_factory.h"
-#include "worker/model/model_config.h"
-#include "worker/model/transformer.h"
+#include "worker/model/policy_model.h"
 #include "worker/sharding/sharded_adamw.h"
 
 namespace headroom::worker {
@@ -47,7 +46,7 @@ TEST(ShardingMemoryTest, PerRankBytesFollowThePlan) {
         torch::set_num_threads(1);
         auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
         const auto job = TinyJob(stage);
-        Transformer model(ConfigFromSpec(job.spec));
+        CausalLM model = MakePolicyModel(job.spec);
         ShardingOptions options;
         options.stage = stage;
         FlatParameterGroup group(model->OrderedParameters(), *comm, options);

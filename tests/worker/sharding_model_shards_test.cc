@@ -1,5 +1,5 @@
 // Stage 3 gathers one block at a time (model_shards.h): on 1 and 2 Gloo ranks, a forward
-// under autograd and its backward (two micro-batches) through a 3-block Transformer give
+// under autograd and its backward (two micro-batches) through a 3-block preset-architecture model give
 // every owned gradient range the gradient plain autograd computes on the whole batch;
 // between uses no block holds parameters; a no-grad forward (and a KV-cached one, as the
 // rollout runs it) equals the plain model's; and no more than one block is ever gathered
@@ -17,7 +17,8 @@
 #include "tests/worker/helpers/sharding_fixture.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/model/kv_cache.h"
-#include "worker/model/transformer.h"
+#include "tests/worker/helpers/preset_model.h"
+#include "worker/model/hf_causal_lm.h"
 #include "worker/rollout/rollout_engine.h"
 #include "worker/sharding/model_shards.h"
 #include "worker/tasks/tokenizer.h"
@@ -32,8 +33,8 @@ using headroom::testing::RankContext;
 using headroom::testing::RunRanks;
 using namespace std::chrono_literals;
 
-TransformerConfig ThreeBlocks() {
-  TransformerConfig c;
+testing::ModelDims ThreeBlocks() {
+  testing::ModelDims c;
   c.layers = 3;
   c.hidden = 16;
   c.heads = 2;
@@ -49,11 +50,11 @@ std::vector<torch::Tensor> Tokens(int rank) {
   return {torch::randint(3, 32, {3, 7}, torch::kInt64), torch::randint(3, 32, {2, 7}, torch::kInt64)};
 }
 
-torch::Tensor Loss(Transformer& model, const torch::Tensor& tokens) { return model->forward(tokens).pow(2).mean(); }
+torch::Tensor Loss(HfCausalLM& model, const torch::Tensor& tokens) { return model->forward(tokens).pow(2).mean(); }
 
-bool BlocksReleased(Transformer& model) {
+bool BlocksReleased(HfCausalLM& model) {
   for (const auto& [name, p] : model->OrderedParameters()) {
-    if (name.rfind("blocks.", 0) == 0 && p.numel() != 0) return false;
+    if (model->LayerOfParameter(name) >= 0 && p.numel() != 0) return false;
   }
   return true;
 }
@@ -64,14 +65,14 @@ void RunWorld(int world) {
     torch::set_num_threads(1);
     auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
     // The reference: plain autograd over every rank's micro-batches.
-    Transformer reference(ThreeBlocks());
+    HfCausalLM reference = testing::PresetModel(ThreeBlocks());
     for (int r = 0; r < world; ++r) {
       for (const auto& t : Tokens(r)) Loss(reference, t).backward();
     }
     std::map<std::string, torch::Tensor> want;
     for (const auto& [name, p] : reference->OrderedParameters()) want[name] = p.grad().reshape({-1});
 
-    Transformer model(ThreeBlocks());
+    HfCausalLM model = testing::PresetModel(ThreeBlocks());
     ShardingOptions options;
     options.stage = 3;
     ModelShards shards(model, *comm, options, AdamWConfig{});
@@ -84,7 +85,7 @@ void RunWorld(int world) {
       const auto tokens = Tokens(ctx.rank)[0];
       shards.Gather();
       Expect(torch::allclose(model->forward(tokens), reference->forward(tokens), 1e-5, 1e-6), "no-grad forward");
-      KvCache cache(model->config(), 3, 8, torch::kCPU), ref_cache(model->config(), 3, 8, torch::kCPU);
+      KvCache cache(model->kv_cache_shape(), 3, 8, torch::kCPU), ref_cache(model->kv_cache_shape(), 3, 8, torch::kCPU);
       cache.Reset(3);
       ref_cache.Reset(3);
       c10::InferenceMode inference;  // as the rollout runs
@@ -158,11 +159,11 @@ TEST(ModelShardsTest, RanksDecodeTogetherUntilEveryRowHasStopped) {
   auto results = RunRanks(2, [&](const RankContext& ctx) {
     torch::set_num_threads(1);
     auto comm = MakeCommunicator("gloo", ctx.rank, 2, "127.0.0.1", port, 20s);
-    Transformer model(ThreeBlocks());
+    HfCausalLM model = testing::PresetModel(ThreeBlocks());
     ShardingOptions options;
     options.stage = 3;
     ModelShards shards(model, *comm, options, AdamWConfig{});
-    RolloutEngine engine(KvCacheShapeOf(ThreeBlocks()), rows, prompt, response, torch::kCPU);
+    RolloutEngine engine(model->kv_cache_shape(), rows, prompt, response, torch::kCPU);
     engine.set_decode_communicator(comm.get());
     ResponseFormat format;
     format.pad = CharTokenizer::kPad;

@@ -1,6 +1,9 @@
-// core/spec keeps its own lists of the prompt formats and rewards a text task accepts
-// (core links no worker code); they must be exactly what the worker implements.
+// The worker parses core/spec's lists of the prompt formats and rewards a text task
+// accepts into its enums, by position: every listed name must parse, to a distinct value,
+// and every enum value must be named.
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "core/spec/text_task_names.h"
 #include "worker/tasks/chat_prompt.h"
@@ -9,17 +12,27 @@
 namespace headroom::worker {
 namespace {
 
-TEST(TextTaskNames, SpecPromptFormatsAreTheWorkers) {
-  EXPECT_EQ(spec::PromptFormatNames(), PromptFormatKindNames());
-  for (const std::string& name : spec::PromptFormatNames()) EXPECT_TRUE(ParsePromptFormatKind(name)) << name;
+TEST(TextTaskNames, EveryPromptFormatNameParsesToItsOwnKind) {
+  std::set<PromptFormatKind> named;
+  for (const std::string& name : spec::PromptFormatNames()) {
+    ASSERT_TRUE(ParsePromptFormatKind(name)) << name;
+    named.insert(*ParsePromptFormatKind(name));
+  }
+  EXPECT_EQ(named, (std::set<PromptFormatKind>{PromptFormatKind::kChatml, PromptFormatKind::kLlama3,
+                                               PromptFormatKind::kTemplate}));
+  EXPECT_EQ(ParsePromptFormatKind("llama3"), PromptFormatKind::kLlama3);
+  EXPECT_FALSE(ParsePromptFormatKind("alpaca"));
 }
 
-TEST(TextTaskNames, SpecRewardsAreTheWorkers) {
-  for (const std::string& name : spec::TextRewardNames()) EXPECT_TRUE(ParseTextReward(name)) << name;
-  // And nothing the worker accepts is missing from the spec's list: every enum value is named.
+TEST(TextTaskNames, EveryRewardNameParsesToItsOwnReward) {
   std::set<TextReward> named;
-  for (const std::string& name : spec::TextRewardNames()) named.insert(*ParseTextReward(name));
+  for (const std::string& name : spec::TextRewardNames()) {
+    ASSERT_TRUE(ParseTextReward(name)) << name;
+    named.insert(*ParseTextReward(name));
+  }
   EXPECT_EQ(named, (std::set<TextReward>{TextReward::kGsm8k, TextReward::kMath, TextReward::kExact}));
+  EXPECT_EQ(ParseTextReward("math"), TextReward::kMath);
+  EXPECT_FALSE(ParseTextReward("bleu"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The step loop's two components: the checkpointer (resume, cadence, save at a stop,
-// another run's checkpoint refused) and the step telemetry (the record of a step, and
+// another run's checkpoint refused, a new run started from a checkpoint's weights) and the step telemetry (the record of a step, and
 // that publishing it writes the step log).
 #include <spdlog/spdlog.h>
 
@@ -91,6 +91,39 @@ TEST_F(TrainComponentsTest, CheckpointerResumesWhereTheLastSaveLeftOffAndRefuses
   GrpoTrainer other_trainer(other, *comm, torch::kCPU);
   Checkpointer refused(dir_.string(), other, *comm, 0, other_trainer);
   EXPECT_THROW(refused.Resume(), CheckpointOfAnotherRun);
+}
+
+// model.init: checkpoint starts from a checkpoint's model weights: the directory's latest
+// step, or a named step directory; a missing one is named.
+TEST_F(TrainComponentsTest, InitCheckpointStartsFromTheCheckpointsWeights) {
+  const spec::TrainingJobSpec spec = SmallJob(4, 2);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trained(spec, *comm, torch::kCPU);
+  Checkpointer checkpointer(dir_.string(), spec, *comm, 0, trained);
+  ASSERT_EQ(checkpointer.Resume(), 0);
+  for (int64_t done = 1; done <= 2; ++done) {
+    trained.RunStep(done - 1);
+    checkpointer.AfterStep(done);
+  }
+  spec::TrainingJobSpec warm = spec;
+  warm.model.init = "checkpoint";
+  warm.task.seed += 1;  // another initial draw: only the loaded weights can make them equal
+  for (const fs::path& from : {dir_, dir_ / StepDirName(2)}) {
+    warm.model.init_checkpoint = from.string();
+    GrpoTrainer started(warm, *comm, torch::kCPU);
+    const auto want = trained.model()->OrderedParameters(), got = started.model()->OrderedParameters();
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(torch::equal(want[i].second, got[i].second)) << from << ": " << want[i].first;
+    }
+  }
+  warm.model.init_checkpoint = (dir_ / StepDirName(99)).string();
+  try {
+    GrpoTrainer refused(warm, *comm, torch::kCPU);
+    FAIL() << "started from a step that does not exist";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("step-000099"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(TrainComponentsTest, NoDirectoryNoCheckpoints) {

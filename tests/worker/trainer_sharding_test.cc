@@ -29,7 +29,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
-#include "worker/model/transformer.h"
+#include "worker/model/policy_model.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/training_state.h"
 
@@ -73,21 +73,10 @@ spec::TrainingJobSpec Job(int stage, bool offload) {
   return spec;
 }
 
-// All parameters flattened in layout order, with the attention key biases zeroed. Why:
-// a key bias adds q . b_k to every score of a query, which softmax ignores, so its true
-// gradient is exactly 0 and what backward computes for it is rounding noise (~1e-9).
-// AdamW divides by the gradient's own scale, turning that noise into lr-sized steps
-// whose sign depends on the summation order: the key bias legitimately differs between
-// world sizes by up to 2 lr per step. (Measured: every element out of tolerance was a
-// key bias; everything else agreed within 0.2 of the tolerance.)
+// All parameters flattened in layout order.
 torch::Tensor Comparable(CausalLM model) {
   std::vector<torch::Tensor> parts;
-  for (const auto& [name, p] : model->OrderedParameters()) {
-    auto flat = p.detach().reshape({-1}).clone();
-    const int64_t hidden = flat.size(0) / 3;  // a qkv bias is [q | k | v], each `hidden` wide
-    if (name.size() > 9 && name.compare(name.size() - 9, 9, ".qkv.bias") == 0) flat.narrow(0, hidden, hidden).zero_();
-    parts.push_back(flat);
-  }
+  for (const auto& [name, p] : model->OrderedParameters()) parts.push_back(p.detach().reshape({-1}).clone());
   return torch::cat(parts);
 }
 
@@ -184,9 +173,9 @@ Comparison Compare(const std::vector<float>& a, const std::vector<float>& b) {
   return c;
 }
 
-// "blocks.0.qkv.weight[123]": which parameter a flat index of Comparable() falls in.
+// "model.layers.0.self_attn.q_proj.weight[123]": which parameter a flat index of Comparable() falls in.
 std::string NameOf(size_t index) {
-  Transformer model(ConfigFromSpec(Job(0, false)));
+  CausalLM model = MakePolicyModel(Job(0, false));
   for (const auto& [name, p] : model->OrderedParameters()) {
     if (index < static_cast<size_t>(p.numel())) return name + "[" + std::to_string(index) + "]";
     index -= static_cast<size_t>(p.numel());

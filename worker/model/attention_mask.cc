@@ -16,8 +16,4 @@ torch::Tensor PaddedCausalMask(const torch::Tensor& padding, int64_t start, int6
       .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
 }
 
-bool AnyPadding(const torch::Tensor& padding) {
-  return padding.defined() && padding.numel() > 0 && padding.ne(0).any().item<bool>();
-}
-
 }  // namespace headroom::worker

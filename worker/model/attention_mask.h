@@ -8,7 +8,7 @@
 //
 // Positions are not shifted: a rotary model's attention scores depend only on the distance
 // between query and key, so a row's real tokens score the same with or without padding in
-// front (to float rounding). A model with learned absolute positions cannot take padding.
+// front (to float rounding).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,5 @@ namespace headroom::worker {
 // [B, 1, t, start + t] float32 on `device`, 0 or -inf, for queries at positions
 // start..start + t - 1 over keys 0..start + t - 1; padding [B] int64 (any device).
 torch::Tensor PaddedCausalMask(const torch::Tensor& padding, int64_t start, int64_t t, const torch::Device& device);
-
-// Whether `padding` (undefined: none, or [B] int64) pads any row. Reads it on the host.
-bool AnyPadding(const torch::Tensor& padding);
 
 }  // namespace headroom::worker

@@ -6,9 +6,9 @@
 //     vocab] of positions first_output..T-1, causal: position t sees 0..t only.
 //   - padding [B] int64 (undefined: none) counts the pad tokens row b starts with (prompts
 //     left-padded to the batch's longest, attention_mask.h): no position attends to them,
-//     and outputs at those positions are finite but meaningless. A rotary model gives a
-//     row's real positions the same outputs as the row alone (to rounding); a model with
-//     absolute positions throws std::invalid_argument for non-zero padding.
+//     and outputs at those positions are finite but meaningless. A row's real positions
+//     get the same outputs as the row alone (to rounding): positions are rotary, and
+//     learned ones count from the row's first real token.
 //   - Hidden(tokens, first_output, padding) -> the final-normed hidden states [B, T - first_output,
 //     H] forward() feeds its output head, in the dtype the head multiplies in (bf16 on a
 //     CUDA device, where forwards autocast; fp32 on CPU), and output_head() that head:
@@ -90,7 +90,7 @@ class CausalLMImpl : public torch::nn::Module {
   BlockExecutor* executor_ = nullptr;
 };
 
-// A shared handle to any CausalLMImpl; every concrete model's handle (Transformer, ...)
+// A shared handle to any CausalLMImpl; every concrete model's handle (HfCausalLM, ...)
 // converts to it, so code written against CausalLM takes any of them.
 class CausalLM : public torch::nn::ModuleHolder<CausalLMImpl> {
  public:

@@ -8,13 +8,13 @@
 // softmax and weighted values in registers-sized loops, and the backward writes the
 // gradient of the packed q|k|v projection directly (no per-head views to scatter back).
 // Long sequences, CUDA tensors and non-fp32 dtypes keep the matmul path in
-// TransformerImpl::Block; FusedAttentionApplies() says which path a call takes.
+// HfCausalLMImpl::Block; FusedAttentionApplies() says which path a call takes.
 //
 // Contract (both functions equal the matmul path to float rounding):
 //   - FusedSelfAttention(qkv [B, T, 3H], heads, first_query): causal self-attention of T
 //     positions (position i attends to 0..i), for the queries at positions
 //     first_query..T-1 only (0: all). qkv packs per position q, k, v, each `heads` heads
-//     of H / heads values (TransformerBlock::qkv's layout). Returns [B, T - first_query,
+//     of H / heads values (HfCausalLMImpl::Block packs its rotated q, k, v so). Returns [B, T - first_query,
 //     H], the heads concatenated. Differentiable with respect to qkv.
 //   - FusedCachedAttention(q [B, heads, t, D], keys, values [B, heads, start + t, D],
 //     start): query i sits at position start + i and attends to keys 0..start + i (the

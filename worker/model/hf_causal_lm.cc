@@ -5,10 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/hf/safetensors.h"
 #include "worker/model/attention_mask.h"
 #include "worker/model/bf16_autocast.h"
+#include "worker/model/fused_attention.h"
 
 namespace headroom::worker {
 namespace {
@@ -78,11 +80,19 @@ HfDecoderLayerImpl::HfDecoderLayerImpl(const hf::HfModelConfig& c) {
   post_attention_layernorm = register_module("post_attention_layernorm", HfRmsNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-HfCausalLMImpl::HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len)
+HfCausalLMImpl::HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len, uint64_t seed)
     : config_(config), max_seq_len_(max_seq_len) {
   if (max_seq_len < 1) throw std::invalid_argument("hf model: max_seq_len must be >= 1");
   body_ = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens_ = body_->register_module("embed_tokens", torch::nn::Embedding(config_.vocab_size, config_.hidden_size));
+  if (config_.learned_positions) {
+    if (config_.max_position_embeddings < max_seq_len) {
+      throw std::invalid_argument("hf model: " + std::to_string(config_.max_position_embeddings) +
+                                  " learned positions cannot hold max_seq_len " + std::to_string(max_seq_len));
+    }
+    embed_positions_ = body_->register_module(
+        "embed_positions", torch::nn::Embedding(config_.max_position_embeddings, config_.hidden_size));
+  }
   layers_ = body_->register_module("layers", torch::nn::ModuleList());
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     layer_list_.emplace_back(config_);
@@ -94,12 +104,37 @@ HfCausalLMImpl::HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_
         "lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.hidden_size, config_.vocab_size).bias(false)));
   }
   inv_freq_ = register_buffer("inv_freq", InverseFrequencies(config_));
+  auto positions = torch::arange(max_seq_len_, torch::TensorOptions().dtype(torch::kFloat32));
+  auto freqs = torch::outer(positions, inv_freq_);
+  auto emb = torch::cat({freqs, freqs}, -1);  // [max_seq_len, head_dim]
+  rotary_cos_ = register_buffer("rotary_cos", emb.cos());
+  rotary_sin_ = register_buffer("rotary_sin", emb.sin());
+  InitializeWeights(seed);
+}
+
+void HfCausalLMImpl::InitializeWeights(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  for (auto& [name, p] : OrderedParameters()) {
+    const bool is_bias = name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (name.find(".embed_") != std::string::npos) {
+      p.normal_(0.0, 1.0);
+    } else if (p.dim() == 1 && !is_bias) {
+      p.fill_(1.0);  // an RMSNorm's weight
+    } else {
+      // A Linear's weight [out, in], or a q/k/v bias, whose fan-in is the hidden width.
+      const int64_t fan_in = is_bias ? config_.hidden_size : p.size(1);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      p.uniform_(-bound, bound);
+    }
+  }
 }
 
 std::string HfCausalLMImpl::Describe() const {
   return config_.architecture_name + " " + std::to_string(config_.num_hidden_layers) + " layers x " +
          std::to_string(config_.hidden_size) + ", heads " + std::to_string(config_.num_attention_heads) + "/" +
-         std::to_string(config_.num_key_value_heads) + " kv, vocab " + std::to_string(config_.vocab_size);
+         std::to_string(config_.num_key_value_heads) + " kv, vocab " + std::to_string(config_.vocab_size) +
+         (config_.learned_positions ? ", learned positions" : "");
 }
 
 NamedTensors HfCausalLMImpl::OrderedParameters() const {
@@ -115,19 +150,48 @@ int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
   return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
 }
 
-std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::Rotary(int64_t start, int64_t t,
-                                                              const torch::Device& device) const {
-  auto positions = torch::arange(start, start + t, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  auto freqs = torch::outer(positions, inv_freq_.to(device));
-  auto emb = torch::cat({freqs, freqs}, -1);  // [t, head_dim]
-  return {emb.cos(), emb.sin()};
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::Rotate(const torch::Tensor& q, const torch::Tensor& k,
+                                                              int64_t start) const {
+  const int64_t t = q.size(1);
+  auto cos = rotary_cos_.narrow(0, start, t).unsqueeze(1).to(q.scalar_type());  // [t, 1, head_dim]
+  auto sin = rotary_sin_.narrow(0, start, t).unsqueeze(1).to(q.scalar_type());
+  return {q * cos + RotateHalf(q) * sin, k * cos + RotateHalf(k) * sin};
+}
+
+torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& q, const torch::Tensor& k,
+                                        const torch::Tensor& v, const torch::Tensor& mask, KvCache* cache,
+                                        int64_t first_output) {
+  const int64_t batch = q.size(0), t = q.size(1), start = cache ? cache->length() : 0;
+  const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
+  const int64_t out_t = t - first_output;
+  // The fused kernel is causal by position: it serves the plain causal mask only.
+  const bool causal_only = !mask.defined() || mask.dim() == 2;
+  if (heads == kv_heads && causal_only && FusedAttentionApplies(q, start + t)) {
+    if (!cache) return FusedSelfAttention(torch::cat({q, k, v}, 2).view({batch, t, 3 * heads * d}), heads, first_output);
+    cache->Append(layer, k.transpose(1, 2), v.transpose(1, 2));
+    return FusedCachedAttention(q.transpose(1, 2), cache->Keys(layer, start + t), cache->Values(layer, start + t),
+                                start);
+  }
+  auto qh = q.transpose(1, 2), kh = k.transpose(1, 2), vh = v.transpose(1, 2);  // [B, heads, t, d]
+  if (cache) {
+    cache->Append(layer, kh, vh);
+    kh = cache->Keys(layer, start + t);
+    vh = cache->Values(layer, start + t);
+  }
+  if (heads != kv_heads) {  // grouped-query attention: each key/value head serves heads/kv_heads query heads
+    kh = kh.repeat_interleave(heads / kv_heads, 1);
+    vh = vh.repeat_interleave(heads / kv_heads, 1);
+  }
+  auto scores = torch::matmul(qh.narrow(2, first_output, out_t), kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+  if (mask.defined()) scores = scores + mask.narrow(-2, first_output, out_t).to(scores.scalar_type());
+  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(vh.scalar_type());
+  return torch::matmul(probs, vh).transpose(1, 2).reshape({batch, out_t, heads * d});
 }
 
 torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,
                                     int64_t first_output) {
   auto& b = *layer_list_.at(static_cast<size_t>(layer));
   const int64_t batch = x.size(0), t = x.size(1);
-  const int64_t start = cache ? cache->length() : 0;
   TORCH_CHECK(first_output == 0 || (!cache && first_output < t), "block ", layer, ": first output position ",
               first_output, " needs an uncached forward over more than that many positions");
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
@@ -135,34 +199,14 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   auto n1 = b.input_layernorm(x);
   auto q = b.q_proj(n1).view({batch, t, heads, d});
   auto k = b.k_proj(n1).view({batch, t, kv_heads, d});
-  auto v = b.v_proj(n1).view({batch, t, kv_heads, d}).transpose(1, 2);
+  auto v = b.v_proj(n1).view({batch, t, kv_heads, d});
   if (config_.qk_norm) {
     q = b.q_norm(q);
     k = b.k_norm(k);
   }
-  q = q.transpose(1, 2);  // [B, heads, t, d]
-  k = k.transpose(1, 2);
-  auto [cos, sin] = Rotary(start, t, x.device());
-  cos = cos.to(q.scalar_type());
-  sin = sin.to(q.scalar_type());
-  q = q * cos + RotateHalf(q) * sin;
-  k = k * cos + RotateHalf(k) * sin;
-  if (cache) {
-    cache->Append(layer, k, v);
-    k = cache->Keys(layer, start + t);
-    v = cache->Values(layer, start + t);
-  }
-  if (heads != kv_heads) {  // grouped-query attention: each key/value head serves heads/kv_heads query heads
-    k = k.repeat_interleave(heads / kv_heads, 1);
-    v = v.repeat_interleave(heads / kv_heads, 1);
-  }
-  const int64_t out_t = t - first_output;
-  auto qo = q.narrow(2, first_output, out_t);
-  auto scores = torch::matmul(qo, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  if (mask.defined()) scores = scores + mask.narrow(-2, first_output, out_t).to(scores.scalar_type());
-  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(v.scalar_type());
-  auto attn = torch::matmul(probs, v).transpose(1, 2).reshape({batch, out_t, heads * d});
-  auto h = x.narrow(1, first_output, out_t) + b.o_proj(attn);
+  std::tie(q, k) = Rotate(q, k, cache ? cache->length() : 0);
+  auto attn = Attention(layer, q, k, v, mask, cache, first_output);
+  auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
   auto n2 = b.post_attention_layernorm(h);
   return h + b.down_proj(torch::silu(b.gate_proj(n2)) * b.up_proj(n2));
 }
@@ -173,8 +217,11 @@ torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t fi
   const int64_t start = cache ? cache->length() : 0;
   const int64_t last = config_.num_hidden_layers - 1;
   // Causal over [start, start + t); one cached position sees everything, but padded keys.
+  // All-zero padding on the CPU takes the unpadded path, bit for bit (and the fused
+  // attention kernel); on a GPU reading it back would stall the stream.
+  const bool padded = padding.defined() && (!x.device().is_cpu() || padding.ne(0).any().item<bool>());
   torch::Tensor mask;
-  if (padding.defined()) {
+  if (padded) {
     TORCH_CHECK(padding.dim() == 1 && padding.size(0) == x.size(0), "padding ", padding.sizes(), " for a batch of ",
                 x.size(0));
     mask = PaddedCausalMask(padding, start, t, x.device());
@@ -199,13 +246,21 @@ torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& normed) {
   return lm_head_ ? lm_head_(normed) : torch::matmul(normed, embed_tokens_->weight.t());
 }
 
+torch::Tensor HfCausalLMImpl::Embed(const torch::Tensor& tokens, int64_t start, const torch::Tensor& padding) {
+  auto x = embed_tokens_(tokens);
+  if (!embed_positions_) return x;
+  auto positions = torch::arange(start, start + tokens.size(1), tokens.options());  // [t]
+  if (padding.defined()) positions = (positions.unsqueeze(0) - padding.to(tokens.device()).unsqueeze(1)).clamp_min(0);
+  return x + embed_positions_(positions);
+}
+
 torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output,
                                           const torch::Tensor& padding) {
   const int64_t t = tokens.size(1);
   TORCH_CHECK(t <= max_seq_len_, "sequence of ", t, " tokens exceeds max_seq_len ", max_seq_len_);
   TORCH_CHECK(first_output >= 0 && first_output < t, "first output position ", first_output, " outside the ", t,
               " positions");
-  return norm_(Blocks(embed_tokens_(tokens), nullptr, first_output, padding));
+  return norm_(Blocks(Embed(tokens, 0, padding), nullptr, first_output, padding));
 }
 
 torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output,
@@ -224,13 +279,13 @@ torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache
   Bf16Autocast autocast(tokens.device());
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
-  auto x = Blocks(embed_tokens_(tokens), &cache, 0, cache.padding());
+  auto x = Blocks(Embed(tokens, cache.length(), cache.padding()), &cache, 0, cache.padding());
   return Head(norm_(x.select(1, t - 1)));
 }
 
 HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {
   const hf::HfModelConfig config = hf::LoadHfConfig(dir);
-  HfCausalLM model(config, max_seq_len);
+  HfCausalLM model(config, max_seq_len);  // the random init is overwritten below
   const hf::SafetensorsModel weights(dir);
   torch::NoGradGuard no_grad;
   size_t used = 0;

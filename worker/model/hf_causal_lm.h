@@ -1,5 +1,7 @@
-// A pretrained Hugging Face causal LM (Qwen2, Qwen3, Llama 3) in LibTorch, as a CausalLM
-// the trainer, rollout, ZeRO shards and checkpoints use like any other (causal_lm.h).
+// The policy network: a Hugging Face-style causal LM (Qwen2, Qwen3, Llama 3) in LibTorch,
+// as a CausalLM the trainer, rollout, ZeRO shards and checkpoints use (causal_lm.h). It
+// serves both a pretrained model (LoadHfCausalLM) and the presets, which are built-in
+// Llama-style configurations trained from random weights (core/spec/model_presets.h).
 //
 // Architecture, as transformers implements it: token embedding; per layer
 //   h = x + o_proj(attention(rope(q_proj(n1(x))), rope(k_proj(n1(x))), v_proj(n1(x))))
@@ -8,14 +10,22 @@
 // attention (num_key_value_heads); q/k/v biases (Qwen2, or Llama's attention_bias); a
 // per-head RMSNorm on queries and keys before the rotation (Qwen3's q_norm, k_norm);
 // rotary embeddings with the config's theta and Llama 3 scaling; final RMSNorm; lm_head,
-// or the embedding matrix itself when tie_word_embeddings.
+// or the embedding matrix itself when tie_word_embeddings. With learned_positions (the
+// presets) a position table is added to the token embedding, indexed from each row's
+// first real token, so a left-padded row still reads positions 0, 1, ... .
 //
 // Parameter names are the Hugging Face names (model.embed_tokens.weight,
+// model.embed_positions.weight,
 // model.layers.<l>.self_attn.q_proj.weight, ..., model.norm.weight, lm_head.weight), so
 // checkpoints and exports speak them. A tied model has no lm_head parameter.
 // Weights are held in fp32 (master weights); on a CUDA device forwards run under bf16
 // autocast. Positions are the cache length onwards, padding included: rotary attention
 // depends only on relative positions, so left padding (causal_lm.h) shifts nothing.
+// forward(tokens, first_output) computes the same values as the full forward without what
+// only earlier positions' outputs need (the last block's queries, MLP, final norm and
+// head there; not under a BlockExecutor, which runs whole blocks). On the CPU in fp32,
+// short unpadded sequences with as many key/value heads as query heads take the fused
+// attention kernel (fused_attention.h); everything else the batched matmuls.
 #pragma once
 
 #include <string>
@@ -46,9 +56,16 @@ TORCH_MODULE(HfDecoderLayer);
 
 class HfCausalLMImpl : public CausalLMImpl {
  public:
-  // Random weights of the config's shape (tests, benchmarks); max_seq_len caps the
-  // positions a forward or a cache may hold (<= max_position_embeddings is not required).
-  HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len);
+  // Random weights of the config's shape, the same for the same seed bit for bit (the
+  // global torch RNG is seeded and every parameter drawn in OrderedParameters() order):
+  // RMSNorm weights 1, the embeddings N(0, 1), every Linear weight and bias
+  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's defaults. Why not transformers'
+  // N(0, 0.02): trained from scratch with GRPO, that init leaves attention almost uniform
+  // and its gradients products of two tiny matrices, so the tiny preset learned the
+  // answer's length but never which prompt digit to copy. max_seq_len caps the positions a
+  // forward or a cache may hold (<= max_position_embeddings is not required, but for
+  // learned positions, whose table must cover it: std::invalid_argument otherwise).
+  HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_len, uint64_t seed = 1);
 
   torch::Tensor forward(const torch::Tensor& tokens, int64_t first_output = 0,
                         const torch::Tensor& padding = {}) override;
@@ -71,22 +88,32 @@ class HfCausalLMImpl : public CausalLMImpl {
 
  private:
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output, const torch::Tensor& padding);
+  // The token embedding of tokens [B, t] at positions start.. (plus learned positions,
+  // shifted back by each row's padding [B] when defined).
+  torch::Tensor Embed(const torch::Tensor& tokens, int64_t start, const torch::Tensor& padding);
   // Embeddings, blocks and the final norm, in the current autocast scope.
   torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding);
   // The output projection of final-normed hidden states.
   torch::Tensor Head(const torch::Tensor& normed);
-  // cos, sin [t, head_dim] for positions start..start+t.
-  std::pair<torch::Tensor, torch::Tensor> Rotary(int64_t start, int64_t t, const torch::Device& device) const;
+  void InitializeWeights(uint64_t seed);
+  // q, k [B, t, heads, head_dim] rotated for positions start..start+t.
+  std::pair<torch::Tensor, torch::Tensor> Rotate(const torch::Tensor& q, const torch::Tensor& k, int64_t start) const;
+  // Attention of q [B, t, heads, d], k, v [B, t, kv_heads, d] (keys appended to the cache
+  // first), for the queries from first_output on: [B, t - first_output, heads * d].
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask, KvCache* cache, int64_t first_output);
 
   hf::HfModelConfig config_;
   int64_t max_seq_len_;
   std::shared_ptr<torch::nn::Module> body_;  // the "model." prefix: embeddings, layers, final norm
   torch::nn::Embedding embed_tokens_{nullptr};
+  torch::nn::Embedding embed_positions_{nullptr};  // null unless learned_positions
   torch::nn::ModuleList layers_{nullptr};
   std::vector<HfDecoderLayer> layer_list_;
   HfRmsNorm norm_{nullptr};
   torch::nn::Linear lm_head_{nullptr};  // null when tied
   torch::Tensor inv_freq_;              // [head_dim / 2], fp32, rope scaling applied
+  torch::Tensor rotary_cos_, rotary_sin_;  // [max_seq_len, head_dim], fp32, per position
 };
 TORCH_MODULE(HfCausalLM);
 

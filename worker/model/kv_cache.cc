@@ -7,10 +7,6 @@
 
 namespace headroom::worker {
 
-KvCacheShape KvCacheShapeOf(const TransformerConfig& config) {
-  return {config.layers, config.heads, config.head_dim(), config.max_seq_len};
-}
-
 KvCache::KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, torch::Device device,
                  torch::Dtype dtype)
     : max_batch_(max_batch), max_seq_(max_seq) {

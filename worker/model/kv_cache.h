@@ -14,8 +14,6 @@
 
 #include <torch/torch.h>
 
-#include "worker/model/model_config.h"
-
 namespace headroom::worker {
 
 // What a model caches per position: `layers` x (keys, values) of `heads` x `head_dim`,
@@ -26,16 +24,12 @@ struct KvCacheShape {
   int64_t head_dim = 0;
   int64_t max_seq_len = 0;
 };
-KvCacheShape KvCacheShapeOf(const TransformerConfig& config);
 
 class KvCache {
  public:
   // Throws std::invalid_argument when max_batch < 1 or max_seq is outside [1, max_seq_len].
   KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, torch::Device device,
           torch::Dtype dtype = torch::kFloat32);
-  KvCache(const TransformerConfig& config, int64_t max_batch, int64_t max_seq, torch::Device device,
-          torch::Dtype dtype = torch::kFloat32)
-      : KvCache(KvCacheShapeOf(config), max_batch, max_seq, device, dtype) {}
 
   // Starts a new generation for `batch` sequences (<= max_batch). Throws std::out_of_range.
   // padding [batch] int64 (undefined: none): the pad tokens each row's prompt starts with,

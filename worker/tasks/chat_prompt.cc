@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/spec/prompt_template.h"
+#include "core/spec/text_task_names.h"
 
 namespace headroom::worker {
 namespace {
@@ -35,13 +36,10 @@ size_t CharacterStart(const std::string& text, size_t end) {
 }  // namespace
 
 std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name) {
-  if (name == "chatml") return PromptFormatKind::kChatml;
-  if (name == "llama3") return PromptFormatKind::kLlama3;
-  if (name == "template") return PromptFormatKind::kTemplate;
-  return std::nullopt;
+  const std::optional<size_t> at = spec::PositionOfName(spec::PromptFormatNames(), name);
+  if (!at) return std::nullopt;
+  return static_cast<PromptFormatKind>(*at);
 }
-
-std::vector<std::string> PromptFormatKindNames() { return {"chatml", "llama3", "template"}; }
 
 std::string PythonStrip(const std::string& text) {
   size_t begin = 0;

@@ -34,10 +34,9 @@ namespace headroom::worker {
 
 enum class PromptFormatKind { kChatml, kLlama3, kTemplate };
 
-// "chatml" | "llama3" | "template"; nullopt for anything else.
+// The kind spec::PromptFormatNames() names `name` (the enum follows that list's order);
+// nullopt for anything else.
 std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name);
-// Every name ParsePromptFormatKind accepts, in enum order.
-std::vector<std::string> PromptFormatKindNames();
 
 struct PromptFormat {
   PromptFormatKind kind = PromptFormatKind::kChatml;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/spec/task_shapes.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/reward.h"
 #include "worker/tasks/tokenizer.h"
@@ -26,6 +27,8 @@ class DigitTask : public Task {
   DigitTask(std::string name, int digits, uint64_t seed, uint64_t stream)
       : name_(std::move(name)), digits_(digits), seed_(seed), stream_(stream) {}
   std::string name() const override { return name_; }
+  int64_t prompt_tokens() const override { return spec::PromptTokens(name_, digits_); }
+  int64_t answer_tokens() const override { return spec::MaxAnswerTokens(name_, digits_); }
   ResponseFormat response_format() const override {
     return {{CharTokenizer::kEos}, CharTokenizer::kPad, CharTokenizer::ResponseTokens()};
   }
@@ -67,8 +70,6 @@ class AdditionTask final : public DigitTask {
     sum[0] = static_cast<char>('0' + carry);
     return Finish(a + "+" + b + "=", sum);
   }
-  int64_t prompt_tokens() const override { return 1 + 2 * digits_ + 2; }
-  int64_t answer_tokens() const override { return digits_ + 2; }
 };
 
 class ReverseTask final : public DigitTask {
@@ -79,8 +80,6 @@ class ReverseTask final : public DigitTask {
     std::string d = RandomDigits(rng, digits_);
     return Finish(d + ">", std::string(d.rbegin(), d.rend()));
   }
-  int64_t prompt_tokens() const override { return 1 + digits_ + 1; }
-  int64_t answer_tokens() const override { return digits_ + 1; }
 };
 
 class SortTask final : public DigitTask {
@@ -93,8 +92,6 @@ class SortTask final : public DigitTask {
     std::sort(sorted.begin(), sorted.end());
     return Finish(d + ">", sorted);
   }
-  int64_t prompt_tokens() const override { return 1 + digits_ + 1; }
-  int64_t answer_tokens() const override { return digits_ + 1; }
 };
 
 }  // namespace
@@ -104,7 +101,9 @@ std::unique_ptr<Task> MakeTask(const std::string& name, int digits, uint64_t see
   if (name == "addition") return std::make_unique<AdditionTask>(digits, seed);
   if (name == "reverse") return std::make_unique<ReverseTask>(digits, seed);
   if (name == "sort") return std::make_unique<SortTask>(digits, seed);
-  throw std::invalid_argument("task.name: unknown task \"" + name + "\" (addition, reverse, sort)");
+  std::string known;
+  for (const std::string& n : spec::TaskNames()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("task.name: unknown task \"" + name + "\" (" + known + ")");
 }
 
 }  // namespace headroom::worker

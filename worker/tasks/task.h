@@ -8,6 +8,8 @@
 //   reverse   "D>"    D: `digits` uniform digits; answer: D reversed.   "120>" -> "021"
 //   sort      "D>"    D: `digits` uniform digits; answer: D sorted ascending. "302>" -> "023"
 // Token form: BOS + prompt characters; the expected response is answer characters + EOS.
+// The names and token counts are core's (core/spec/task_shapes.h), which the spec checks
+// maxPromptLength and maxResponseLength against.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "core/spec/text_task_names.h"
 
 namespace headroom::worker {
 namespace {
@@ -59,10 +62,9 @@ std::string RewriteFractions(const std::string& s) {
 }  // namespace
 
 std::optional<TextReward> ParseTextReward(const std::string& name) {
-  if (name == "gsm8k") return TextReward::kGsm8k;
-  if (name == "math") return TextReward::kMath;
-  if (name == "exact") return TextReward::kExact;
-  return std::nullopt;
+  const std::optional<size_t> at = spec::PositionOfName(spec::TextRewardNames(), name);
+  if (!at) return std::nullopt;
+  return static_cast<TextReward>(*at);
 }
 
 std::optional<std::string> LastBoxed(const std::string& text) {

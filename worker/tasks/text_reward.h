@@ -23,7 +23,8 @@ namespace headroom::worker {
 
 enum class TextReward { kGsm8k, kMath, kExact };
 
-// "gsm8k" | "math" | "exact"; nullopt for anything else.
+// The reward spec::TextRewardNames() names `name` (the enum follows that list's order);
+// nullopt for anything else.
 std::optional<TextReward> ParseTextReward(const std::string& name);
 
 // The content of the last \boxed{...} (nested braces kept), or nullopt.

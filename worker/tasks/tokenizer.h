@@ -1,7 +1,7 @@
 // The character tokenizer shared by every task: one token per character.
 //
-// Vocabulary (kVocabSize = 32, the model's output width; ids never change, since
-// checkpoints depend on them):
+// Vocabulary (kVocabSize = spec::kVocabSize, 32, the preset model's output width; ids
+// never change, since checkpoints depend on them):
 //   0 PAD   1 BOS   2 EOS   3..12 '0'..'9'   13 '+'   14 '='   15 '>'   16..31 unused
 // A prompt is BOS followed by its characters; an answer is its characters then EOS.
 #pragma once
@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/model_presets.h"
+
 namespace headroom::worker {
 
 class CharTokenizer {
  public:
-  static constexpr int64_t kVocabSize = 32;
+  static constexpr int64_t kVocabSize = spec::kVocabSize;
   static constexpr int64_t kPad = 0;
   static constexpr int64_t kBos = 1;
   static constexpr int64_t kEos = 2;

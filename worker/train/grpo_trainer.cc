@@ -9,12 +9,34 @@
 
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
+#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/model/policy_model.h"
-#include "worker/model/weights_io.h"
+#include "worker/sharding/sharded_state_checkpoint.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task_factory.h"
 
 namespace headroom::worker {
+namespace {
+
+// model.init == checkpoint: the policy's weights from a checkpoint (worker/checkpoint/),
+// `path` the checkpoint directory (its `latest` step) or one step directory. Throws
+// CheckpointError naming the tensor when one is missing or has another shape.
+void LoadInitialWeights(CausalLM& model, const std::string& path) {
+  std::optional<CheckpointReader> reader = CheckpointReader::OpenLatest(path);
+  if (!reader) reader.emplace(path);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : model->OrderedParameters()) {
+    const torch::Tensor saved = reader->ReadFull(kModelTensorPrefix + name);
+    if (saved.sizes() != p.sizes()) {
+      throw CheckpointError(reader->dir().string() + ": tensor " + kModelTensorPrefix + name + " has shape " +
+                            c10::str(saved.sizes()) + ", the model needs " + c10::str(p.sizes()));
+    }
+    p.copy_(saved);
+  }
+}
+
+}  // namespace
+
 namespace {
 
 constexpr uint64_t kSampleStream = 0x5A3F1E;
@@ -86,7 +108,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   }
 
   model_ = MakePolicyModel(spec_);
-  if (spec_.model.init == "checkpoint") LoadWeights(model_, spec_.model.init_checkpoint);
+  if (spec_.model.init == "checkpoint") LoadInitialWeights(model_, spec_.model.init_checkpoint);
   model_->to(device_);
   if (g.kl_coef > 0) {
     // A frozen copy of the initial policy; with klCoef == 0 it is never built.
