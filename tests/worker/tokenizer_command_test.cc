@@ -4,6 +4,7 @@
 // with the line or the field named. The tokenizer itself: tests/worker/tokenizer/.
 #include <gtest/gtest.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +127,17 @@ TEST(TokenizeCommand, ALineOneByteOverTheLimitIsRefused) {
                            "one record)\n");
     }
   }
+}
+
+// A tokenizer.json that is a FIFO is refused, not waited on (a plain open would block
+// until something writes to it).
+TEST(TokenizeCommand, AFifoTokenizerIsRefused) {
+  testing::TempDir dir("headroom-tokenize");
+  const std::string fifo = dir.path() + "/tokenizer.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const WorkerRun r = Worker("--model '" + dir.path() + "'", "\"x\"\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find(fifo + ": is a FIFO, expected a tokenizer.json"), std::string::npos) << r.out;
 }
 
 TEST(TokenizeCommand, AnUnusableTokenizerExitsTwoNamingTheField) {
