@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/files/input_file.h"
+
 namespace headroom::hf {
 namespace {
 
@@ -13,9 +15,15 @@ namespace fs = std::filesystem;
 
 // One file's eos_token_id; empty when the file or the field is absent (or null).
 std::vector<int64_t> EosIdsOf(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return {};
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return {};
+  std::string text;
+  try {
+    text = files::ReadWholeFile(file.string(), files::kMaxJsonFileBytes, "a JSON file");
+  } catch (const files::InputFileError& e) {
+    throw HfConfigError(e.what());
+  }
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw HfConfigError(file.string() + ": not a JSON object");
   const auto it = j.find("eos_token_id");
   if (it == j.end() || it->is_null()) return {};

@@ -1,9 +1,10 @@
 #include "core/hf/hf_config.h"
 
-#include <fstream>
-#include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "core/files/input_file.h"
 
 namespace headroom::hf {
 namespace {
@@ -72,6 +73,14 @@ void ReadRope(const Reader& r, const json& rope, const std::string& path, HfMode
 
 }  // namespace
 
+int64_t MaxDimension(const std::string& field) {
+  if (field == "vocab_size") return int64_t{1} << 24;
+  if (field == "hidden_size") return int64_t{1} << 17;
+  if (field == "intermediate_size") return int64_t{1} << 20;
+  if (field == "max_position_embeddings") return int64_t{1} << 24;
+  return int64_t{1} << 12;  // num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim
+}
+
 int64_t HfModelConfig::ParameterCount() const {
   const int64_t q = num_attention_heads * head_dim, kv = num_key_value_heads * head_dim;
   int64_t per_layer = hidden_size * q + 2 * hidden_size * kv + q * hidden_size  // q, k, v, o
@@ -123,6 +132,10 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
                          {"num_attention_heads", c.num_attention_heads},
                          {"num_key_value_heads", c.num_key_value_heads}}) {
     if (v < 1) r.Fail(name, "must be >= 1, got " + std::to_string(v));
+    if (v > MaxDimension(name)) {
+      r.Fail(name, std::to_string(v) + " is above " + std::to_string(MaxDimension(name)) +
+                       ", the largest headroom reads (see hf_config.h)");
+    }
   }
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
     r.Fail("num_key_value_heads", std::to_string(c.num_key_value_heads) + " does not divide num_attention_heads " +
@@ -134,7 +147,15 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
   }
   c.head_dim = r.Int(j, "head_dim", "head_dim", false, c.hidden_size / c.num_attention_heads);
   if (c.head_dim < 2 || c.head_dim % 2 != 0) r.Fail("head_dim", "must be even and >= 2 (rotary embeddings)");
+  if (c.head_dim > MaxDimension("head_dim")) {
+    r.Fail("head_dim", std::to_string(c.head_dim) + " is above " + std::to_string(MaxDimension("head_dim")) +
+                           ", the largest headroom reads (see hf_config.h)");
+  }
   c.max_position_embeddings = r.Int(j, "max_position_embeddings", "max_position_embeddings", false, 4096);
+  if (c.max_position_embeddings < 1 || c.max_position_embeddings > MaxDimension("max_position_embeddings")) {
+    r.Fail("max_position_embeddings", "must be in [1, " + std::to_string(MaxDimension("max_position_embeddings")) +
+                                          "], got " + std::to_string(c.max_position_embeddings));
+  }
   c.rms_norm_eps = r.Number(j, "rms_norm_eps", "rms_norm_eps", 1e-6);
   c.tie_word_embeddings = r.Bool(j, "tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2 || r.Bool(j, "attention_bias", false);
@@ -151,6 +172,12 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
   } else if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
     ReadRope(r, j["rope_scaling"], "rope_scaling", c);
   }
+  // Each dimension within its bound keeps this product inside int64 (below 2^57).
+  if (c.ParameterCount() > kMaxParameters) {
+    r.Fail("vocab_size", "with hidden_size, intermediate_size and num_hidden_layers this model has " +
+                             std::to_string(c.ParameterCount()) + " parameters, above the " +
+                             std::to_string(kMaxParameters) + " headroom reads (see hf_config.h)");
+  }
   for (const char* key : {"dtype", "torch_dtype"}) {
     if (j.contains(key) && j[key].is_string()) {
       c.dtype = j[key].get<std::string>();
@@ -165,11 +192,13 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
 
 HfModelConfig LoadHfConfig(const std::string& model_dir) {
   const std::string file = model_dir + "/config.json";
-  std::ifstream in(file);
-  if (!in) throw HfConfigError(file + ": cannot be read (spec.model.path must be a Hugging Face model directory)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseHfConfig(text.str(), file);
+  std::string text;
+  try {
+    text = files::ReadWholeFile(file, files::kMaxJsonFileBytes, "a config.json");
+  } catch (const files::InputFileError& e) {
+    throw HfConfigError(std::string(e.what()) + " (spec.model.path must be a Hugging Face model directory)");
+  }
+  return ParseHfConfig(text, file);
 }
 
 }  // namespace headroom::hf

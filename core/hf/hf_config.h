@@ -11,6 +11,13 @@
 // original_max_position_embeddings); any other type is refused.
 //
 // Every refusal is an HfConfigError whose message names the file and the field.
+//
+// Absurd sizes are refused before anything is allocated for them (a vocab_size of 2^40
+// would otherwise end in LibTorch's allocator): each dimension has a bound (MaxDimension)
+// 16 to 100 times the largest in published checkpoints (vocabularies of ~256K, hidden
+// sizes to 16K and FFNs to 53K in Llama 3 405B, 126 layers, 128K positions), and the
+// whole model at most kMaxParameters, ~2.2 trillion: twice the largest open model, and
+// 35 TB of fp32 master weights and AdamW state, beyond any job headroom could plan.
 #pragma once
 
 #include <cstdint>
@@ -63,9 +70,16 @@ struct HfModelConfig {
   int64_t ParameterCount() const;
 };
 
+inline constexpr int64_t kMaxParameters = int64_t{1} << 41;
+// The largest value read for a config.json dimension ("vocab_size", "hidden_size",
+// "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+// "head_dim", "max_position_embeddings").
+int64_t MaxDimension(const std::string& field);
+
 // Parses the JSON text of `file` (named in errors).
 HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& file);
-// Reads <dir>/config.json.
+// Reads <dir>/config.json: a regular file (a FIFO is refused, not waited on) of at most
+// files::kMaxJsonFileBytes.
 HfModelConfig LoadHfConfig(const std::string& model_dir);
 
 }  // namespace headroom::hf

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,12 +15,51 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/files/input_file.h"
+
 namespace headroom::hf {
 namespace {
 using nlohmann::json;
 
 [[noreturn]] void Fail(const std::string& file, const std::string& why) {
   throw SafetensorsError(file + ": " + why);
+}
+
+// The format gives each tensor its own bytes: two whose data_offsets overlap would alias
+// each other (writing one would change the other). "" when none do.
+std::string FindOverlap(const std::map<std::string, TensorView>& tensors, const std::byte* data) {
+  std::vector<std::pair<const std::byte*, const std::string*>> starts;
+  for (const auto& [name, view] : tensors) {
+    if (view.bytes > 0) starts.emplace_back(view.data, &name);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 1; i < starts.size(); ++i) {
+    const TensorView& previous = tensors.at(*starts[i - 1].second);
+    if (starts[i].first < previous.data + previous.bytes) {
+      const auto offsets = [&](const TensorView& v) {
+        return "[" + std::to_string(v.data - data) + ", " + std::to_string(v.data - data + v.bytes) + "]";
+      };
+      return "tensors " + *starts[i - 1].second + " " + offsets(previous) + " and " + *starts[i].second + " " +
+             offsets(tensors.at(*starts[i].second)) + ": data_offsets overlap (each tensor must have its own bytes)";
+    }
+  }
+  return "";
+}
+
+// The index of the first element whose exponent bits are all ones (NaN when its mantissa
+// is non-zero, else an infinity), or the element count when every one is finite.
+template <typename Bits>
+size_t FirstNonFinite(const TensorView& view, Bits exponent, Bits mantissa, bool& nan) {
+  const size_t n = view.bytes / sizeof(Bits);
+  for (size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, view.data + i * sizeof(Bits), sizeof(Bits));  // little-endian, as stored
+    if ((bits & exponent) == exponent) {
+      nan = (bits & mantissa) != 0;
+      return i;
+    }
+  }
+  return n;
 }
 
 }  // namespace
@@ -32,9 +72,33 @@ size_t DtypeSize(const std::string& dtype) {
   return 0;
 }
 
+void RequireFinite(const TensorView& view, const std::string& name) {
+  size_t at = 0;
+  bool nan = false;
+  if (view.dtype == "F64") {
+    at = FirstNonFinite<uint64_t>(view, 0x7FF0000000000000ULL, 0x000FFFFFFFFFFFFFULL, nan);
+  } else if (view.dtype == "F32") {
+    at = FirstNonFinite<uint32_t>(view, 0x7F800000, 0x007FFFFF, nan);
+  } else if (view.dtype == "F16") {
+    at = FirstNonFinite<uint16_t>(view, 0x7C00, 0x03FF, nan);
+  } else if (view.dtype == "BF16") {
+    at = FirstNonFinite<uint16_t>(view, 0x7F80, 0x007F, nan);
+  } else {
+    return;
+  }
+  if (at * DtypeSize(view.dtype) < view.bytes) {
+    Fail(view.file, "tensor " + name + " holds " + (nan ? "NaN" : "an infinity") + " (element " + std::to_string(at) +
+                        "): the weights must be finite");
+  }
+}
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) Fail(path, std::string("cannot open: ") + std::strerror(errno));
+  int fd = -1;
+  try {  // a FIFO is refused here rather than waited on
+    fd = files::OpenRegularFile(path, "a safetensors file");
+  } catch (const files::InputFileError& e) {
+    throw SafetensorsError(e.what());
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
@@ -54,10 +118,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const auto* base = static_cast<const std::byte*>(mapping_);
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(base[i]);
-  if (header_len > size_ - 8) {
+  if (header_len > size_ - 8 || header_len > kMaxHeaderBytes) {
     ::munmap(mapping_, size_);
     mapping_ = nullptr;
-    Fail(path, "header length " + std::to_string(header_len) + " exceeds the file");
+    Fail(path, "header length " + std::to_string(header_len) +
+                   (header_len > size_ - 8 ? " exceeds the file"
+                                           : " is above the limit of " + std::to_string(kMaxHeaderBytes) + " bytes"));
   }
   json header;
   try {
@@ -91,7 +157,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) fail("tensor " + name + ": bad shape " + entry["shape"].dump());
       view.shape.push_back(d.get<int64_t>());
-      elements *= static_cast<size_t>(d.get<int64_t>());
+      // No real tensor has 2^48 elements: a larger product is a bad shape, not an overflow.
+      if (__builtin_mul_overflow(elements, static_cast<size_t>(d.get<int64_t>()), &elements) ||
+          elements > (size_t{1} << 48)) {
+        fail("tensor " + name + ": shape " + entry["shape"].dump() + " is too large");
+      }
     }
     const auto& off = entry["data_offsets"];
     if (!off.is_array() || off.size() != 2) fail("tensor " + name + ": data_offsets must be [begin, end]");
@@ -106,6 +176,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     view.bytes = end - begin;
     tensors_.emplace(name, std::move(view));
   }
+  if (std::string overlap = FindOverlap(tensors_, data); !overlap.empty()) fail(overlap);
 }
 
 SafetensorsFile::~SafetensorsFile() {
@@ -119,10 +190,11 @@ SafetensorsModel::SafetensorsModel(const std::string& model_dir) : dir_(model_di
   const fs::path index = fs::path(model_dir) / "model.safetensors.index.json";
   std::vector<std::string> shards;
   if (fs::exists(index)) {
-    std::ifstream in(index);
     json j;
     try {
-      in >> j;
+      j = json::parse(files::ReadWholeFile(index.string(), files::kMaxJsonFileBytes, "a JSON file"));
+    } catch (const files::InputFileError& e) {
+      throw SafetensorsError(e.what());
     } catch (const json::exception& e) {
       Fail(index.string(), std::string("not valid JSON: ") + e.what());
     }

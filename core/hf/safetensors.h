@@ -38,9 +38,21 @@ struct TensorView {
 // Bytes per element of a safetensors dtype, 0 when unknown.
 size_t DtypeSize(const std::string& dtype);
 
+// The largest header read, as the safetensors library itself bounds it (100 MB): a header
+// is parsed whole, at several times its size, so a larger length is refused unread.
+inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// Throws SafetensorsError "FILE: tensor NAME holds NaN (element I)" (or inf) when a
+// floating-point tensor (F64, F32, F16, BF16) holds a non-finite value: weights that
+// would make every loss NaN are refused when loaded, naming the tensor. Other dtypes pass.
+void RequireFinite(const TensorView& view, const std::string& name);
+
 class SafetensorsFile {
  public:
-  // Maps `path` read-only and parses its header. Throws SafetensorsError.
+  // Maps `path` read-only and parses its header. Throws SafetensorsError: not a regular
+  // file (a FIFO is refused, not waited on), a header longer than the file or than
+  // kMaxHeaderBytes, a bad entry, data_offsets outside the data or overlapping another
+  // tensor's (both named).
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;

@@ -10,6 +10,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/files/bounded_line_reader.h"
+#include "core/files/input_file.h"
 #include "core/hf/hf_config.h"
 #include "core/spec/closest_name.h"
 #include "core/spec/kubernetes_names.h"
@@ -210,6 +212,26 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   }
 }
 
+// The first record of a dataset file (`where` is "FILE:LINE: "): a JSON object with the
+// keys the spec names.
+void CheckFirstRecord(Checker& c, const std::string& field, const std::string& where, const std::string& line,
+                      const DatasetSpec& ds) {
+  nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (record.is_discarded()) {
+    c.Fail(field, where + "not valid JSON");
+  } else if (!record.is_object()) {
+    c.Fail(field, where + "expected a JSON object per line, got " + record.type_name());
+  } else {
+    for (const std::string* key : {&ds.prompt_key, &ds.answer_key}) {
+      if (key->empty() || record.contains(*key)) continue;
+      std::string keys;
+      for (const auto& [k, v] : record.items()) keys += (keys.empty() ? "" : ", ") + k;
+      c.Fail(field, where + "no key \"" + *key + "\" (" + (key == &ds.prompt_key ? "promptKey" : "answerKey") +
+                        "); the record has: " + (keys.empty() ? "no keys" : keys));
+    }
+  }
+}
+
 // A dataset file named by the spec, checked where it can be read (as spec.model.path is):
 // on a cluster it may live on a volume only the pods mount, so a path that does not exist
 // here is left to the worker. One that does must be a readable file whose first record
@@ -221,31 +243,33 @@ void CheckDatasetFile(Checker& c, const std::string& field, const std::string& f
     c.Fail(field, "is a directory, expected a .jsonl file: " + file);
     return;
   }
+  try {  // a FIFO would block the open below
+    files::RequireRegularFile(file, "a .jsonl file");
+  } catch (const files::InputFileError& e) {
+    c.Fail(field, e.what());
+    return;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     c.Fail(field, "cannot read " + file + ": " + std::strerror(errno));
     return;
   }
+  // Line by line within a bound: a first "line" of 1 GB is refused, not read whole.
+  files::BoundedLineReader lines(in);
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
-    if (line.find_first_not_of(" \t\r\n\f\v") == std::string::npos) continue;
-    const std::string where = file + ":" + std::to_string(number) + ": ";
-    nlohmann::json record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (record.is_discarded()) {
-      c.Fail(field, where + "not valid JSON");
-    } else if (!record.is_object()) {
-      c.Fail(field, where + "expected a JSON object per line, got " + record.type_name());
-    } else {
-      for (const std::string* key : {&ds.prompt_key, &ds.answer_key}) {
-        if (key->empty() || record.contains(*key)) continue;
-        std::string keys;
-        for (const auto& [k, v] : record.items()) keys += (keys.empty() ? "" : ", ") + k;
-        c.Fail(field, where + "no key \"" + *key + "\" (" + (key == &ds.prompt_key ? "promptKey" : "answerKey") +
-                          "); the record has: " + (keys.empty() ? "no keys" : keys));
-      }
+  try {
+    while (lines.Next(line)) {
+      if (lines.line_number() == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
+      if (line.find_first_not_of(" \t\r\n\f\v") == std::string::npos) continue;
+      CheckFirstRecord(c, field, file + ":" + std::to_string(lines.line_number()) + ": ", line, ds);
+      return;  // the first record; the worker reads the rest
     }
-    return;  // the first record; the worker reads the rest
+  } catch (const files::LineTooLongError& e) {
+    c.Fail(field, file + ":" + std::to_string(e.line()) + ": " + e.what());
+    return;
+  } catch (const std::runtime_error& e) {
+    c.Fail(field, "cannot read " + file + ": " + e.what());
+    return;
   }
   c.Fail(field, file + " has no records (empty file)");
 }

@@ -2,6 +2,8 @@
 // unknown fields and types, round-tripped, hashed into the run definition, validated
 // (the dataset file where it can be read here), and the prompt template's rules.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -317,6 +319,19 @@ TEST_F(SpecTextTaskFile, UnusableFilesAreNamed) {
   r = ParseWithDataset(dir_.path());
   ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
   EXPECT_EQ(r.errors[0].message, "is a directory, expected a .jsonl file: " + dir_.path());
+
+  // A first line of 1 GiB of NUL bytes (sparse): refused after reading the limit of it.
+  const std::string nul = Write("nul.jsonl", "");
+  ASSERT_EQ(::truncate(nul.c_str(), off_t{1} << 30), 0);
+  r = ParseWithDataset(nul);
+  ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
+  EXPECT_EQ(r.errors[0].message, nul + ":1: the line is longer than 4 MiB (the limit for one line, one record)");
+
+  const std::string fifo = dir_.path() + "/fifo.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = ParseWithDataset(fifo);
+  ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
+  EXPECT_EQ(r.errors[0].message, fifo + ": is a FIFO, expected a .jsonl file");
 
   const std::string good = Write("train.jsonl", "{\"question\": \"q\", \"answer\": \"a\"}\n");
   r = ParseWithDataset(good, empty);

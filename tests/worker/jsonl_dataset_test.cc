@@ -2,6 +2,9 @@
 // content hash, and DatasetOrder's epochs: permutations, deterministic, seed- and
 // epoch-dependent, the same whoever asks.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -108,6 +111,53 @@ TEST_F(JsonlDatasetTest, EachProblemNamesFileLineAndKey) {
     ADD_FAILURE() << "loaded a directory";
   } catch (const DatasetError& e) {
     EXPECT_EQ(std::string(e.what()), dir_.path() + ": is a directory, expected a .jsonl file");
+  }
+}
+
+TEST_F(JsonlDatasetTest, ALineAboveTheLimitIsRefusedNamingFileAndLine) {
+  const std::string record = "{\"question\": \"1+1?\", \"answer\": \"2\"}";
+  const std::string path = Write(record + "\n" + record + "\n" + record + " \n");
+  EXPECT_EQ(JsonlDataset::Load(path, "question", "answer", record.size() + 1).size(), 3);
+  try {
+    JsonlDataset::Load(path, "question", "answer", record.size());
+    ADD_FAILURE() << "a line one byte over the limit loaded";
+  } catch (const DatasetError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_EQ(std::string(e.what()), path + ":3: the line is longer than " + std::to_string(record.size()) +
+                                          " bytes (the limit for one line, one record)");
+  }
+}
+
+// Five good records, then 1 GB of NUL bytes without a line end (a sparse file: nothing is
+// written to disk). std::getline would read the gigabyte into one string and the parser
+// take twice that again; the line is refused after reading about the limit of it.
+TEST_F(JsonlDatasetTest, AGigabyteOfNulBytesIsRefusedAtLineSixWithinBoundedMemory) {
+  std::string content;
+  for (int i = 0; i < 5; ++i) content += "{\"question\": \"q\", \"answer\": \"a\"}\n";
+  const std::string path = Write(content);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(content.size()) + (off_t{1} << 30)), 0);
+  rusage before {};
+  ::getrusage(RUSAGE_SELF, &before);
+  try {
+    JsonlDataset::Load(path, "question", "answer");
+    ADD_FAILURE() << "loaded 1 GB of NUL bytes";
+  } catch (const DatasetError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":6: the line is longer than 4 MiB (the limit for one line, one record)");
+  }
+  rusage after {};
+  ::getrusage(RUSAGE_SELF, &after);
+  // The peak may rise by the 4 MiB line (twice, while its string grows): far below 1 GB.
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB more at peak";
+}
+
+TEST_F(JsonlDatasetTest, AFifoIsRefusedNotWaitedOn) {
+  const std::string fifo = dir_.path() + "/fifo.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    JsonlDataset::Load(fifo, "question", "answer");
+    ADD_FAILURE() << "loaded a FIFO";
+  } catch (const DatasetError& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": is a FIFO, expected a .jsonl file");
   }
 }
 

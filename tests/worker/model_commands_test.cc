@@ -10,13 +10,17 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/hf/safetensors.h"
 #include "core/protocol/exit_codes.h"
+#include "tests/helpers/temp_dir.h"
 #include "worker/cli/model_commands.h"
 
 namespace headroom::worker {
@@ -155,6 +159,84 @@ TEST(ModelCommands, GenerateStopsAfterTheEndOfSequenceId) {
   auto want = ref["ids"].get<std::vector<int64_t>>();
   want.push_back(first_new);
   EXPECT_EQ(json::parse(r.out).get<std::vector<int64_t>>(), want);
+}
+
+// A copy of fixture `name` in `dir`, its model.safetensors rewritten: `edit` may change the
+// tensors' list and point any of them at bytes it keeps in `owned`.
+using TensorEdit = std::function<void(std::vector<hf::TensorToWrite>&, std::vector<std::vector<float>>& owned)>;
+std::string CopyWithTensors(const std::string& name, const fs::path& dir, const TensorEdit& edit) {
+  fs::copy(Fixture(name), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::vector<hf::TensorToWrite> tensors;
+  std::vector<std::vector<float>> owned;
+  {
+    const hf::SafetensorsFile source((Fixture(name) / "model.safetensors").string());
+    for (const auto& [tensor, view] : source.tensors()) tensors.push_back({tensor, view.dtype, view.shape, view.data, view.bytes});
+    edit(tensors, owned);
+    hf::WriteSafetensors((dir / "model.safetensors").string(), tensors);
+  }
+  return dir.string();
+}
+
+// stdout and the exit code of the worker binary, stderr apart (into `err`).
+int RunWorker(const std::string& args, std::string& out, std::string& err) {
+  const std::string err_file = (fs::temp_directory_path() / ("headroom-err-" + std::to_string(getpid()))).string();
+  const std::string worker = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
+  FILE* p = popen((worker + " " + args + " 2>" + err_file).c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int code = WEXITSTATUS(pclose(p));
+  std::ifstream in(err_file);
+  err.assign(std::istreambuf_iterator<char>(in), {});
+  fs::remove(err_file);
+  return code;
+}
+
+// Older exports carry rotary_emb.inv_freq beside the weights: the model loads with a
+// warning, and the warning goes to stderr, so stdout stays one JSON document.
+TEST(ModelCommands, AWarningNeverReachesStdout) {
+  testing::TempDir dir("headroom-extra-tensor");
+  std::vector<float> inv_freq(4, 0.5f);
+  const std::string model = CopyWithTensors("qwen2", dir.path(), [&](auto& tensors, auto&) {
+    tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {4}, inv_freq.data(), 16});
+  });
+  for (const std::string command : {"logits --ids 1,2,3", "generate --ids 1,2 --max-new-tokens 2"}) {
+    std::string out, err;
+    ASSERT_EQ(RunWorker(command + " --model " + model, out, err), 0) << err;
+    EXPECT_NO_THROW(json::parse(out)) << command << " printed: " << out;
+    EXPECT_NE(err.find("not parameters of Qwen2ForCausalLM"), std::string::npos) << err;
+  }
+}
+
+TEST(ModelCommandsRefusals, ANonFiniteWeightIsNamed) {
+  testing::TempDir dir("headroom-nan-weights");
+  const std::string model = CopyWithTensors("qwen2", dir.path(), [](auto& tensors, auto& owned) {
+    for (auto& t : tensors) {
+      if (t.name != "model.layers.1.mlp.up_proj.weight") continue;
+      owned.emplace_back(t.bytes / sizeof(float), 0.01f);
+      owned.back()[7] = std::nanf("");
+      t.data = owned.back().data();
+    }
+  });
+  for (const char* command : {"logits", "generate"}) {
+    const auto r = RunCommand({command, "--model", model, "--ids", "1,2,3"});
+    EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find("model.safetensors: tensor model.layers.1.mlp.up_proj.weight holds NaN (element 7)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+// A vocab_size of 2^40 is refused from config.json, before anything is allocated for it.
+TEST(ModelCommandsRefusals, AnAbsurdVocabularyIsRefusedBeforeAllocating) {
+  testing::TempDir dir("headroom-huge-vocab");
+  fs::copy(Fixture("qwen2"), dir.path(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json config = json::parse(std::ifstream(fs::path(dir.path()) / "config.json"));
+  config["vocab_size"] = int64_t{1} << 40;
+  std::ofstream(fs::path(dir.path()) / "config.json") << config.dump();
+  const auto r = RunCommand({"logits", "--model", dir.path(), "--ids", "1"});
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.err;
+  EXPECT_NE(r.err.find("config.json: vocab_size: 1099511627776 is above"), std::string::npos) << r.err;
 }
 
 // The binary dispatches to the commands before its training options are parsed.

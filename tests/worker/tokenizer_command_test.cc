@@ -4,7 +4,11 @@
 // with the line or the field named. The tokenizer itself: tests/worker/tokenizer/.
 #include <gtest/gtest.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -16,6 +20,7 @@
 
 #include "core/protocol/exit_codes.h"
 #include "tests/helpers/temp_dir.h"
+#include "worker/cli/tokenize_command.h"
 
 namespace headroom::worker {
 namespace {
@@ -86,6 +91,53 @@ TEST(TokenizeCommand, ABadLineIsNamedAndExitsTwo) {
   r = Worker(model + " --decode", "not json\n");
   EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
   EXPECT_NE(r.out.find("line 1: not valid JSON"), std::string::npos) << r.out;
+}
+
+// Two good lines, then 1 GiB of NUL bytes without a line end (a sparse file): line 3 is
+// refused after reading about the limit of it, the first two answered.
+TEST(TokenizeCommand, AGigabyteLineIsRefusedNamingTheLine) {
+  testing::TempDir dir("headroom-tokenize");
+  const fs::path in = fs::path(dir.path()) / "in.jsonl";
+  const std::string good = "\"1 + 2\"\n\"3\"\n";
+  std::ofstream(in) << good;
+  ASSERT_EQ(::truncate(in.c_str(), static_cast<off_t>(good.size()) + (off_t{1} << 30)), 0);
+  const std::string command = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker tokenize --model '" +
+                              kTinyTokenizer.string() + "' < '" + in.string() + "' 2>&1";
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), protocol::kExitInvalidSpec) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_NE(out.find("headroom-worker tokenize: line 3: the line is longer than 4 MiB"), std::string::npos) << out;
+}
+
+TEST(TokenizeCommand, ALineOneByteOverTheLimitIsRefused) {
+  const std::string model = kTinyTokenizer.string();
+  const char* argv[] = {"tokenize", "--model", model.c_str()};
+  for (size_t limit : {size_t{7}, size_t{6}}) {  // the second line, "12345", is 7 bytes
+    std::istringstream in("\"1\"\n\"12345\"\n");
+    std::ostringstream out, err;
+    const int code = RunTokenizeCommand(3, argv, in, out, err, limit);
+    if (limit == 7) {
+      EXPECT_EQ(code, 0) << err.str();
+    } else {
+      EXPECT_EQ(code, protocol::kExitInvalidSpec);
+      EXPECT_EQ(err.str(), "headroom-worker tokenize: line 2: the line is longer than 6 bytes (the limit for one line, "
+                           "one record)\n");
+    }
+  }
+}
+
+// A tokenizer.json that is a FIFO is refused, not waited on (a plain open would block
+// until something writes to it).
+TEST(TokenizeCommand, AFifoTokenizerIsRefused) {
+  testing::TempDir dir("headroom-tokenize");
+  const std::string fifo = dir.path() + "/tokenizer.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const WorkerRun r = Worker("--model '" + dir.path() + "'", "\"x\"\n");
+  EXPECT_EQ(r.code, protocol::kExitInvalidSpec) << r.out;
+  EXPECT_NE(r.out.find(fifo + ": is a FIFO, expected a tokenizer.json"), std::string::npos) << r.out;
 }
 
 TEST(TokenizeCommand, AnUnusableTokenizerExitsTwoNamingTheField) {

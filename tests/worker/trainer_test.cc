@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <stdexcept>
+
 #include "worker/comm/communicator.h"
 #include "worker/train/grpo_trainer.h"
 
@@ -73,6 +76,28 @@ TEST(GrpoTrainer, TokensKnownBeforeTheStep) {
   EXPECT_EQ(r.tokens, trainer.TokensPerStep());
   EXPECT_GT(r.generated_tokens, 0);
   EXPECT_LE(r.generated_tokens, 16 * 4);
+}
+
+// Weights that turn NaN make every later loss NaN and every reward 0: the step that sees a
+// non-finite loss or gradient norm stops the run, naming the step, instead of training on.
+TEST(GrpoTrainer, ANonFiniteLossStopsTheRunNamingTheStep) {
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(SmallJob(0.0), *comm, torch::kCPU);
+  trainer.RunStep(0);
+  trainer.shards().GatherAll();
+  {
+    torch::NoGradGuard no_grad;
+    trainer.model()->OrderedParameters().back().second.fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  try {
+    trainer.RunStep(1);
+    ADD_FAILURE() << "a step with NaN weights finished";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("step 2: loss ", 0), 0u) << what;
+    EXPECT_NE(what.find("nan"), std::string::npos) << what;
+    EXPECT_NE(what.find("not finite"), std::string::npos) << what;
+  }
 }
 
 TEST(GrpoTrainer, SpecsItCannotRunAreNamed) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "core/hf/hf_config.h"
 #include "core/hf/safetensors.h"
 #include "core/protocol/exit_codes.h"
+#include "worker/cli/log_to_stream.h"
 #include "worker/cli/parse_arguments.h"
 #include "worker/model/hf_causal_lm.h"
 
@@ -63,7 +65,13 @@ torch::Device ParseDevice(const std::string& name) {
   throw UsageError("--device: '" + name + "' is not cpu or cuda");
 }
 
+// Shortest round-trip decimal; JSON has no NaN or infinity, so a non-finite logit (from
+// finite weights, an overflow) is null.
 void WriteFloat(std::ostream& out, float v) {
+  if (!std::isfinite(v)) {
+    out << "null";
+    return;
+  }
   char buf[32];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   out.write(buf, end - buf);
@@ -141,6 +149,7 @@ int RunModelCommand(int argc, const char* const* argv, std::ostream& out, std::o
     app.add_option("--max-new-tokens", o.max_new_tokens, "greedy tokens to add (default 16)");
   }
   if (const auto exit_code = ParseArguments(app, argc, argv, out, err)) return *exit_code;
+  const LogToStream log_to_err(err);  // stdout holds only the JSON result
   try {
     return command == "logits" ? Logits(o, out) : Generate(o, out);
   } catch (const UsageError& e) {

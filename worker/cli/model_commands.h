@@ -3,7 +3,8 @@
 // rendezvous or checkpoint.
 //
 //   headroom-worker logits --model DIR --ids 1,5,9 [--device cuda]
-//       one JSON array per position: the fp32 logits (shortest round-trip decimals).
+//       one JSON array per position: the fp32 logits (shortest round-trip decimals; null
+//       for a non-finite one, which JSON cannot write).
 //   headroom-worker generate --model DIR --ids 1,5,9 --max-new-tokens N [--device cuda]
 //       one JSON array: the prompt ids, then up to N greedy ids (KV-cached decoding). Like
 //       transformers' generate, it stops after an end-of-sequence id: generation_config.json's
@@ -11,7 +12,9 @@
 //
 // Exit codes (core/protocol/exit_codes.h): 0; 2 when the model directory or the arguments
 // cannot be used (an unsupported architecture, dtype or field, a missing tensor, a token id
-// outside the vocabulary), the message naming the file and the field; 1 anything else.
+// outside the vocabulary, a weight that is NaN or infinite), the message naming the file and
+// the field or tensor; 1 anything else. stdout holds only the result: log lines (a
+// warning about tensors the model does not use) go to stderr.
 #pragma once
 
 #include <iosfwd>

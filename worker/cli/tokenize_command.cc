@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/files/bounded_line_reader.h"
 #include "core/protocol/exit_codes.h"
+#include "worker/cli/log_to_stream.h"
 #include "worker/cli/parse_arguments.h"
 #include "worker/tokenizer/hf_tokenizer.h"
 
@@ -16,9 +18,9 @@ namespace headroom::worker {
 namespace {
 
 // A line of input that cannot be used: exit 2.
-class LineError : public std::runtime_error {
+class LineError : public std::invalid_argument {
  public:
-  using std::runtime_error::runtime_error;
+  using std::invalid_argument::invalid_argument;
 };
 
 nlohmann::json ParseLine(const std::string& line) {
@@ -62,7 +64,8 @@ void DecodeLine(const HfTokenizer& tokenizer, const std::string& line, bool skip
 
 bool IsTokenizeCommand(const std::string& command) { return command == "tokenize"; }
 
-int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err) {
+int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
+                       size_t max_line_bytes) {
   std::string model;
   bool decode = false;
   bool skip_special = false;
@@ -72,17 +75,24 @@ int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std:
   app.add_flag("--decode", decode, "read arrays of ids and write strings, instead of the other way round");
   app.add_flag("--skip-special-tokens", skip_special, "with --decode: leave special tokens out of the text");
   if (const auto exit_code = ParseArguments(app, argc, argv, out, err)) return *exit_code;
+  const LogToStream log_to_err(err);  // stdout holds only the results
   try {
     const HfTokenizer tokenizer = HfTokenizer::Load(model);
+    // Line by line within a bound: a 1 GB "line" is refused after reading about the
+    // limit of it, not read whole.
+    files::BoundedLineReader lines(in, max_line_bytes);
     std::string line;
-    for (int64_t number = 1; std::getline(in, line); ++number) {
+    for (;;) {
+      int64_t number = lines.line_number() + 1;
       try {
+        if (!lines.Next(line)) break;
+        number = lines.line_number();
         if (decode) {
           DecodeLine(tokenizer, line, skip_special, out);
         } else {
           EncodeLine(tokenizer, line, out);
         }
-      } catch (const LineError& e) {
+      } catch (const std::invalid_argument& e) {  // LineError, files::LineTooLongError
         out.flush();
         err << "headroom-worker tokenize: line " << number << ": " << e.what() << "\n";
         return protocol::kExitInvalidSpec;

@@ -8,18 +8,24 @@
 //       reads one JSON array of ids per line, writes one JSON string per line.
 //
 // Exit codes (core/protocol/exit_codes.h): 0; 2 when DIR/tokenizer.json cannot be used (the
-// file and field named) or a line is not what it should be ("line N: ..."); 1 anything else.
+// file and field named) or a line is not what it should be ("line N: ..."), a line longer
+// than files::kMaxInputLineBytes among them (refused unread beyond that, so memory stays
+// bounded whatever the input); 1 anything else. Log lines go to stderr, never stdout.
 #pragma once
 
+#include <cstddef>
 #include <iosfwd>
 #include <string>
+
+#include "core/files/bounded_line_reader.h"
 
 namespace headroom::worker {
 
 bool IsTokenizeCommand(const std::string& command);
 
 // argv[0] is `tokenize`, then its options. Reads `in`, writes results to `out` and errors
-// to `err`; returns the exit code.
-int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err);
+// to `err`; returns the exit code. max_line_bytes: the longest input line (tests lower it).
+int RunTokenizeCommand(int argc, const char* const* argv, std::istream& in, std::ostream& out, std::ostream& err,
+                       size_t max_line_bytes = files::kMaxInputLineBytes);
 
 }  // namespace headroom::worker

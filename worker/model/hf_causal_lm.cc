@@ -297,6 +297,7 @@ HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {
                                  config.architecture_name + " with this config.json needs " + c10::str(param.sizes()));
     }
     const torch::Dtype dtype = TorchDtype(view.dtype, what);
+    hf::RequireFinite(view, name);
     // A view of the mapped bytes; the copy converts to fp32 and is the only copy made.
     auto stored = torch::from_blob(const_cast<std::byte*>(view.data), view.shape, torch::TensorOptions().dtype(dtype));
     param.copy_(stored);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "core/files/bounded_line_reader.h"
+#include "core/files/input_file.h"
 #include "worker/tasks/counter_rng.h"
 
 namespace headroom::worker {
@@ -47,38 +49,61 @@ uint64_t Fnv1a64(uint64_t hash, const std::string& bytes) {
 DatasetError::DatasetError(const std::string& file, int64_t line, const std::string& message)
     : std::runtime_error(Where(file, line) + message), file_(file), line_(line) {}
 
+namespace {
+// One record of the file: a JSON object holding both keys.
+DatasetRecord ParseRecord(const std::string& line, const std::string& path, int64_t number,
+                          const std::string& prompt_key, const std::string& answer_key) {
+  nlohmann::json record;
+  try {
+    record = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ...":
+    // keep what follows the line, which is this line's column and the reason.
+    std::string why = e.what();
+    if (size_t at = why.find("column"); at != std::string::npos) why = why.substr(at);
+    throw DatasetError(path, number, "invalid JSON (" + why + ")");
+  }
+  if (!record.is_object()) {
+    throw DatasetError(path, number, std::string("expected a JSON object per line, got ") + record.type_name());
+  }
+  DatasetRecord r;
+  r.prompt = FieldText(record, prompt_key, "prompt", path, number);
+  r.answer = FieldText(record, answer_key, "answer", path, number);
+  r.line = number;
+  return r;
+}
+
+}  // namespace
+
 JsonlDataset JsonlDataset::Load(const std::string& path, const std::string& prompt_key,
-                                const std::string& answer_key) {
+                                const std::string& answer_key, size_t max_line_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw DatasetError(path, 0, "is a directory, expected a .jsonl file");
+  try {  // a FIFO would block the open below
+    if (std::filesystem::exists(path, ec)) files::RequireRegularFile(path, "a .jsonl file");
+  } catch (const files::InputFileError& e) {
+    throw DatasetError(path, 0, std::string(e.what()).substr(path.size() + 2));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DatasetError(path, 0, std::string("cannot read: ") + std::strerror(errno));
   JsonlDataset dataset;
   dataset.path_ = path;
+  files::BoundedLineReader lines(in, max_line_bytes);
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
-    if (IsBlank(line)) continue;
-    nlohmann::json record;
-    try {
-      record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ...":
-      // keep what follows the line, which is this line's column and the reason.
-      std::string why = e.what();
-      if (size_t at = why.find("column"); at != std::string::npos) why = why.substr(at);
-      throw DatasetError(path, number, "invalid JSON (" + why + ")");
+  try {
+    while (lines.Next(line)) {
+      const int64_t number = lines.line_number();
+      if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte order mark
+      if (IsBlank(line)) continue;
+      dataset.records_.push_back(ParseRecord(line, path, number, prompt_key, answer_key));
     }
-    if (!record.is_object()) {
-      throw DatasetError(path, number, std::string("expected a JSON object per line, got ") + record.type_name());
-    }
-    DatasetRecord r;
-    r.prompt = FieldText(record, prompt_key, "prompt", path, number);
-    r.answer = FieldText(record, answer_key, "answer", path, number);
-    r.line = number;
-    dataset.records_.push_back(std::move(r));
+  } catch (const files::LineTooLongError& e) {
+    throw DatasetError(path, e.line(), e.what());
+  } catch (const DatasetError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw DatasetError(path, 0, e.what());
   }
-  if (in.bad()) throw DatasetError(path, 0, std::string("read failed: ") + std::strerror(errno));
   if (dataset.records_.empty()) throw DatasetError(path, 0, "no records (the file is empty or blank)");
   return dataset;
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/files/bounded_line_reader.h"
+
 namespace headroom::worker {
 
 // A problem with the dataset file: what() is "FILE:LINE: message", or "FILE: message"
@@ -39,8 +41,11 @@ class JsonlDataset {
   // UTF-8 byte order mark are accepted. Throws DatasetError naming the file, the line
   // and, for a missing key, the key and the keys the line has: unreadable file, no
   // records, invalid JSON, a line that is not an object, a missing key, a value that is
-  // neither string nor number.
-  static JsonlDataset Load(const std::string& path, const std::string& prompt_key, const std::string& answer_key);
+  // neither string nor number, a path that is not a regular file (a FIFO is refused, not
+  // waited on), and a line longer than max_line_bytes (refused after reading about that
+  // much of it: loading never holds more than one line beyond the records kept).
+  static JsonlDataset Load(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
+                           size_t max_line_bytes = files::kMaxInputLineBytes);
 
   int64_t size() const { return static_cast<int64_t>(records_.size()); }
   const DatasetRecord& operator[](int64_t i) const { return records_.at(static_cast<size_t>(i)); }

@@ -1,13 +1,17 @@
-// Verifiable tasks: prompts generated from (seed, global prompt index), answers checked
-// exactly. Nothing is downloaded; the same index gives the same problem on every rank.
-//
-// Formats (a generated task's prompts all have one length; a text task's vary and are left-padded):
-//   addition  "A+B="  A, B uniform in [0, 10^digits), written with exactly `digits` digits
-//                     (leading zeros kept); answer: A+B with exactly digits+1 digits.
-//                     e.g. digits=3: "007+120=" -> "0127"
-//   reverse   "D>"    D: `digits` uniform digits; answer: D reversed.   "120>" -> "021"
-//   sort      "D>"    D: `digits` uniform digits; answer: D sorted ascending. "302>" -> "023"
-// Token form: BOS + prompt characters; the expected response is answer characters + EOS.
+// A task: where a step's prompts come from, how responses stop and are padded, and how
+// they are scored. Two kinds implement it, chosen once from the spec (task_factory.h):
+//   - generated tasks (MakeTask below; task.cc): prompts made from (seed, global prompt
+//     index), answers checked exactly; nothing is read from disk, and the same index gives
+//     the same problem on every rank. Formats (one prompt length per task):
+//       addition  "A+B="  A, B uniform in [0, 10^digits), written with exactly `digits`
+//                         digits (leading zeros kept); answer: A+B with digits+1 digits.
+//                         e.g. digits=3: "007+120=" -> "0127"
+//       reverse   "D>"    D: `digits` uniform digits; answer: D reversed.   "120>" -> "021"
+//       sort      "D>"    D: `digits` uniform digits; answer: D sorted.     "302>" -> "023"
+//     Token form: BOS + prompt characters; the expected response is answer characters + EOS.
+//   - text tasks (text_task.h): problems from a JSON Lines dataset visited in a seeded
+//     order, rendered in a chat format and tokenized with the model's tokenizer, scored by
+//     a text reward; prompts vary in length and are left-padded.
 // The names and token counts are core's (core/spec/task_shapes.h), which the spec checks
 // maxPromptLength and maxResponseLength against.
 #pragma once

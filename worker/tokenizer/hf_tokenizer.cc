@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/files/input_file.h"
 #include "worker/tokenizer/added_vocabulary.h"
 #include "worker/tokenizer/bpe_model.h"
 #include "worker/tokenizer/byte_level.h"
@@ -26,11 +27,19 @@ struct HfTokenizer::Impl {
 
 namespace {
 
+// tokenizer.json and tokenizer_config.json, each refused above its size limit before it is
+// read (see core/files/input_file.h), and never waited on when it is a FIFO.
 nlohmann::json ReadJson(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw TokenizerError(file.string() + ": cannot be read");
+  const bool vocabulary = file.filename() == "tokenizer.json";
+  std::string text;
   try {
-    return nlohmann::json::parse(in);
+    text = files::ReadWholeFile(file.string(), vocabulary ? files::kMaxTokenizerFileBytes : files::kMaxJsonFileBytes,
+                                vocabulary ? "a tokenizer.json" : "a JSON file");
+  } catch (const files::InputFileError& e) {
+    throw TokenizerError(e.what());
+  }
+  try {
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw TokenizerError(file.string() + ": not valid JSON (" + e.what() + ")");
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <cmath>
 #include <stdexcept>
 
 #include "worker/grpo/advantages.h"
@@ -249,6 +250,14 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   shards_->Release();  // stage 3: a no-op after the last optimizer step released them; the
                       // step ends with only the shards whatever the optimizer does
   result.update_seconds = SecondsSince(t0);
+  // A non-finite loss or gradient norm has just made the weights NaN: training on would
+  // only log reward 0. Stop (exit 1) before this step can be checkpointed.
+  if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
+    throw std::runtime_error("step " + std::to_string(step + 1) + ": loss " + std::to_string(stats.loss) +
+                             ", gradient norm " + std::to_string(stats.grad_norm) +
+                             ": not finite, the weights are no longer usable; stopped (the last checkpoint is "
+                             "from before this step)");
+  }
 
   result.reward_mean = rewards.mean().item<double>();
   result.exact_fraction = exact / static_cast<double>(n);

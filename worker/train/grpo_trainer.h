@@ -109,7 +109,9 @@ class GrpoTrainer {
   std::unique_ptr<ModelShards> shards_;
   std::unique_ptr<RolloutEngine> rollout_;
   std::unique_ptr<PolicyUpdater> updater_;
-  torch::Tensor response_bias_;  // [vocab]: 0 for digits and EOS, -inf otherwise
+  // [vocab]: 0 for the tokens a response may use, -inf for the rest; undefined when the
+  // task allows any token (ResponseFormat::allowed empty, as for text tasks).
+  torch::Tensor response_bias_;
   int64_t pad_token_ = 0;        // the task's pad: fills rows after a stop, and prompts on the left
   int64_t local_prompts_ = 0;
 };
