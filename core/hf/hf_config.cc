@@ -71,6 +71,48 @@ void ReadRope(const Reader& r, const json& rope, const std::string& path, HfMode
   }
 }
 
+// The model's sizes: each required one >= 1 and within its bound (MaxDimension), and the
+// attention heads consistent (the parameter total is checked once every field is read).
+void ReadDimensions(const Reader& r, const json& j, HfModelConfig& c) {
+  c.vocab_size = r.Int(j, "vocab_size", "vocab_size", true, 0);
+  c.hidden_size = r.Int(j, "hidden_size", "hidden_size", true, 0);
+  c.intermediate_size = r.Int(j, "intermediate_size", "intermediate_size", true, 0);
+  c.num_hidden_layers = r.Int(j, "num_hidden_layers", "num_hidden_layers", true, 0);
+  c.num_attention_heads = r.Int(j, "num_attention_heads", "num_attention_heads", true, 0);
+  c.num_key_value_heads = r.Int(j, "num_key_value_heads", "num_key_value_heads", false, c.num_attention_heads);
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size},
+                         {"hidden_size", c.hidden_size},
+                         {"intermediate_size", c.intermediate_size},
+                         {"num_hidden_layers", c.num_hidden_layers},
+                         {"num_attention_heads", c.num_attention_heads},
+                         {"num_key_value_heads", c.num_key_value_heads}}) {
+    if (v < 1) r.Fail(name, "must be >= 1, got " + std::to_string(v));
+    if (v > MaxDimension(name)) {
+      r.Fail(name, std::to_string(v) + " is above " + std::to_string(MaxDimension(name)) +
+                       ", the largest headroom reads (see hf_config.h)");
+    }
+  }
+  if (c.num_attention_heads % c.num_key_value_heads != 0) {
+    r.Fail("num_key_value_heads", std::to_string(c.num_key_value_heads) + " does not divide num_attention_heads " +
+                                      std::to_string(c.num_attention_heads));
+  }
+  const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
+  if (!explicit_head_dim && c.hidden_size % c.num_attention_heads != 0) {
+    r.Fail("head_dim", "missing, and hidden_size is not a multiple of num_attention_heads");
+  }
+  c.head_dim = r.Int(j, "head_dim", "head_dim", false, c.hidden_size / c.num_attention_heads);
+  if (c.head_dim < 2 || c.head_dim % 2 != 0) r.Fail("head_dim", "must be even and >= 2 (rotary embeddings)");
+  if (c.head_dim > MaxDimension("head_dim")) {
+    r.Fail("head_dim", std::to_string(c.head_dim) + " is above " + std::to_string(MaxDimension("head_dim")) +
+                           ", the largest headroom reads (see hf_config.h)");
+  }
+  c.max_position_embeddings = r.Int(j, "max_position_embeddings", "max_position_embeddings", false, 4096);
+  if (c.max_position_embeddings < 1 || c.max_position_embeddings > MaxDimension("max_position_embeddings")) {
+    r.Fail("max_position_embeddings", "must be in [1, " + std::to_string(MaxDimension("max_position_embeddings")) +
+                                          "], got " + std::to_string(c.max_position_embeddings));
+  }
+}
+
 }  // namespace
 
 int64_t MaxDimension(const std::string& field) {
@@ -119,43 +161,7 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
     r.Fail("architectures", "\"" + c.architecture_name +
                                 "\" is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
   }
-  c.vocab_size = r.Int(j, "vocab_size", "vocab_size", true, 0);
-  c.hidden_size = r.Int(j, "hidden_size", "hidden_size", true, 0);
-  c.intermediate_size = r.Int(j, "intermediate_size", "intermediate_size", true, 0);
-  c.num_hidden_layers = r.Int(j, "num_hidden_layers", "num_hidden_layers", true, 0);
-  c.num_attention_heads = r.Int(j, "num_attention_heads", "num_attention_heads", true, 0);
-  c.num_key_value_heads = r.Int(j, "num_key_value_heads", "num_key_value_heads", false, c.num_attention_heads);
-  for (auto [name, v] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size},
-                         {"hidden_size", c.hidden_size},
-                         {"intermediate_size", c.intermediate_size},
-                         {"num_hidden_layers", c.num_hidden_layers},
-                         {"num_attention_heads", c.num_attention_heads},
-                         {"num_key_value_heads", c.num_key_value_heads}}) {
-    if (v < 1) r.Fail(name, "must be >= 1, got " + std::to_string(v));
-    if (v > MaxDimension(name)) {
-      r.Fail(name, std::to_string(v) + " is above " + std::to_string(MaxDimension(name)) +
-                       ", the largest headroom reads (see hf_config.h)");
-    }
-  }
-  if (c.num_attention_heads % c.num_key_value_heads != 0) {
-    r.Fail("num_key_value_heads", std::to_string(c.num_key_value_heads) + " does not divide num_attention_heads " +
-                                      std::to_string(c.num_attention_heads));
-  }
-  const bool explicit_head_dim = j.contains("head_dim") && !j["head_dim"].is_null();
-  if (!explicit_head_dim && c.hidden_size % c.num_attention_heads != 0) {
-    r.Fail("head_dim", "missing, and hidden_size is not a multiple of num_attention_heads");
-  }
-  c.head_dim = r.Int(j, "head_dim", "head_dim", false, c.hidden_size / c.num_attention_heads);
-  if (c.head_dim < 2 || c.head_dim % 2 != 0) r.Fail("head_dim", "must be even and >= 2 (rotary embeddings)");
-  if (c.head_dim > MaxDimension("head_dim")) {
-    r.Fail("head_dim", std::to_string(c.head_dim) + " is above " + std::to_string(MaxDimension("head_dim")) +
-                           ", the largest headroom reads (see hf_config.h)");
-  }
-  c.max_position_embeddings = r.Int(j, "max_position_embeddings", "max_position_embeddings", false, 4096);
-  if (c.max_position_embeddings < 1 || c.max_position_embeddings > MaxDimension("max_position_embeddings")) {
-    r.Fail("max_position_embeddings", "must be in [1, " + std::to_string(MaxDimension("max_position_embeddings")) +
-                                          "], got " + std::to_string(c.max_position_embeddings));
-  }
+  ReadDimensions(r, j, c);
   c.rms_norm_eps = r.Number(j, "rms_norm_eps", "rms_norm_eps", 1e-6);
   c.tie_word_embeddings = r.Bool(j, "tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2 || r.Bool(j, "attention_bias", false);

@@ -25,6 +25,38 @@ using nlohmann::json;
   throw SafetensorsError(file + ": " + why);
 }
 
+// One tensor's header entry, its data inside [data, data + data_size).
+TensorView ParseEntry(const std::string& path, const std::string& name, const json& entry, const std::byte* data,
+                      size_t data_size) {
+  const auto fail = [&](const std::string& why) { Fail(path, "tensor " + name + ": " + why); };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    fail("needs dtype, shape and data_offsets");
+  TensorView view;
+  view.file = path;
+  view.dtype = entry["dtype"].get<std::string>();
+  size_t elements = 1;
+  for (const auto& d : entry["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) fail("bad shape " + entry["shape"].dump());
+    view.shape.push_back(d.get<int64_t>());
+    // No real tensor has 2^48 elements: a larger product is a bad shape, not an overflow.
+    if (__builtin_mul_overflow(elements, static_cast<size_t>(d.get<int64_t>()), &elements) ||
+        elements > (size_t{1} << 48)) {
+      fail("shape " + entry["shape"].dump() + " is too large");
+    }
+  }
+  const auto& off = entry["data_offsets"];
+  if (!off.is_array() || off.size() != 2) fail("data_offsets must be [begin, end]");
+  const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  if (begin > end || end > data_size) fail("data_offsets " + off.dump() + " outside the data");
+  const size_t element_size = DtypeSize(view.dtype);
+  if (element_size != 0 && (end - begin) != elements * element_size) {
+    fail(std::to_string(end - begin) + " bytes for shape " + entry["shape"].dump() + " of " + view.dtype);
+  }
+  view.data = data + begin;
+  view.bytes = end - begin;
+  return view;
+}
+
 // The format gives each tensor its own bytes: two whose data_offsets overlap would alias
 // each other (writing one would change the other). "" when none do.
 std::string FindOverlap(const std::map<std::string, TensorView>& tensors, const std::byte* data) {
@@ -135,48 +167,23 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   }
   const std::byte* data = base + 8 + header_len;
   const size_t data_size = size_ - 8 - header_len;
-  auto fail = [&](const std::string& why) {
+  try {
+    if (!header.is_object()) Fail(path, "header must be a JSON object");
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        if (entry.is_object())
+          for (const auto& [k, v] : entry.items())
+            if (v.is_string()) metadata_[k] = v.get<std::string>();
+        continue;
+      }
+      tensors_.emplace(name, ParseEntry(path, name, entry, data, data_size));
+    }
+    if (std::string overlap = FindOverlap(tensors_, data); !overlap.empty()) Fail(path, overlap);
+  } catch (const SafetensorsError&) {
     ::munmap(mapping_, size_);
     mapping_ = nullptr;
-    Fail(path, why);
-  };
-  if (!header.is_object()) fail("header must be a JSON object");
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      if (entry.is_object())
-        for (const auto& [k, v] : entry.items())
-          if (v.is_string()) metadata_[k] = v.get<std::string>();
-      continue;
-    }
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
-      fail("tensor " + name + ": needs dtype, shape and data_offsets");
-    TensorView view;
-    view.file = path;
-    view.dtype = entry["dtype"].get<std::string>();
-    size_t elements = 1;
-    for (const auto& d : entry["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) fail("tensor " + name + ": bad shape " + entry["shape"].dump());
-      view.shape.push_back(d.get<int64_t>());
-      // No real tensor has 2^48 elements: a larger product is a bad shape, not an overflow.
-      if (__builtin_mul_overflow(elements, static_cast<size_t>(d.get<int64_t>()), &elements) ||
-          elements > (size_t{1} << 48)) {
-        fail("tensor " + name + ": shape " + entry["shape"].dump() + " is too large");
-      }
-    }
-    const auto& off = entry["data_offsets"];
-    if (!off.is_array() || off.size() != 2) fail("tensor " + name + ": data_offsets must be [begin, end]");
-    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    if (begin > end || end > data_size) fail("tensor " + name + ": data_offsets " + off.dump() + " outside the data");
-    const size_t element_size = DtypeSize(view.dtype);
-    if (element_size != 0 && (end - begin) != elements * element_size) {
-      fail("tensor " + name + ": " + std::to_string(end - begin) + " bytes for shape " + entry["shape"].dump() + " of " +
-           view.dtype);
-    }
-    view.data = data + begin;
-    view.bytes = end - begin;
-    tensors_.emplace(name, std::move(view));
+    throw;
   }
-  if (std::string overlap = FindOverlap(tensors_, data); !overlap.empty()) fail(overlap);
 }
 
 SafetensorsFile::~SafetensorsFile() {
