@@ -9,6 +9,7 @@
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
+#include "operator/local/workdir_lock.h"
 #include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
 
@@ -24,9 +25,11 @@ void WriteText(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-// Decides between resuming an interrupted run and starting over after a finished one.
-// Starting over removes the finished run's checkpoints but keeps its Hugging Face export
-// until this run's replaces it.
+// Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
+// deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
+// resumes at that step, trains nothing, and redoes only what is missing, such as an export
+// a kill interrupted. Training it again from scratch is the user's deliberate choice:
+// another --workdir, or removing the checkpoints (the notice says so).
 std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
   fs::create_directories(workdir);
   for (const auto& entry : fs::directory_iterator(workdir)) {
@@ -36,11 +39,10 @@ std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& 
   std::optional<int64_t> latest = ReadLatestCheckpointStep(checkpoints);
   if (!latest) return "";
   if (*latest >= job.spec.grpo.steps) {
-    for (const auto& entry : fs::directory_iterator(checkpoints)) {
-      if (entry.path().filename() != hf::kJobExportDirName) fs::remove_all(entry.path());
-    }
-    return "the run in " + workdir + " had finished (checkpoint at step " + std::to_string(*latest) +
-           "); starting over";
+    const bool export_missing = !job.spec.model.path.empty() && !fs::exists(hf::JobExportDir(checkpoints));
+    return "the job in " + workdir + " already finished (checkpoint at step " + std::to_string(*latest) +
+           ", kept)" + (export_missing ? "; writing its missing export" : "; nothing to train") +
+           ". To train it again from scratch, run with another --workdir or remove " + checkpoints;
   }
   return "resuming from the checkpoint at step " + std::to_string(*latest) + " in " + checkpoints;
 }
@@ -53,6 +55,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   std::ostream& out = options.progress ? *options.progress : sink;
   ProgressView view(out, options.terminal, job.metadata.name);
 
+  const WorkdirLock lock(options.workdir);  // before anything in the workdir is touched
   const std::string resume_note = PrepareWorkdir(options.workdir, job);
   if (!resume_note.empty()) view.Notice(resume_note);
 
