@@ -136,6 +136,9 @@ class JobReconciler {
   std::optional<int> first_crashed_rank_;  // the rank whose crash ended this generation
   int unrequested_relaunches_ = 0;         // what memoryGuard.maxRestarts caps
   bool saw_step_this_generation_ = false;
+  // Generations in a row whose rank the kernel OOM-killed before it finished a step: memory
+  // spent reading inputs, which the guard's changes cannot shrink (kOomKillsBeforeAStepLimit).
+  int oom_kills_before_a_step_ = 0;
   // A crash whose checkpoint step the backend could not see: steps lost are settled when
   // the next generation reports its first step (resumed from = that step - 1).
   std::optional<int64_t> unsettled_loss_from_step_;
