@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/hf/hf_export.h"
+#include "operator/local/atomic_file.h"
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
@@ -18,12 +19,6 @@ namespace headroom::local {
 namespace fs = std::filesystem;
 
 namespace {
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
 
 // Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
 // deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
@@ -113,7 +108,6 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     const bool written = result.status.phase == runtime::JobPhase::kSucceeded && fs::exists(exported);
     result.summary.export_dir = written ? exported : "";
   }
-  series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
   MemoryChartInput chart;
   chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
                 result.summary.phase;
@@ -123,14 +117,21 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   chart.host_limit_bytes = job.spec.resources.memory_bytes;
   chart.host_threshold = job.spec.memory_guard.host_threshold;
   chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
-  WriteText(result.summary.chart_svg, RenderMemoryChartSvg(chart));
-  WriteText(options.workdir + "/summary.json", result.summary.ToJson());
+  // A full disk must not cost the summary: the caller still prints it, with this error.
+  try {
+    series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
+    WriteFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+    WriteFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
+  } catch (const std::exception& e) {
+    result.record_error = std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
+  }
 
   switch (result.status.phase) {
     case runtime::JobPhase::kSucceeded: result.exit_code = 0; break;
     case runtime::JobPhase::kSuspended: result.exit_code = result.interrupted ? 130 : 0; break;
     default: result.exit_code = 1; break;
   }
+  if (!result.record_error.empty() && result.exit_code == 0) result.exit_code = 1;
   return result;
 }
 

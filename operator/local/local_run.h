@@ -49,7 +49,10 @@ struct LocalRunResult {
   RunSummary summary;
   bool interrupted = false;
   bool used_cgroups = false;
-  // 0 Succeeded (or suspended by spec), 1 Failed, 130 stopped by Ctrl-C.
+  // Why the run's record (memory files, summary.json) could not be written, e.g. a full
+  // disk; "" when it was. The summary above is complete either way.
+  std::string record_error;
+  // 0 Succeeded (or suspended by spec), 1 Failed or its record not written, 130 stopped by Ctrl-C.
   int exit_code = 0;
 };
 
