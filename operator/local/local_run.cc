@@ -42,6 +42,29 @@ std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& 
   return "resuming from the checkpoint at step " + std::to_string(*latest) + " in " + checkpoints;
 }
 
+// memory.csv, memory.svg and summary.json, each atomically. Returns why they could not
+// all be written ("" when they were): a full disk must not cost the caller the summary.
+std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& options, const MemorySeries& series,
+                           const LocalRunResult& result) {
+  MemoryChartInput chart;
+  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
+                result.summary.phase;
+  chart.records = series.records();
+  chart.actions = result.status.actions;
+  chart.total_steps = job.spec.grpo.steps;
+  chart.host_limit_bytes = job.spec.resources.memory_bytes;
+  chart.host_threshold = job.spec.memory_guard.host_threshold;
+  chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
+  try {
+    series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
+    WriteFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+    WriteFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
+  } catch (const std::exception& e) {
+    return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
+  }
+  return "";
+}
+
 }  // namespace
 
 LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions& options) {
@@ -108,23 +131,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     const bool written = result.status.phase == runtime::JobPhase::kSucceeded && fs::exists(exported);
     result.summary.export_dir = written ? exported : "";
   }
-  MemoryChartInput chart;
-  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
-                result.summary.phase;
-  chart.records = series.records();
-  chart.actions = result.status.actions;
-  chart.total_steps = job.spec.grpo.steps;
-  chart.host_limit_bytes = job.spec.resources.memory_bytes;
-  chart.host_threshold = job.spec.memory_guard.host_threshold;
-  chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
-  // A full disk must not cost the summary: the caller still prints it, with this error.
-  try {
-    series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
-    WriteFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
-    WriteFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
-  } catch (const std::exception& e) {
-    result.record_error = std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
-  }
+  result.record_error = WriteRunRecord(job, options, series, result);
 
   switch (result.status.phase) {
     case runtime::JobPhase::kSucceeded: result.exit_code = 0; break;

@@ -427,14 +427,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
                                          : ActionType::kRestartAfterCrash;
   const bool out_of_memory = e.oom_killed || gpu_oom_exit;
 
-  oom_kills_before_a_step_ = e.oom_killed && !saw_step_this_generation_ ? oom_kills_before_a_step_ + 1 : 0;
-  if (oom_kills_before_a_step_ >= kOomKillsBeforeAStepLimit) {
-    return Finish(JobPhase::kFailed,
-                  "out of memory before the first step, " + std::to_string(oom_kills_before_a_step_) +
-                      " times in a row: the worker runs out reading its inputs, which more workers or smaller "
-                      "batches do not change; check spec.model.path and spec.task.dataset (a file far larger than "
-                      "it should be?) (" + what + ")");
-  }
+  if (EndsForInputsOutOfMemory(e)) return Finish(JobPhase::kFailed, OutOfMemoryReadingInputs(what));
   if (!options_.guard_enabled) {
     NextStep next = Relaunch(reached, type, what + lost, true, false);
     if (next.kind == NextStep::Kind::kLaunch) {
@@ -463,6 +456,18 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   if (!plain) history_.Record(d);
   next.launch.guard_history_json = history_.ToJson();
   return next;
+}
+
+bool JobReconciler::EndsForInputsOutOfMemory(const RankExit& e) {
+  oom_kills_before_a_step_ = e.oom_killed && !saw_step_this_generation_ ? oom_kills_before_a_step_ + 1 : 0;
+  return oom_kills_before_a_step_ >= kOomKillsBeforeAStepLimit;
+}
+
+std::string JobReconciler::OutOfMemoryReadingInputs(const std::string& what) const {
+  return "out of memory before the first step, " + std::to_string(oom_kills_before_a_step_) +
+         " times in a row: the worker runs out reading its inputs, which more workers or smaller batches do not "
+         "change; check spec.model.path and spec.task.dataset (a file far larger than it should be?) (" +
+         what + ")";
 }
 
 NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {

@@ -97,6 +97,11 @@ class JobReconciler {
   NextStep Finish(JobPhase phase, const std::string& message);
   NextStep OnGenerationEnded(const Observation& observed);
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
+  // Counts a kernel OOM kill before this generation's first step (any other end resets the
+  // count); true once that happened kOomKillsBeforeAStepLimit generations in a row.
+  bool EndsForInputsOutOfMemory(const RankExit& e);
+  // The Failed message then: the cause (the inputs) first, `what` the last kill.
+  std::string OutOfMemoryReadingInputs(const std::string& what) const;
   NextStep OnGuardStop(const RankObservation& stopped);
   NextStep Relaunch(int64_t step, ActionType type, const std::string& reason,
                     bool counts_as_restart, bool reshard);
