@@ -27,6 +27,7 @@
 
 #include "core/spec/training_job.h"
 #include "operator/cli/command_registry.h"
+#include "operator/local/atomic_file.h"
 #include "operator/local/build_freshness.h"
 #include "operator/local/local_run.h"
 
@@ -110,11 +111,12 @@ int RunRun(const RunFlags& flags) {
   if (result.exit_code == 130) {
     std::cout << "  resume with: headroom run " << flags.job_path << " --workdir " << options.workdir << "\n";
   }
+  if (!result.record_error.empty()) std::cerr << "headroom: " << result.record_error << "\n";
   if (!flags.summary_path.empty()) {
-    std::ofstream out(flags.summary_path, std::ios::trunc);
-    out << result.summary.ToJson();
-    if (!out) {
-      std::cerr << "headroom: cannot write " << flags.summary_path << "\n";
+    try {
+      local::WriteFileAtomically(flags.summary_path, result.summary.ToJson());
+    } catch (const std::exception& e) {
+      std::cerr << "headroom: " << e.what() << "\n";
       return 1;
     }
   }

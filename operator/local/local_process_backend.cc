@@ -25,6 +25,7 @@
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
+#include "operator/local/stale_cgroups.h"
 
 extern char** environ;
 
@@ -217,6 +218,11 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
                 "-r" + std::to_string(rank),
             limit_bytes_, options_.cgroup_root);
         r.oom_kills_at_start = r.cgroup->OomKillCount();
+        if (!stale_cgroups_swept_) {
+          stale_cgroups_swept_ = true;
+          const int swept = RemoveStaleCgroups(fs::path(r.cgroup->dir()).parent_path().string());
+          if (swept > 0) Notice("removed " + std::to_string(swept) + " empty memory cgroup(s) of killed runs");
+        }
       }
       std::vector<std::string> env = base_env;
       env.push_back(var(protocol::kRankEnv, std::to_string(rank)));

@@ -93,6 +93,7 @@ class LocalProcessBackend : public runtime::WorkerBackend {
 
   LocalBackendOptions options_;
   bool use_cgroups_ = false;
+  bool stale_cgroups_swept_ = false;  // RemoveStaleCgroups runs once, at the first cgroup
   int generation_ = 0;
   int64_t limit_bytes_ = 0;
   std::vector<Rank> ranks_;

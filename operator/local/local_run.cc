@@ -6,9 +6,11 @@
 #include <thread>
 
 #include "core/hf/hf_export.h"
+#include "operator/local/atomic_file.h"
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
+#include "operator/local/workdir_lock.h"
 #include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
 
@@ -18,15 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-// Decides between resuming an interrupted run and starting over after a finished one.
-// Starting over removes the finished run's checkpoints but keeps its Hugging Face export
-// until this run's replaces it.
+// Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
+// deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
+// resumes at that step, trains nothing, and redoes only what is missing, such as an export
+// a kill interrupted. Training it again from scratch is the user's deliberate choice:
+// another --workdir, or removing the checkpoints (the notice says so).
 std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
   fs::create_directories(workdir);
   for (const auto& entry : fs::directory_iterator(workdir)) {
@@ -36,13 +34,35 @@ std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& 
   std::optional<int64_t> latest = ReadLatestCheckpointStep(checkpoints);
   if (!latest) return "";
   if (*latest >= job.spec.grpo.steps) {
-    for (const auto& entry : fs::directory_iterator(checkpoints)) {
-      if (entry.path().filename() != hf::kJobExportDirName) fs::remove_all(entry.path());
-    }
-    return "the run in " + workdir + " had finished (checkpoint at step " + std::to_string(*latest) +
-           "); starting over";
+    const bool export_missing = !job.spec.model.path.empty() && !fs::exists(hf::JobExportDir(checkpoints));
+    return "the job in " + workdir + " already finished (checkpoint at step " + std::to_string(*latest) +
+           ", kept)" + (export_missing ? "; writing its missing export" : "; nothing to train") +
+           ". To train it again from scratch, run with another --workdir or remove " + checkpoints;
   }
   return "resuming from the checkpoint at step " + std::to_string(*latest) + " in " + checkpoints;
+}
+
+// memory.csv, memory.svg and summary.json, each atomically. Returns why they could not
+// all be written ("" when they were): a full disk must not cost the caller the summary.
+std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& options, const MemorySeries& series,
+                           const LocalRunResult& result) {
+  MemoryChartInput chart;
+  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
+                result.summary.phase;
+  chart.records = series.records();
+  chart.actions = result.status.actions;
+  chart.total_steps = job.spec.grpo.steps;
+  chart.host_limit_bytes = job.spec.resources.memory_bytes;
+  chart.host_threshold = job.spec.memory_guard.host_threshold;
+  chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
+  try {
+    series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
+    WriteFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+    WriteFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
+  } catch (const std::exception& e) {
+    return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -53,6 +73,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   std::ostream& out = options.progress ? *options.progress : sink;
   ProgressView view(out, options.terminal, job.metadata.name);
 
+  const WorkdirLock lock(options.workdir);  // before anything in the workdir is touched
   const std::string resume_note = PrepareWorkdir(options.workdir, job);
   if (!resume_note.empty()) view.Notice(resume_note);
 
@@ -110,24 +131,14 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     const bool written = result.status.phase == runtime::JobPhase::kSucceeded && fs::exists(exported);
     result.summary.export_dir = written ? exported : "";
   }
-  series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
-  MemoryChartInput chart;
-  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
-                result.summary.phase;
-  chart.records = series.records();
-  chart.actions = result.status.actions;
-  chart.total_steps = job.spec.grpo.steps;
-  chart.host_limit_bytes = job.spec.resources.memory_bytes;
-  chart.host_threshold = job.spec.memory_guard.host_threshold;
-  chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
-  WriteText(result.summary.chart_svg, RenderMemoryChartSvg(chart));
-  WriteText(options.workdir + "/summary.json", result.summary.ToJson());
+  result.record_error = WriteRunRecord(job, options, series, result);
 
   switch (result.status.phase) {
     case runtime::JobPhase::kSucceeded: result.exit_code = 0; break;
     case runtime::JobPhase::kSuspended: result.exit_code = result.interrupted ? 130 : 0; break;
     default: result.exit_code = 1; break;
   }
+  if (!result.record_error.empty() && result.exit_code == 0) result.exit_code = 1;
   return result;
 }
 

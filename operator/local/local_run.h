@@ -2,8 +2,10 @@
 // machine — the shared JobReconciler deciding, a LocalProcessBackend running the workers,
 // a ProgressView showing it, and the run's record written to the work directory:
 //
-//   WORKDIR/checkpoints/        the job's checkpoints (a rerun resumes from them; a run
-//                               whose checkpoint already holds the last step starts over)
+//   WORKDIR/checkpoints/        the job's checkpoints, never deleted by a run: a rerun
+//                               resumes from them; one whose checkpoint holds the last step
+//                               trains nothing and only redoes a missing export
+//   WORKDIR/run.lock            held (flock) while a run is under way (workdir_lock.h)
 //   WORKDIR/gen-NNNN/           per generation: job.yaml, rank logs, termination messages
 //   WORKDIR/memory.csv          the per-step trace `headroom replay` reads
 //   WORKDIR/memory-by-rank.csv  every rank of every generation
@@ -47,10 +49,14 @@ struct LocalRunResult {
   RunSummary summary;
   bool interrupted = false;
   bool used_cgroups = false;
-  // 0 Succeeded (or suspended by spec), 1 Failed, 130 stopped by Ctrl-C.
+  // Why the run's record (memory files, summary.json) could not be written, e.g. a full
+  // disk; "" when it was. The summary above is complete either way.
+  std::string record_error;
+  // 0 Succeeded (or suspended by spec), 1 Failed or its record not written, 130 stopped by Ctrl-C.
   int exit_code = 0;
 };
 
+// Throws WorkdirBusyError, touching nothing, when another run holds the workdir.
 LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions& options);
 
 }  // namespace headroom::local

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/guard/trace.h"
+#include "operator/local/atomic_file.h"
 
 namespace headroom::local {
 
@@ -37,22 +38,20 @@ void MemorySeries::WriteCsv(const std::string& trace_path, const std::string& by
   // of each record: the by-rank file adds who measured it and two of its other fields.
   std::vector<guard::StepMemory> worst;
   for (const protocol::StepRecord& r : WorstPerStep()) worst.push_back(r.ToStepMemory());
-  std::ofstream trace(trace_path, std::ios::trunc);
-  if (!trace) throw std::runtime_error("cannot write " + trace_path);
-  trace << guard::FormatTrace(worst);
+  WriteFileAtomically(trace_path, guard::FormatTrace(worst));
 
   std::vector<guard::StepMemory> all;
   for (const protocol::StepRecord& r : records_) all.push_back(r.ToStepMemory());
   std::istringstream rows(guard::FormatTrace(all));
   std::string row;
   std::getline(rows, row);
-  std::ofstream by_rank(by_rank_path, std::ios::trunc);
-  if (!by_rank) throw std::runtime_error("cannot write " + by_rank_path);
+  std::ostringstream by_rank;
   by_rank << "generation,rank," << row << ",reward_mean,step_seconds\n";
   for (const protocol::StepRecord& r : records_) {
     std::getline(rows, row);
     by_rank << r.generation << ',' << r.rank << ',' << row << ',' << r.reward_mean << ',' << r.step_seconds << "\n";
   }
+  WriteFileAtomically(by_rank_path, by_rank.str());
 }
 
 }  // namespace headroom::local

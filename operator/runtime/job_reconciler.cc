@@ -31,6 +31,20 @@ std::string Percent(int64_t bytes, int64_t limit) {
   return limit > 0 ? std::to_string(100 * bytes / limit) + "%" : "?";
 }
 
+// Why a worker says it ended: its error line (core/protocol's rule), from its termination
+// message, else (a worker that wrote none, or on Kubernetes the log tail the pod falls
+// back to) its output. "" when it said nothing.
+std::string ReasonTheWorkerGave(const RankExit& e) {
+  return protocol::CrashReasonLine(e.termination_message.empty() ? e.last_output : e.termination_message)
+      .substr(0, 300);
+}
+
+// A rank OOM-killed before any step, this many generations in a row, ends the job: the
+// memory went to loading the model or reading the dataset (a file far larger than its
+// records, say), not to training, so more workers and smaller batches cannot help. The
+// guard still gets two changes, since the first step itself may be what does not fit.
+constexpr int kOomKillsBeforeAStepLimit = 3;
+
 }  // namespace
 
 const char* NextStepKindName(NextStep::Kind kind) {
@@ -145,6 +159,7 @@ void JobReconciler::Ingest(const Observation& observed) {
     any = true;
     if (!saw_step_this_generation_) {
       saw_step_this_generation_ = true;
+      oom_kills_before_a_step_ = 0;
       generation_resumed_from_ = r.step - 1;
       // Steps the workers redo that the ledger has not counted yet: a crash whose
       // checkpoint was not visible, or a worker that resumed from further back than the
@@ -297,8 +312,10 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   for (const RankObservation& r : observed.ranks) {
     const RankExit& e = *r.exit;
     if (e.exit_code == protocol::kExitInvalidSpec) {
-      return Finish(JobPhase::kFailed, "rank " + std::to_string(r.rank) + " rejected the spec (exit 2)" +
-                                           (e.termination_message.empty() ? "" : ": " + e.termination_message));
+      // The cause first: it is the line a user reads (progress view, summary, status).
+      const std::string cause = ReasonTheWorkerGave(e);
+      const std::string who = "rank " + std::to_string(r.rank) + " refused to start (exit 2)";
+      return Finish(JobPhase::kFailed, cause.empty() ? who + " and gave no reason" : cause + " (" + who + ")");
     }
     if (e.oom_killed || e.exit_code == protocol::kExitGpuOom) ++oom;
     if (e.exit_code == protocol::kExitFinished) {
@@ -402,8 +419,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
            std::to_string(e.exit_code) + ")";
     // On Kubernetes a worker that wrote no message has its log's tail there instead
     // (FallbackToLogsOnError): the reason is its error line, not a frame or a warning.
-    const std::string said =
-        protocol::CrashReasonLine(e.termination_message.empty() ? e.last_output : e.termination_message);
+    const std::string said = ReasonTheWorkerGave(e);
     if (!said.empty()) what += ": " + said.substr(0, 200);
   }
   const ActionType type = e.oom_killed    ? ActionType::kRestartAfterOOMKill
@@ -411,6 +427,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
                                          : ActionType::kRestartAfterCrash;
   const bool out_of_memory = e.oom_killed || gpu_oom_exit;
 
+  if (EndsForInputsOutOfMemory(e)) return Finish(JobPhase::kFailed, OutOfMemoryReadingInputs(what));
   if (!options_.guard_enabled) {
     NextStep next = Relaunch(reached, type, what + lost, true, false);
     if (next.kind == NextStep::Kind::kLaunch) {
@@ -439,6 +456,18 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   if (!plain) history_.Record(d);
   next.launch.guard_history_json = history_.ToJson();
   return next;
+}
+
+bool JobReconciler::EndsForInputsOutOfMemory(const RankExit& e) {
+  oom_kills_before_a_step_ = e.oom_killed && !saw_step_this_generation_ ? oom_kills_before_a_step_ + 1 : 0;
+  return oom_kills_before_a_step_ >= kOomKillsBeforeAStepLimit;
+}
+
+std::string JobReconciler::OutOfMemoryReadingInputs(const std::string& what) const {
+  return "out of memory before the first step, " + std::to_string(oom_kills_before_a_step_) +
+         " times in a row: the worker runs out reading its inputs, which more workers or smaller batches do not "
+         "change; check spec.model.path and spec.task.dataset (a file far larger than it should be?) (" +
+         what + ")";
 }
 
 NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {

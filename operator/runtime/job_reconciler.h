@@ -97,6 +97,11 @@ class JobReconciler {
   NextStep Finish(JobPhase phase, const std::string& message);
   NextStep OnGenerationEnded(const Observation& observed);
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
+  // Counts a kernel OOM kill before this generation's first step (any other end resets the
+  // count); true once that happened kOomKillsBeforeAStepLimit generations in a row.
+  bool EndsForInputsOutOfMemory(const RankExit& e);
+  // The Failed message then: the cause (the inputs) first, `what` the last kill.
+  std::string OutOfMemoryReadingInputs(const std::string& what) const;
   NextStep OnGuardStop(const RankObservation& stopped);
   NextStep Relaunch(int64_t step, ActionType type, const std::string& reason,
                     bool counts_as_restart, bool reshard);
@@ -136,6 +141,9 @@ class JobReconciler {
   std::optional<int> first_crashed_rank_;  // the rank whose crash ended this generation
   int unrequested_relaunches_ = 0;         // what memoryGuard.maxRestarts caps
   bool saw_step_this_generation_ = false;
+  // Generations in a row whose rank the kernel OOM-killed before it finished a step: memory
+  // spent reading inputs, which the guard's changes cannot shrink (kOomKillsBeforeAStepLimit).
+  int oom_kills_before_a_step_ = 0;
   // A crash whose checkpoint step the backend could not see: steps lost are settled when
   // the next generation reports its first step (resumed from = that step - 1).
   std::optional<int64_t> unsettled_loss_from_step_;

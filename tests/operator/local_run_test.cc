@@ -13,6 +13,7 @@
 
 #include "core/memory/cgroup.h"
 #include "operator/local/memory_series.h"
+#include "operator/local/workdir_lock.h"
 #include "tests/operator/local_test_support.h"
 
 namespace headroom::local {
@@ -216,6 +217,55 @@ TEST(LocalRun, AWorkerThatCannotStartFailsTheRunWithTheReason) {
   EXPECT_EQ(r.summary.phase, "Failed");
   EXPECT_NE(r.summary.message.find("missing-worker"), std::string::npos) << r.summary.message;
   EXPECT_TRUE(std::filesystem::exists(o.workdir + "/summary.json"));
+}
+
+}  // namespace
+}  // namespace headroom::local
+
+namespace headroom::local {
+namespace {
+
+// The state a kill -9 of `headroom run` after the last step leaves (the export it was
+// writing half done): a rerun keeps the finished training instead of starting over.
+TEST(LocalRun, ARerunOfAFinishedJobKeepsItsCheckpointsAndTrainsNothing) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  ASSERT_EQ(RunJobLocally(MakeJob({.steps = 3, .checkpoint_every = 1}), o).exit_code, 0);
+  const std::string checkpoints = o.workdir + "/checkpoints";
+  std::filesystem::create_directories(checkpoints + "/hf-export.partial");
+  std::ostringstream progress;
+  o.progress = &progress;
+  LocalRunResult rerun = RunJobLocally(MakeJob({.steps = 3, .checkpoint_every = 1}), o);
+  EXPECT_EQ(rerun.exit_code, 0) << rerun.status.message;
+  EXPECT_EQ(ReadLatestCheckpointStep(checkpoints), std::optional<int64_t>(3));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-000001")) << "an earlier checkpoint was deleted";
+  EXPECT_EQ(ReadAll(o.workdir + "/gen-0001/rank-0.log").find("\"step\""), std::string::npos)
+      << "the rerun trained again";
+  EXPECT_NE(progress.str().find("already finished (checkpoint at step 3, kept)"), std::string::npos)
+      << progress.str();
+  EXPECT_NE(progress.str().find("another --workdir"), std::string::npos) << progress.str();
+}
+
+TEST(LocalRun, ASecondRunOnABusyWorkdirIsRefusedNamingTheHolderAndTouchesNothing) {
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  std::filesystem::create_directories(o.workdir + "/gen-0001");
+  const WorkdirLock held(o.workdir);
+  try {
+    RunJobLocally(MakeJob({.steps = 3}), o);
+    ADD_FAILURE() << "the second run was not refused";
+  } catch (const WorkdirBusyError& e) {
+    EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(getpid())), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0001")) << "the refused run deleted the holder's logs";
+  EXPECT_FALSE(std::filesystem::exists(o.workdir + "/checkpoints"));
+}
+
+TEST(LocalRun, TheWorkdirLockIsFreeAgainOnceItsHolderIsGone) {
+  TempDir dir;
+  { const WorkdirLock first(dir.path()); }
+  EXPECT_NO_THROW(WorkdirLock second(dir.path()));
 }
 
 }  // namespace

@@ -316,6 +316,60 @@ TEST(JobReconciler, InvalidSpecFailsAtOnce) {
   EXPECT_NE(rec.status().message.find("groupSize"), std::string::npos);
 }
 
+// The real worker prints why it cannot start on stderr and writes no termination message:
+// the reason comes from its output, first, for every place the message reaches (status,
+// the Failed condition, the fail action a progress view and the summary show).
+TEST(JobReconciler, AWorkerThatRefusesToStartFailsWithItsOwnReasonFirst) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  RankExit refused = Exit(2);
+  refused.last_output =
+      "[2026-01-01 00:00:00.000] [info] loading /m/model.safetensors\n"
+      "/m/model.safetensors: tensor model.norm.weight: data offsets [0, 9999) past the end of the file\n"
+      "[W init.cpp:12] Warning: something\n";
+  NextStep next = rec.Reconcile(Script{}.Ended({refused}));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  const std::string message = rec.status().message;
+  EXPECT_EQ(message.rfind("/m/model.safetensors: tensor model.norm.weight", 0), 0u) << message;
+  EXPECT_NE(message.find("rank 0 refused to start (exit 2)"), std::string::npos) << message;
+  ASSERT_FALSE(rec.status().actions.empty());
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kFail);
+  EXPECT_EQ(rec.status().actions.back().reason, message);
+}
+
+// A worker the kernel kills while still reading its inputs (no step finished) is not a
+// memory problem the guard can solve: after the guard's two tries the job ends naming the
+// inputs, instead of resharding and shrinking through every setting.
+TEST(JobReconciler, OomKillsBeforeAnyStepEndPointingAtTheInputs) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  for (int g = 1; g <= 2; ++g) {
+    Script s{.generation = g, .ranks = rec.status().workers};
+    std::vector<RankExit> exits(static_cast<size_t>(rec.status().workers), Exit(137, "", true));
+    ASSERT_EQ(rec.Reconcile(s.Ended(exits)).kind, Kind::kLaunch) << g << ": " << rec.status().message;
+  }
+  Script s{.generation = 3, .ranks = rec.status().workers};
+  std::vector<RankExit> exits(static_cast<size_t>(rec.status().workers), Exit(137, "", true));
+  EXPECT_EQ(rec.Reconcile(s.Ended(exits)).kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  EXPECT_EQ(rec.status().message.rfind("out of memory before the first step, 3 times in a row", 0), 0u)
+      << rec.status().message;
+  EXPECT_NE(rec.status().message.find("spec.task.dataset"), std::string::npos) << rec.status().message;
+}
+
+// Kills during steps keep the guard's escalation: a step between two kills resets the count.
+TEST(JobReconciler, OomKillsAfterStepsKeepTheGuardsEscalation) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  for (int g = 1; g <= 3; ++g) {
+    Script s{.generation = g, .ranks = rec.status().workers};
+    if (g != 2) rec.Reconcile(s.Running({g}));
+    std::vector<RankExit> exits(static_cast<size_t>(rec.status().workers), Exit(137, "", true));
+    ASSERT_EQ(rec.Reconcile(s.Ended(exits)).kind, Kind::kLaunch) << g << ": " << rec.status().message;
+  }
+}
+
 TEST(JobReconciler, StopRequestDrainsAndEndsSuspended) {
   JobReconciler rec(MakeJob(2), Options());
   rec.Reconcile(Observation{});

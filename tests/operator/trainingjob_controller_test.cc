@@ -114,6 +114,30 @@ TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
   EXPECT_TRUE(c.WaitUntil([&] { return c.PodsOf("bad").size() == 1; }, 10s)) << c.Status("bad").dump();
 }
 
+// A worker that refuses its input (exit 2, the reason only in its log, as the real worker
+// does): the reason reaches the Failed condition, lastAction and an Event, first.
+TEST(TrainingJobController, AWorkerRefusalCarriesItsReasonIntoStatusAndEvents) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  const std::string reason = "/data/train.jsonl:3: not a JSON object";
+  Cluster c(FakeWorker({{"FAKE_REFUSE", reason}}));
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "refused";
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitForPhase("refused", "Failed", 30s));
+  const json status = c.Status("refused");
+  std::string condition;
+  for (const json& cond : status["conditions"]) {
+    if (cond["type"] == "Failed") condition = cond.value("message", "");
+  }
+  EXPECT_EQ(condition.rfind(reason, 0), 0u) << status.dump();
+  EXPECT_NE(status["lastAction"].dump().find(reason), std::string::npos) << status.dump();
+  EXPECT_EQ(status.value("oomKills", -1), 0);
+  ASSERT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("refused"), "Failed"); }, 5s)) << c.EventMessages("refused");
+  EXPECT_NE(c.EventMessages("refused").find(reason), std::string::npos) << c.EventMessages("refused");
+  EXPECT_EQ(c.EventMessages("refused").find("noise after the reason"), std::string::npos) << c.EventMessages("refused");
+}
+
 TEST(TrainingJobController, NothingWrittenPerResyncWhenNothingChanged) {
   REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
   Cluster::Options o = FakeWorker();

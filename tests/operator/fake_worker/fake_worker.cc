@@ -26,6 +26,8 @@
 //   - exit 0 after spec.grpo.steps; 2 for a spec it cannot parse.
 // Test knobs (environment):
 //   FAKE_STEP_SECONDS        sleep per step (default 0.02)
+//   FAKE_REFUSE=TEXT         refuse to start as the worker refuses a bad input: TEXT on
+//                            stderr among other lines, no termination message, exit 2
 //   FAKE_CRASH_AT_STEP=N     exit 1 (FAKE_CRASH_SIGNAL=9: raise SIGKILL) instead of
 //                            finishing step N, once per FAKE_ONCE_DIR marker
 //   FAKE_CRASH_RANK=R        only rank R crashes (default 0)
@@ -186,6 +188,12 @@ int main(int argc, char** argv) {
   if (!log_path.empty()) log_file = std::make_unique<std::ofstream>(log_path, std::ios::app);
   std::ostream& log = log_file ? *log_file : std::cout;
 
+  // As the real worker refuses a model or dataset it cannot use: the reason on stderr after
+  // some log lines, no termination message, exit 2.
+  if (const std::string refusal = Env("FAKE_REFUSE", ""); !refusal.empty()) {
+    std::cerr << "[info] loading the model\n" << refusal << "\n[W init.cpp:1] Warning: noise after the reason\n";
+    return headroom::protocol::kExitInvalidSpec;
+  }
   const double step_seconds = std::atof(Env("FAKE_STEP_SECONDS", "0.02").c_str());
   const std::string once_dir = Env("FAKE_ONCE_DIR", checkpoint_dir);
   const long long crash_at = EnvInt("FAKE_CRASH_AT_STEP", -1);

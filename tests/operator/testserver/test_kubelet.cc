@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "core/memory/cgroup.h"
 #include "core/spec/quantity.h"
@@ -31,6 +33,7 @@ struct TestKubelet::PodProcess {
   std::string started_at;
   std::string dir;
   std::string container;
+  bool fallback_to_logs = false;  // terminationMessagePolicy: FallbackToLogsOnError
   std::unique_ptr<memory::MemoryCgroup> cgroup;
 };
 
@@ -81,6 +84,19 @@ std::string Expand(const std::string& text, const std::map<std::string, std::str
     }
   }
   return out;
+}
+
+// As the kubelet does for FallbackToLogsOnError: the log's last 80 lines, at most 2048 bytes.
+std::string ReadLogTail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > 2048) text = text.substr(text.size() - 2048);
+  std::vector<std::string> lines;
+  std::istringstream split(text);
+  for (std::string line; std::getline(split, line);) lines.push_back(line);
+  std::string tail;
+  for (size_t i = lines.size() > 80 ? lines.size() - 80 : 0; i < lines.size(); ++i) tail += lines[i] + "\n";
+  return tail;
 }
 
 std::string ReadHead(const std::string& path, size_t max) {
@@ -232,6 +248,7 @@ void TestKubelet::StartPod(const json& pod) {
   if (containers.empty()) return fail("NoContainers", "pod has no containers");
   const json& c = containers[0];
   p->container = c.value("name", "main");
+  p->fallback_to_logs = c.value("terminationMessagePolicy", "") == "FallbackToLogsOnError";
 
   // Environment: the container's, resolved, plus what every headroom worker expects.
   std::map<std::string, std::string> env;
@@ -356,7 +373,8 @@ void TestKubelet::Wait(std::shared_ptr<PodProcess> p) {
   // As containerd reports it: the container failed and its cgroup saw an OOM kill (the
   // victim may be a child of the main process).
   if (exit_code != 0 && p->cgroup && p->cgroup->OomKillCount() > 0) reason = "OOMKilled";
-  const std::string message = ReadHead(p->dir + "/termination-log", 4096);
+  std::string message = ReadHead(p->dir + "/termination-log", 4096);
+  if (message.empty() && exit_code != 0 && p->fallback_to_logs) message = ReadLogTail(p->dir + "/container.log");
   bool deleting;
   {
     std::lock_guard<std::mutex> lock(mu_);
