@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/hf/hf_config.h"
+#include "core/hf/hub_cache.h"
 #include "core/memory/logits_chunk.h"
 #include "core/spec/model_presets.h"
 
@@ -46,8 +48,11 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
 }
 
 ModelShape JobModelShape(const spec::TrainingJobSpec& spec) {
-  if (spec.model.path.empty()) return PresetModelShape(spec);
-  return HfModelShape(hf::LoadHfConfig(spec.model.path));
+  if (!spec.model.path.empty()) return HfModelShape(hf::LoadHfConfig(spec.model.path));
+  if (!spec.model.hub.repo.empty()) {
+    return HfModelShape(hf::LoadHfConfig(hf::RequireCachedHubSnapshot(spec.model.hub.repo, spec.model.hub.revision)));
+  }
+  return PresetModelShape(spec);
 }
 
 const PlanComponent* Plan::Find(const std::string& name) const {

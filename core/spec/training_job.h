@@ -75,6 +75,17 @@ struct Resources {
   bool operator==(const Resources&) const = default;
 };
 
+// A model named by its Hugging Face Hub repository ("hub: {repo, revision}"): its files
+// are fetched into the standard Hugging Face cache before training (see core/hf/hub_*).
+// The endpoint defaults to HF_ENDPOINT, else https://huggingface.co; the token comes
+// only from the environment (HF_TOKEN), never from the spec.
+struct HubModelSpec {
+  std::string repo;                 // "org/name"; empty: no hub model
+  std::string revision = "main";    // a branch, tag or commit
+  std::string endpoint;             // "" = HF_ENDPOINT, else https://huggingface.co
+  bool operator==(const HubModelSpec&) const = default;
+};
+
 struct ModelSpec {
   std::string preset = "tiny";      // tiny | small | base | "" (explicit dims)
   // Explicit dims; 0 means "from the preset". Filled from the preset by ApplyDefaults.
@@ -89,6 +100,7 @@ struct ModelSpec {
   // A Hugging Face model directory (config.json, safetensors, tokenizer files) to
   // fine-tune; when set, the architecture and weights come from it, not the preset.
   std::string path;
+  HubModelSpec hub;                 // exclusive with path
   bool operator==(const ModelSpec&) const = default;
 };
 

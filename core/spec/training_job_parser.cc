@@ -245,6 +245,14 @@ void DecodeResources(Decoder& d, const DocumentNode& node, const std::string& pa
   r.Finish();
 }
 
+void DecodeHubModel(Decoder& d, const DocumentNode& node, const std::string& path, HubModelSpec& h) {
+  MapReader r(d, node, path);
+  r.String("repo", h.repo);
+  r.String("revision", h.revision);
+  r.String("endpoint", h.endpoint);
+  r.Finish();
+}
+
 void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, ModelSpec& m) {
   MapReader r(d, node, path);
   r.String("preset", m.preset);
@@ -257,6 +265,7 @@ void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, 
   r.String("initCheckpoint", m.init_checkpoint);
   r.Uint64("seed", m.seed);
   r.String("path", m.path);
+  if (const DocumentNode* n = r.Field("hub")) DecodeHubModel(d, *n, r.Child("hub"), m.hub);
   r.Finish();
 }
 

@@ -45,6 +45,9 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
                 {"ffnHidden", m.ffn_hidden}, {"maxSeqLen", m.max_seq_len},
                 {"init", m.init},           {"initCheckpoint", m.init_checkpoint},
                 {"seed", m.seed},           {"path", m.path}};
+  if (!m.hub.repo.empty()) {
+    j["model"]["hub"] = {{"repo", m.hub.repo}, {"revision", m.hub.revision}, {"endpoint", m.hub.endpoint}};
+  }
   const TaskSpec& t = s.task;
   j["task"] = {{"name", t.name},
                {"digits", t.digits},

@@ -13,6 +13,7 @@
 #include "core/files/bounded_line_reader.h"
 #include "core/files/input_file.h"
 #include "core/hf/hf_config.h"
+#include "core/hf/hub_reference.h"
 #include "core/spec/closest_name.h"
 #include "core/spec/kubernetes_names.h"
 #include "core/spec/model_presets.h"
@@ -161,6 +162,23 @@ void CheckResources(Checker& c, const Resources& r) {
   c.AtLeast("spec.resources.gpus", r.gpus, 0);
 }
 
+// Only the fields: whether the repository and revision exist is known to the hub, which
+// `headroom validate` does not reach (the fetch before training reports that).
+void CheckHubModel(Checker& c, const ModelSpec& m) {
+  const HubModelSpec& h = m.hub;
+  if (h.repo.empty()) {
+    if (h.revision != HubModelSpec{}.revision || !h.endpoint.empty()) c.Fail("spec.model.hub.repo", "required when spec.model.hub is set");
+    return;
+  }
+  if (!m.path.empty()) c.Fail("spec.model.hub", "exclusive with spec.model.path: name the model one way");
+  if (std::string why = hf::HubRepoIdProblem(h.repo); !why.empty()) c.Fail("spec.model.hub.repo", why + ", got \"" + h.repo + "\"");
+  if (std::string why = hf::HubRevisionProblem(h.revision); !why.empty()) {
+    c.Fail("spec.model.hub.revision", why + ", got \"" + h.revision + "\"");
+  }
+  if (h.endpoint.empty()) return;
+  if (std::string why = hf::HubEndpointProblem(h.endpoint); !why.empty()) c.Fail("spec.model.hub.endpoint", why);
+}
+
 void CheckModel(Checker& c, const TrainingJobSpec& s) {
   const ModelSpec& m = s.model;
   std::vector<std::string> presets = ModelPresetNames();
@@ -210,6 +228,7 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
       }
     }
   }
+  CheckHubModel(c, m);
 }
 
 // The first record of a dataset file (`where` is "FILE:LINE: "): a JSON object with the
@@ -280,8 +299,8 @@ void CheckTextTask(Checker& c, const TrainingJobSpec& s) {
   if (ds.prompt_key.empty()) c.Fail("spec.task.dataset.promptKey", "must not be empty");
   if (ds.answer_key.empty()) c.Fail("spec.task.dataset.answerKey", "must not be empty");
   if (t.is_text()) {
-    if (s.model.path.empty()) {
-      c.Fail("spec.task.dataset.path", "requires spec.model.path: a text task's tokenizer (and chat "
+    if (s.model.path.empty() && s.model.hub.repo.empty()) {
+      c.Fail("spec.task.dataset.path", "requires spec.model.path or spec.model.hub: a text task's tokenizer (and chat "
                                        "special tokens) come from the model directory");
     }
     CheckDatasetFile(c, "spec.task.dataset.path", ds.path, ds);

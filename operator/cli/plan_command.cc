@@ -125,7 +125,8 @@ int RunPlan(const PlanArgs& args) {
   try {
     options.model = guard::JobModelShape(job.spec);
   } catch (const hf::HfConfigError& e) {
-    std::cerr << "spec.model.path: " << e.what() << " (the plan needs the model's config.json)\n";
+    std::cerr << (job.spec.model.path.empty() ? "spec.model.hub: " : "spec.model.path: ") << e.what()
+              << " (the plan needs the model's config.json)\n";
     return 2;
   }
   const guard::ModelShape& shape = *options.model;

@@ -128,7 +128,7 @@ TEST(SpecTextTask, NeedsAModelPathForItsTokenizer) {
   ASSERT_EQ(ErrorPaths(r), (Paths{"spec.task.dataset.path"})) << AllErrors(r);
   const SpecError& e = r.errors[0];
   EXPECT_EQ(e.line, 9);
-  EXPECT_NE(e.message.find("requires spec.model.path"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("requires spec.model.path or spec.model.hub"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("tokenizer"), std::string::npos) << e.message;
 }
 

@@ -1,0 +1,342 @@
+#include "core/hf/hub_fetch.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "core/hf/hub_cache.h"
+#include "core/hf/hub_digest.h"
+#include "core/hf/hub_http.h"
+#include "core/hf/hub_reference.h"
+
+namespace headroom::hf {
+namespace fs = std::filesystem;
+namespace http = web::http;
+
+namespace {
+
+// The files besides the weights that a worker reads when the repository has them.
+const char* const kOptionalFiles[] = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                                      "special_tokens_map.json"};
+const char* const kSingleWeights = "model.safetensors";
+const char* const kWeightsIndex = "model.safetensors.index.json";
+
+// Holds an exclusive flock on a file under the cache's .locks/ for its lifetime.
+class CacheLock {
+ public:
+  explicit CacheLock(const fs::path& path) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw HubFetchError("cannot open the lock file " + path.string() + ": " + std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) throw HubFetchError("cannot lock " + path.string() + ": " + std::strerror(errno));
+    }
+  }
+  ~CacheLock() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  CacheLock(const CacheLock&) = delete;
+  CacheLock& operator=(const CacheLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// What the hub says about one file of the commit (the HEAD of its resolve URL).
+struct FileMeta {
+  std::string name;
+  std::string etag;          // X-Linked-Etag (LFS: the sha256) else ETag (the git blob sha1)
+  int64_t size = 0;          // X-Linked-Size else Content-Length
+  bool lfs = false;
+  std::string download_url;  // the 302's content URL, else the resolve URL
+};
+
+// One fetch: the options, the connection and the running byte counts.
+class Fetch {
+ public:
+  explicit Fetch(const HubFetchOptions& o)
+      : o_(o), http_(o.endpoint, o.token), repo_dir_(fs::path(o.cache_dir) / HubRepoFolderName(o.repo)) {}
+
+  std::string Run();
+
+ private:
+  std::string Prefix() const { return o_.repo + "@" + o_.revision + ": "; }
+  http::http_response Send(const http::method& m, const std::string& url, const std::string& what, int64_t from = 0);
+  void CheckStatus(const http::http_response& r, const std::string& what) const;
+  std::set<std::string> ListRevision();
+  FileMeta Head(const std::string& file);
+  void Download(const FileMeta& meta, const fs::path& incomplete);
+  void AppendBody(http::http_response& r, const FileMeta& meta, const fs::path& incomplete, bool restart);
+  void Verify(const FileMeta& meta, const fs::path& incomplete) const;
+  void Place(const FileMeta& meta);
+  std::vector<std::string> Shards();
+  void Report(const std::string& file) const {
+    if (o_.progress) o_.progress({file, done_, total_});
+  }
+
+  const HubFetchOptions& o_;
+  HubHttp http_;
+  fs::path repo_dir_;
+  std::string commit_;
+  int64_t done_ = 0;
+  int64_t total_ = 0;
+};
+
+std::string NormalizeEtag(std::string etag) {
+  if (etag.rfind("W/", 0) == 0) etag.erase(0, 2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return etag;
+}
+
+int64_t ParseSize(const std::string& text) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  return text.empty() || *end != '\0' || value < 0 ? -1 : value;
+}
+
+http::http_response Fetch::Send(const http::method& m, const std::string& url, const std::string& what, int64_t from) {
+  try {
+    return http_.Send(m, url, from);
+  } catch (const std::exception& e) {
+    throw HubFetchError(Prefix() + what + ": cannot reach " + web::uri(url).host() + ": " + e.what());
+  }
+}
+
+void Fetch::CheckStatus(const http::http_response& r, const std::string& what) const {
+  const int code = r.status_code();
+  if (code >= 200 && code < 400) return;
+  const std::string head = Prefix() + what + ": " + std::to_string(code) + " " + r.reason_phrase() + " from " +
+                           web::uri(o_.endpoint).host();
+  if (code == 401 || code == 403) {
+    throw HubFetchError(head + (o_.token.empty() ? " (HF_TOKEN is not set: a private or gated repository needs one)"
+                                                  : " (the HF_TOKEN given was refused)"));
+  }
+  if (code == 404) {
+    const std::string kind = HeaderValue(r, "X-Error-Code");
+    if (kind == "RevisionNotFound") throw HubFetchError(head + " (no revision \"" + o_.revision + "\" in " + o_.repo + ")");
+    if (kind == "EntryNotFound") throw HubFetchError(head + " (no such file in the repository)");
+    throw HubFetchError(head + " (no repository " + o_.repo + ", or it is private" +
+                        (o_.token.empty() ? " and HF_TOKEN is not set)" : ")"));
+  }
+  throw HubFetchError(head);
+}
+
+// GET /api/models/<repo>/revision/<revision>: the commit (sha) and the file names (siblings).
+std::set<std::string> Fetch::ListRevision() {
+  const std::string url = o_.endpoint + "/api/models/" + o_.repo + "/revision/" + web::uri::encode_data_string(o_.revision);
+  http::http_response r = Send(http::methods::GET, url, "listing the revision");
+  CheckStatus(r, "listing the revision");
+  const nlohmann::json j = nlohmann::json::parse(r.extract_utf8string(true).get(), nullptr, false);
+  if (j.is_discarded() || !j.contains("sha") || !j["sha"].is_string() || !IsHubCommitId(j["sha"].get<std::string>())) {
+    throw HubFetchError(Prefix() + "the revision listing from " + web::uri(o_.endpoint).host() + " has no commit (sha)");
+  }
+  commit_ = j["sha"].get<std::string>();
+  std::set<std::string> files;
+  if (j.contains("siblings") && j["siblings"].is_array()) {
+    for (const auto& s : j["siblings"]) {
+      if (s.contains("rfilename") && s["rfilename"].is_string()) files.insert(s["rfilename"].get<std::string>());
+    }
+  }
+  return files;
+}
+
+// HEAD resolve/<commit>/<file>: relative redirects are followed (the hub's own renames),
+// an absolute one is the content URL and is where the bytes come from.
+FileMeta Fetch::Head(const std::string& file) {
+  FileMeta meta{file};
+  std::string url = o_.endpoint + "/" + o_.repo + "/resolve/" + commit_ + "/" + file;
+  http::http_response r;
+  for (int hop = 0;; ++hop) {
+    r = Send(http::methods::HEAD, url, file);
+    const std::string location = HeaderValue(r, "Location");
+    if (r.status_code() < 300 || r.status_code() >= 400 || location.empty() || hop == 5) break;
+    if (location.rfind('/', 0) != 0) {
+      meta.download_url = location;
+      break;
+    }
+    url = HubHttp::Absolute(url, location);
+  }
+  CheckStatus(r, file);
+  if (meta.download_url.empty()) meta.download_url = url;
+  const std::string linked = HeaderValue(r, "X-Linked-Etag");
+  meta.lfs = !linked.empty();
+  meta.etag = NormalizeEtag(meta.lfs ? linked : HeaderValue(r, "ETag"));
+  meta.size = ParseSize(HeaderValue(r, meta.lfs ? "X-Linked-Size" : "Content-Length"));
+  if (meta.etag.empty() || meta.etag.find('/') != std::string::npos || meta.size < 0) {
+    throw HubFetchError(Prefix() + file + ": the hub's answer has no usable ETag or size");
+  }
+  return meta;
+}
+
+void Fetch::AppendBody(http::http_response& r, const FileMeta& meta, const fs::path& incomplete, bool restart) {
+  std::ofstream out(incomplete, std::ios::binary | (restart ? std::ios::trunc : std::ios::app));
+  if (!out) throw HubFetchError(Prefix() + "cannot write " + incomplete.string() + ": " + std::strerror(errno));
+  std::vector<char> chunk(1 << 20);
+  auto body = r.body().streambuf();
+  while (true) {
+    const size_t n = body.getn(reinterpret_cast<uint8_t*>(chunk.data()), chunk.size()).get();
+    if (n == 0) break;
+    if (!out.write(chunk.data(), static_cast<std::streamsize>(n)).flush()) {
+      const int error = errno;
+      throw HubFetchError(Prefix() + "writing " + incomplete.string() + ": " + std::strerror(error) + " (" +
+                          meta.name + " needs " + std::to_string(meta.size) + " bytes)");
+    }
+    done_ += static_cast<int64_t>(n);
+    Report(meta.name);
+  }
+}
+
+// Downloads into `incomplete`, resuming from what it holds; an interrupted transfer is
+// retried from where it stopped, up to o_.attempts times.
+void Fetch::Download(const FileMeta& meta, const fs::path& incomplete) {
+  const int64_t done_before = done_;
+  for (int attempt = 1;; ++attempt) {
+    std::error_code ec;
+    int64_t have = fs::exists(incomplete, ec) ? static_cast<int64_t>(fs::file_size(incomplete, ec)) : 0;
+    if (have > meta.size) have = 0;
+    done_ = done_before + have;
+    if (have == meta.size && meta.size > 0) return;
+    try {
+      http::http_response r = Send(http::methods::GET, meta.download_url, meta.name, have);
+      CheckStatus(r, meta.name);
+      AppendBody(r, meta, incomplete, /*restart=*/have == 0 || r.status_code() != http::status_codes::PartialContent);
+    } catch (const HubFetchError&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (attempt >= o_.attempts) throw HubFetchError(Prefix() + meta.name + ": download interrupted: " + e.what());
+      continue;
+    }
+    const int64_t now = fs::exists(incomplete, ec) ? static_cast<int64_t>(fs::file_size(incomplete, ec)) : 0;
+    if (now == meta.size) return;
+    if (attempt >= o_.attempts) {
+      throw HubFetchError(Prefix() + meta.name + ": download interrupted at " + std::to_string(now) + " of " +
+                          std::to_string(meta.size) + " bytes (kept in " + incomplete.string() + " to resume)");
+    }
+  }
+}
+
+void Fetch::Verify(const FileMeta& meta, const fs::path& incomplete) const {
+  std::string got;
+  std::string kind;
+  if (meta.lfs) {
+    got = FileSha256(incomplete.string());
+    kind = "sha256";
+  } else if (IsHubCommitId(meta.etag)) {  // a git blob id has a commit id's form
+    got = FileGitBlobSha1(incomplete.string());
+    kind = "git blob sha1";
+  } else {
+    return;  // an ETag that is neither: the size check is all the hub lets us do
+  }
+  if (got == meta.etag) return;
+  std::error_code ec;
+  fs::remove(incomplete, ec);
+  throw HubFetchError(Prefix() + meta.name + ": checksum mismatch: " + kind + " " + got + ", the hub says " + meta.etag);
+}
+
+// blobs/<etag> (downloaded and checked unless already there), then the snapshot's link.
+void Fetch::Place(const FileMeta& meta) {
+  const fs::path blob = repo_dir_ / "blobs" / meta.etag;
+  std::error_code ec;
+  fs::create_directories(blob.parent_path(), ec);
+  if (fs::exists(blob, ec)) {
+    done_ += meta.size;
+    Report(meta.name);
+  } else {
+    CacheLock lock(fs::path(o_.cache_dir) / ".locks" / HubRepoFolderName(o_.repo) / (meta.etag + ".lock"));
+    const fs::path incomplete = blob.string() + ".incomplete";
+    Download(meta, incomplete);
+    Verify(meta, incomplete);
+    fs::rename(incomplete, blob, ec);
+    if (ec) throw HubFetchError(Prefix() + "cannot rename " + incomplete.string() + ": " + ec.message());
+  }
+  const fs::path link = repo_dir_ / "snapshots" / commit_ / meta.name;
+  fs::create_directories(link.parent_path(), ec);
+  fs::remove(link, ec);
+  fs::create_symlink(fs::relative(blob, link.parent_path()), link, ec);
+  if (ec) throw HubFetchError(Prefix() + "cannot link " + link.string() + ": " + ec.message());
+}
+
+std::vector<std::string> Fetch::Shards() {
+  const fs::path index = repo_dir_ / "snapshots" / commit_ / kWeightsIndex;
+  std::ifstream in(index, std::ios::binary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
+    throw HubFetchError(Prefix() + kWeightsIndex + " has no weight_map object");
+  }
+  std::set<std::string> shards;
+  for (const auto& [name, shard] : j["weight_map"].items()) {
+    if (shard.is_string()) shards.insert(shard.get<std::string>());
+  }
+  return {shards.begin(), shards.end()};
+}
+
+std::string Fetch::Run() {
+  const std::set<std::string> listed = ListRevision();
+  if (!listed.count("config.json")) throw HubFetchError(Prefix() + "the repository has no config.json");
+  std::vector<std::string> names = {"config.json"};
+  for (const char* name : kOptionalFiles) {
+    if (listed.count(name)) names.push_back(name);
+  }
+  if (listed.count(kSingleWeights)) {
+    names.push_back(kSingleWeights);
+  } else if (listed.count(kWeightsIndex)) {
+    Place(Head(kWeightsIndex));
+    for (const std::string& shard : Shards()) names.push_back(shard);
+  } else {
+    throw HubFetchError(Prefix() + "the repository has neither " + kSingleWeights + " nor " + kWeightsIndex);
+  }
+  std::vector<FileMeta> metas;
+  for (const std::string& name : names) metas.push_back(Head(name));
+  for (const FileMeta& m : metas) total_ += m.size;
+  total_ += done_;
+  for (const FileMeta& m : metas) Place(m);
+  if (o_.revision != commit_) {
+    const fs::path ref = repo_dir_ / "refs" / o_.revision;
+    std::error_code ec;
+    fs::create_directories(ref.parent_path(), ec);
+    std::ofstream(ref, std::ios::binary | std::ios::trunc) << commit_;  // no newline, as huggingface_hub writes it
+  }
+  return (repo_dir_ / "snapshots" / commit_).string();
+}
+
+}  // namespace
+
+std::string FetchHubSnapshot(const HubFetchOptions& options) {
+  CachedSnapshot cached = FindCachedHubSnapshot(options.cache_dir, options.repo, options.revision);
+  if (!cached.dir.empty()) return cached.dir;
+  // One fetch per repository and cache; whoever waited finds the snapshot complete.
+  CacheLock lock(fs::path(options.cache_dir) / ".locks" / HubRepoFolderName(options.repo) / "snapshot.lock");
+  cached = FindCachedHubSnapshot(options.cache_dir, options.repo, options.revision);
+  if (!cached.dir.empty()) return cached.dir;
+  Fetch fetch(options);
+  const std::string dir = fetch.Run();
+  cached = FindCachedHubSnapshot(options.cache_dir, options.repo, options.revision);
+  if (cached.dir.empty()) throw HubFetchError(options.repo + "@" + options.revision + ": fetched, yet no " + cached.missing);
+  return dir;
+}
+
+std::string ResolveHubModel(const std::string& repo, const std::string& revision, const std::string& spec_endpoint,
+                            const std::function<void(const HubFetchProgress&)>& progress) {
+  HubFetchOptions options;
+  options.endpoint = ResolveHubEndpoint(spec_endpoint);
+  options.repo = repo;
+  options.revision = revision;
+  options.cache_dir = HubCacheDir();
+  const char* token = std::getenv(kHubTokenEnv);
+  options.token = token != nullptr ? token : "";
+  options.progress = progress;
+  return FetchHubSnapshot(options);
+}
+
+}  // namespace headroom::hf

@@ -1,0 +1,164 @@
+// The Hub client against a local hub that speaks the Hub's HTTP API (tests/helpers/
+// hub_test_server.h): the standard cache layout huggingface_hub reads, no network for a
+// complete snapshot, resumption with Range after a cut, the token only on the endpoint's
+// origin and never on disk, and one clear line for 401, 404 and a checksum mismatch.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/hf/hub_fetch.h"
+#include "tests/helpers/hub_test_server.h"
+#include "tests/helpers/temp_dir.h"
+
+namespace headroom::hf {
+namespace {
+namespace fs = std::filesystem;
+using headroom::testing::HubTestServer;
+
+const std::string kCommit = "1111111111222222222233333333334444444444";
+const std::string kRepo = "org/qwen2-fixture";
+const std::string kToken = "hf_TestTokenThatMustNotLeak42";
+
+std::string Fixture() { return (fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf/qwen2").string(); }
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class HubFetchTest : public ::testing::Test {
+ protected:
+  HubFetchTest() : server_(kRepo, kCommit, HubTestServer::FilesFrom(Fixture())) {}
+  HubFetchOptions Options() const {
+    HubFetchOptions o;
+    o.endpoint = server_.endpoint();
+    o.repo = kRepo;
+    o.cache_dir = cache_.path();
+    return o;
+  }
+  std::string FetchError(const HubFetchOptions& o) {
+    try {
+      FetchHubSnapshot(o);
+    } catch (const HubFetchError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  }
+  fs::path RepoDir() const { return fs::path(cache_.path()) / "models--org--qwen2-fixture"; }
+  size_t ContentRequests() const {
+    size_t n = 0;
+    for (const auto& r : server_.requests()) n += r.listener == "content";
+    return n;
+  }
+
+  HubTestServer server_;
+  headroom::testing::TempDir cache_{"hub-fetch-test"};
+};
+
+TEST_F(HubFetchTest, FillsTheStandardCacheLayout) {
+  const std::string dir = FetchHubSnapshot(Options());
+  EXPECT_EQ(dir, (RepoDir() / "snapshots" / kCommit).string());
+  EXPECT_EQ(Slurp(RepoDir() / "refs" / "main"), kCommit);
+  const std::string config = Slurp(fs::path(Fixture()) / "config.json");
+  const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "config.json"), fs::path("../../blobs") / HubTestServer::GitBlobSha1(config));
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"), fs::path("../../blobs") / HubTestServer::Sha256(weights));
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "expected.json")) << "fetched a file the worker does not load";
+  for (const auto& entry : fs::recursive_directory_iterator(cache_.path())) {
+    EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
+  }
+  // Complete: the second fetch asks the hub nothing.
+  const size_t before = server_.requests().size();
+  EXPECT_EQ(FetchHubSnapshot(Options()), dir);
+  EXPECT_EQ(server_.requests().size(), before);
+}
+
+TEST_F(HubFetchTest, ResumesACutDownloadWithARange) {
+  server_.CutNextDownloadAfter(100);
+  std::vector<int64_t> seen;
+  HubFetchOptions o = Options();
+  o.progress = [&](const HubFetchProgress& p) { seen.push_back(p.done_bytes); };
+  const std::string dir = FetchHubSnapshot(o);
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), Slurp(fs::path(Fixture()) / "model.safetensors"));
+  bool resumed = false;
+  for (const auto& r : server_.requests()) resumed |= r.listener == "content" && r.range == "bytes=100-";
+  EXPECT_TRUE(resumed) << "no Range request after the cut";
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), static_cast<int64_t>(fs::file_size(fs::path(Fixture()) / "model.safetensors") +
+                                              fs::file_size(fs::path(Fixture()) / "config.json")));
+}
+
+TEST_F(HubFetchTest, ResumesWhatAnEarlierProcessLeftIncomplete) {
+  const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
+  fs::create_directories(RepoDir() / "blobs");
+  std::ofstream(RepoDir() / "blobs" / (HubTestServer::Sha256(weights) + ".incomplete"), std::ios::binary)
+      << weights.substr(0, 64);
+  const std::string dir = FetchHubSnapshot(Options());
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
+  std::vector<std::string> ranges;
+  for (const auto& r : server_.requests()) {
+    if (r.listener == "content") ranges.push_back(r.range);
+  }
+  EXPECT_EQ(ranges, std::vector<std::string>{"bytes=64-"});
+}
+
+TEST_F(HubFetchTest, TheTokenGoesOnlyToTheEndpointAndNeverToDisk) {
+  server_.RequireToken(kToken);
+  HubFetchOptions o = Options();
+  o.token = kToken;
+  FetchHubSnapshot(o);
+  ASSERT_GT(ContentRequests(), 0u);
+  for (const auto& r : server_.requests()) {
+    EXPECT_EQ(r.authorization, r.listener == "hub" ? "Bearer " + kToken : "") << r.listener << " " << r.path;
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(cache_.path())) {
+    if (entry.is_regular_file()) EXPECT_EQ(Slurp(entry.path()).find(kToken), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(HubFetchTest, UnauthorizedSaysWhetherATokenWasSent) {
+  server_.RequireToken(kToken);
+  const std::string without = FetchError(Options());
+  EXPECT_NE(without.find("401"), std::string::npos) << without;
+  EXPECT_NE(without.find("HF_TOKEN is not set"), std::string::npos) << without;
+  HubFetchOptions wrong = Options();
+  wrong.token = "hf_wrong_" + kToken;
+  const std::string refused = FetchError(wrong);
+  EXPECT_NE(refused.find("401"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("refused"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find(kToken), std::string::npos) << refused;
+  EXPECT_EQ(refused.find('\n'), std::string::npos) << refused;
+}
+
+TEST_F(HubFetchTest, NotFoundNamesTheRepositoryOrTheRevision) {
+  HubFetchOptions repo = Options();
+  repo.repo = "org/missing";
+  const std::string no_repo = FetchError(repo);
+  EXPECT_NE(no_repo.find("404"), std::string::npos) << no_repo;
+  EXPECT_NE(no_repo.find("no repository org/missing"), std::string::npos) << no_repo;
+  HubFetchOptions revision = Options();
+  revision.revision = "v9";
+  const std::string no_revision = FetchError(revision);
+  EXPECT_NE(no_revision.find("no revision \"v9\""), std::string::npos) << no_revision;
+  EXPECT_FALSE(fs::exists(RepoDir() / "snapshots"));
+}
+
+TEST_F(HubFetchTest, AChecksumMismatchLeavesNoFileBehind) {
+  server_.CorruptContent(true);
+  const std::string error = FetchError(Options());
+  EXPECT_NE(error.find("model.safetensors: checksum mismatch: sha256 "), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(RepoDir() / "snapshots" / kCommit / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(RepoDir() / "refs" / "main"));
+  for (const auto& entry : fs::directory_iterator(RepoDir() / "blobs")) {
+    EXPECT_NE(entry.path().filename().string(), HubTestServer::Sha256(Slurp(fs::path(Fixture()) / "model.safetensors")));
+    EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace headroom::hf
