@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "core/guard/decision.h"
+#include "core/hf/hub_fetch.h"
 #include "core/guard/memory_guard.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
@@ -216,6 +217,19 @@ class SimulatedGpuOom {
   std::filesystem::path marker_;
 };
 
+// The hub model's snapshot directory, fetched into the Hugging Face cache unless it is
+// complete there; every rank calls this and one downloads while the others wait (see
+// core/hf/hub_fetch.h). Progress is logged every tenth of the bytes.
+std::string FetchHubModel(const spec::HubModelSpec& hub) {
+  int logged_tenth = -1;
+  return hf::ResolveHubModel(hub.repo, hub.revision, hub.endpoint, [&](const hf::HubFetchProgress& p) {
+    const int tenth = p.total_bytes > 0 ? static_cast<int>(10 * p.done_bytes / p.total_bytes) : 10;
+    if (tenth == logged_tenth) return;
+    logged_tenth = tenth;
+    spdlog::info("model {}@{}: fetched {} of {} bytes ({})", hub.repo, hub.revision, p.done_bytes, p.total_bytes, p.file);
+  });
+}
+
 int Run(const WorkerOptions& options, RunProgress& progress) {
   // 1. The job.
   const auto parsed = spec::ParseTrainingJobFile(options.job_path);
@@ -223,7 +237,16 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
     return protocol::kExitInvalidSpec;
   }
-  const spec::TrainingJob& job = *parsed.job;
+  spec::TrainingJob job = *parsed.job;
+  if (!job.spec.model.hub.repo.empty()) {
+    // A hub model becomes its snapshot directory here, once; everything after reads model.path.
+    try {
+      job.spec.model.path = FetchHubModel(job.spec.model.hub);
+    } catch (const hf::HubFetchError& e) {
+      std::cerr << "spec.model.hub: " << e.what() << "\n";
+      return protocol::kExitInvalidSpec;
+    }
+  }
   const spec::TrainingJobSpec& spec = job.spec;
   if (options.rank < 0 || options.rank >= options.world_size) {
     spdlog::error("RANK={} outside WORLD_SIZE={}", options.rank, options.world_size);
