@@ -62,9 +62,11 @@ TEST(ReadOnlyModelE2E, TextJobTrainsAndExportsFromAReadOnlyModelAndDataset) {
                                  {"configs/models/", kSource + "/configs/models/"},
                                  {"configs/data/addition-text/train", kData + "/train"},
                                  {"configs/data/addition-text/heldout", kData + "/heldout"}}) {
-    const size_t at = job.find(from);
-    ASSERT_NE(at, std::string::npos) << from << " not in the example job";
-    job.replace(at, from.size(), to);
+    ASSERT_NE(job.find(from), std::string::npos) << from << " not in the example job";
+    // Every occurrence: the job's comments name the same paths before its fields do.
+    for (size_t at = job.find(from); at != std::string::npos; at = job.find(from, at + to.size())) {
+      job.replace(at, from.size(), to);
+    }
   }
   const std::string job_path = dir.path() + "/job.yaml";
   std::ofstream(job_path) << job;
