@@ -55,6 +55,9 @@ std::string RunSummary::ToJson() const {
       {"wall_seconds", wall_seconds},
       {"actions", actions},
   };
+  // A failed run says why, in the words its first failure line used (a worker's own
+  // refusal leads), so a script reading the summary needs no log.
+  if (phase == "Failed" && !message.empty()) j["error"] = message;
   if (export_dir) j["export"] = export_dir->empty() ? nlohmann::json(nullptr) : nlohmann::json(*export_dir);
   return j.dump(2) + "\n";
 }
