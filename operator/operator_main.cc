@@ -1,4 +1,4 @@
-// headroom-operator: reconciles TrainingJobs into guarded worker pods (design.md).
+// headroom-operator: reconciles TrainingJobs into guarded worker pods (docs/design.md).
 //
 //   headroom-operator [--kubeconfig FILE] [--namespace NS] [--metrics-port N] [--leader-elect]
 //

@@ -1,4 +1,4 @@
-// headroom-worker: one rank of a GRPO training job (design.md, Commands and Worker).
+// headroom-worker: one rank of a GRPO training job (docs/design.md, Commands and Worker).
 //   headroom-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
 // with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment (torchrun's names).
 // Model inspection commands, no rendezvous: headroom-worker logits|generate ...

@@ -9,7 +9,7 @@ its own regex, ByteLevel decoder, and the chatml special tokens <|endoftext|> (p
 example dataset's questions and answers rendered in chatml, so the model needs few tokens per
 prompt. Writes into qwen2-tiny-addition/: tokenizer.json, tokenizer_config.json,
 generation_config.json. `tokenizers` is not in Debian: this ran on a GPU machine that has it
-(../shared/gpu/README.md). The model weights are made separately (make_tiny_qwen2.py) with
+(README, "The GPU worker"). The model weights are made separately (make_tiny_qwen2.py) with
 vocab_size from this tokenizer.
 
     python3 configs/models/make_tiny_tokenizer.py

@@ -36,7 +36,7 @@ struct ReplayStep {
 
 std::vector<ReplayStep> Replay(const std::vector<StepMemory>& trace, const ReplayOptions& options);
 
-// {"step","action","resource","forecast_peak_bytes","steps_to_limit","reason"} (design.md).
+// {"step","action","resource","forecast_peak_bytes","steps_to_limit","reason"} (docs/design.md).
 std::string ReplayLineJson(const ReplayStep& step);
 
 }  // namespace headroom::guard

@@ -1,7 +1,7 @@
 // A recorded memory trace: one StepMemory per row, from CSV (what `headroom replay`
 // reads, what `headroom run` saves in its workdir, what tests and the bench replay).
 //
-// Format (design.md): a header row naming the columns, then one row per step. Required
+// Format (docs/design.md): a header row naming the columns, then one row per step. Required
 // columns: step, host_bytes, gpu_bytes. Optional: host_peak_bytes, gpu_peak_bytes, tokens,
 // host_limit_bytes, gpu_limit_bytes. Columns in any order; unknown columns are an error
 // (a typo must not be silently ignored). Blank lines and lines starting with '#' are

@@ -1,7 +1,7 @@
 // `headroom export`: a training checkpoint back into the Hugging Face directory layout the
 // job started from, so the fine-tuned model can be served or loaded by transformers.
 //
-// Reads the checkpoint's manifest.json and rank files directly (the format in design.md,
+// Reads the checkpoint's manifest.json and rank files directly (the format in docs/design.md,
 // "Checkpoints"; worker/checkpoint/checkpoint_manifest.h) rather than through the worker's
 // reader, so the `headroom` binary needs no LibTorch. Each tensor of the source model's
 // safetensors is taken from the checkpoint tensor "model." + its name (the worker's

@@ -1,4 +1,4 @@
-// Prometheus metric names (design.md, Metrics). Base units; labels `job` and `rank` on
+// Prometheus metric names (docs/design.md, Metrics). Base units; labels `job` and `rank` on
 // worker series (Kubernetes adds `pod` and `namespace` at scrape). Dashboards, alert
 // rules and tests refer to these exact strings: rename nothing.
 #pragma once
@@ -22,7 +22,7 @@ inline constexpr const char* kWorkerLoss = "headroom_worker_loss";
 inline constexpr const char* kWorkerKl = "headroom_worker_kl";
 inline constexpr const char* kWorkerTokensTotal = "headroom_worker_tokens_total";
 inline constexpr const char* kWorkerStepDurationSeconds = "headroom_worker_step_duration_seconds";  // histogram
-// Beyond design.md's list (added, not renamed): text tasks' held-out evaluation.
+// Beyond docs/design.md's list (added, not renamed): text tasks' held-out evaluation.
 inline constexpr const char* kWorkerHeldoutReward = "headroom_worker_heldout_reward";
 
 // --- operator -----------------------------------------------------------------------
@@ -30,7 +30,7 @@ inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconc
 inline constexpr const char* kOperatorReconcileDurationSeconds = "headroom_operator_reconcile_duration_seconds";
 inline constexpr const char* kOperatorGuardActionsTotal = "headroom_operator_guard_actions_total";  // {action,reason}
 inline constexpr const char* kOperatorJobs = "headroom_operator_jobs";  // {phase}
-// Beyond design.md's list (added, not renamed): the work queue as client-go exports it.
+// Beyond docs/design.md's list (added, not renamed): the work queue as client-go exports it.
 inline constexpr const char* kOperatorWorkqueueDepth = "headroom_operator_workqueue_depth";  // {name}
 inline constexpr const char* kOperatorWorkqueueWaiting = "headroom_operator_workqueue_waiting";  // {name}
 inline constexpr const char* kOperatorWorkqueueProcessing = "headroom_operator_workqueue_processing";  // {name}

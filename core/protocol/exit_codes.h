@@ -1,4 +1,4 @@
-// headroom-worker's exit codes (design.md, Worker): the one list the worker returns and
+// headroom-worker's exit codes (docs/design.md, Worker): the one list the worker returns and
 // every supervisor (`headroom run`, the operator) branches on.
 #pragma once
 

@@ -1,4 +1,4 @@
-// One line of a worker's step log (design.md, Worker): what one rank measured and
+// One line of a worker's step log (docs/design.md, Worker): what one rank measured and
 // decided at the end of one step. The worker writes it (its --log file, stdout, and the
 // same numbers on /metrics); supervisors read it back (`headroom run` tails the log
 // files, the operator scrapes /metrics) and the guard reads its memory part. This is the
@@ -6,7 +6,7 @@
 //
 // Keys, all written every step: step, reward_mean, loss, kl, host_bytes,
 // host_peak_bytes, host_limit_bytes, gpu_allocated_bytes, gpu_reserved_bytes,
-// gpu_peak_bytes, gpu_total_bytes, tokens, step_seconds, tokens_per_second (design.md's),
+// gpu_peak_bytes, gpu_total_bytes, tokens, step_seconds, tokens_per_second (docs/design.md's),
 // then next_step_tokens, world_size, rank, micro_batch_size, exact_fraction,
 // clip_fraction, grad_norm, generated_tokens, gpu_alloc_retries, rollout_seconds,
 // update_seconds, guard_action, host_forecast_steps, host_threshold_steps,

@@ -1,4 +1,4 @@
-// The TrainingJob custom resource (headroom.dev/v1alpha1), as design.md fixes it.
+// The TrainingJob custom resource (headroom.dev/v1alpha1), as docs/design.md fixes it.
 //
 // One YAML document is what `headroom run` reads locally and what `kubectl apply`
 // sends to a cluster, so this file is the single C++ shape of that document.

@@ -1,5 +1,5 @@
 // ToYaml / ToJson: the full object, defaults included, camelCase names, in the order
-// design.md lists the fields. The YAML is typed so that ParseTrainingJob reads back an
+// docs/design.md lists the fields. The YAML is typed so that ParseTrainingJob reads back an
 // equal job: strings that would read as numbers, booleans or null are quoted, and
 // numbers are written in their shortest round-trip form.
 #include <yaml-cpp/yaml.h>

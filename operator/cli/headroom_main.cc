@@ -1,4 +1,4 @@
-// `headroom`: validate, plan, run, render and replay TrainingJobs (design.md, Commands).
+// `headroom`: validate, plan, run, render and replay TrainingJobs (docs/design.md, Commands).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>

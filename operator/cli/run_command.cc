@@ -8,7 +8,7 @@
 //               are not acted on: only the kernel's limit applies. A crash or OOM kill
 //               still restarts from the checkpoint (maxRestarts applies), so the summary
 //               shows what the kernel cost: OOM kills and steps lost.
-//   --summary   also writes the summary JSON there (design.md keys).
+//   --summary   also writes the summary JSON there (docs/design.md keys).
 // The worker binary: $HEADROOM_WORKER_BIN, else headroom-worker beside this executable.
 // Run from a build tree, it first checks that build is neither stale nor unfinished
 // (operator/local/build_freshness.h) and refuses to run old binaries otherwise.

@@ -7,7 +7,7 @@
 namespace headroom::controllerkit {
 
 namespace {
-// The TrainingJob phases of design.md: every one is exported (at 0 when empty), so a
+// The TrainingJob phases of docs/design.md: every one is exported (at 0 when empty), so a
 // dashboard's sum by phase never has holes.
 const char* kPhases[] = {"Pending", "Running", "Restarting", "Resharding", "Suspended", "Succeeded", "Failed"};
 }  // namespace

@@ -1,5 +1,5 @@
 // OperatorMetrics: the operator's Prometheus series, under the names fixed in
-// core/metrics/names.h (design.md): reconciles by result, reconcile latency, guard
+// core/metrics/names.h (docs/design.md): reconciles by result, reconcile latency, guard
 // actions by action and reason, jobs by phase; and each controller's work queue (keys
 // ready, delayed, in processing), sampled when the metrics are rendered so a scrape sees
 // the queue as it is. The reconciler increments them; the endpoints serve them at

@@ -1,7 +1,7 @@
 // The memory series of a local run, kept per step and written to the work directory:
 //
 //   memory.csv          one row per step, the worst rank's numbers, in the trace format
-//                       `headroom replay` reads (design.md): step,host_bytes,gpu_bytes,
+//                       `headroom replay` reads (docs/design.md): step,host_bytes,gpu_bytes,
 //                       host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,gpu_limit_bytes.
 //                       A step redone after a crash appears again (replay's forecaster
 //                       treats a repeated step as a restart from a checkpoint).

@@ -1,5 +1,5 @@
 // The end of a `headroom run`: what happened, for a person (PrintSummary) and for a
-// program (`--summary FILE`, design.md):
+// program (`--summary FILE`, docs/design.md):
 //   {"steps","restarts","reshards","oom_kills","steps_lost","final_reward","wall_seconds",
 //    "actions":[{"step","type","reason"}]}
 // exactly those keys, and for a spec.model.path job "export": the Hugging Face directory

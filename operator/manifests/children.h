@@ -1,4 +1,4 @@
-// The Kubernetes objects one TrainingJob owns (design.md, "Kubernetes objects per
+// The Kubernetes objects one TrainingJob owns (docs/design.md, "Kubernetes objects per
 // TrainingJob"): worker Pods `<job>-worker-<rank>`, a headless Service `<job>`, and a
 // ConfigMap `<job>-spec` holding the job YAML the workers read.
 //

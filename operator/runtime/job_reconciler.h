@@ -8,7 +8,7 @@
 // deterministic: the same observations give the same steps, so it is unit-tested with a
 // scripted backend and reused unchanged by the operator.
 //
-// What it does with the way a generation ends (design.md, Worker exit codes):
+// What it does with the way a generation ends (docs/design.md, Worker exit codes):
 //   - every rank 0                  -> Succeeded.
 //   - 76, guard stop                -> apply the decision (restart, reshard within
 //                                      [minWorkers, maxWorkers], shrink the micro-batch,

@@ -1,4 +1,4 @@
-// What a TrainingJob is doing, in the words of design.md's status block, plus the run's
+// What a TrainingJob is doing, in the words of docs/design.md's status block, plus the run's
 // ledger (every action taken with its step and reason, OOM kills, steps lost) that the
 // local runtime prints as its summary and the operator reports in Events.
 //

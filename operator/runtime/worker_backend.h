@@ -4,7 +4,7 @@
 //
 // A backend runs at most one *generation* of a job at a time: one launch of N ranks from
 // one job spec. Every restart, reshard or re-tune is a new generation with its own spec;
-// the workers resume from the shared checkpoint directory (design.md, Checkpoints).
+// the workers resume from the shared checkpoint directory (docs/design.md, Checkpoints).
 //
 // Contract:
 //   - Launch() starts every rank of the generation, or throws std::runtime_error naming
@@ -12,7 +12,7 @@
 //     when no rank of an earlier generation is alive.
 //   - Observe() never blocks for long; it reports every rank of the current generation,
 //     the step records that arrived since the previous call (each exactly once), and how
-//     each exited rank ended. Exit codes are core/protocol/exit_codes.h's (design.md):
+//     each exited rank ended. Exit codes are core/protocol/exit_codes.h's (docs/design.md):
 //     0 finished, 2 invalid spec, 75 drained, 76 guard stop and 77 GPU out of memory
 //     (their JSON in termination_message), 1 failure, and 128+signal for a rank killed
 //     by a signal (137 = SIGKILL).

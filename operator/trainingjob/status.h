@@ -1,5 +1,5 @@
 // The TrainingJob's .status as the operator writes and reads it back: runtime::JobStatus
-// (operator/runtime/job_status.h, design.md's status block) plus observedGeneration.
+// (operator/runtime/job_status.h, docs/design.md's status block) plus observedGeneration.
 //
 // Contract:
 //   - StatusJson() is a pure function: the same JobStatus gives byte-identical JSON, so

@@ -235,7 +235,7 @@ TEST(ExitCodes, ReasonsNameEveryWorkerCode) {
   EXPECT_EQ(ExitReason(kExitKilled, true), "OOMKilled");
   EXPECT_EQ(ExitReason(kExitKilled, false), "Signal 9");
   EXPECT_EQ(ExitReason(3, false), "Exit 3");
-  // design.md's numbers.
+  // docs/design.md's numbers.
   EXPECT_EQ(kExitDrained, 75);
   EXPECT_EQ(kExitGuardStop, 76);
   EXPECT_EQ(kExitGpuOom, 77);

@@ -1,4 +1,4 @@
-// Defaults (design.md's values), model presets, parameter counts and task shapes.
+// Defaults (docs/design.md's values), model presets, parameter counts and task shapes.
 #include <gtest/gtest.h>
 
 #include "core/spec/model_presets.h"

@@ -21,7 +21,7 @@ using testing_util::AllErrors;
 using testing_util::ErrorPaths;
 using Paths = std::set<std::string>;
 
-// design.md's example, as a whole job. The model and dataset paths do not exist here:
+// docs/design.md's example, as a whole job. The model and dataset paths do not exist here:
 // on a cluster they live on volumes only the pods mount, so validate leaves them be.
 const std::string kTextJob = R"(apiVersion: headroom.dev/v1alpha1
 kind: TrainingJob

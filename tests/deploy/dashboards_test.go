@@ -104,7 +104,7 @@ func TestDashboardStructure(t *testing.T) {
 			}
 		}
 	}
-	// Every metric design.md names is on a dashboard.
+	// Every metric docs/design.md names is on a dashboard.
 	for _, n := range names {
 		if !used[n] && !used[n+"_bucket"] {
 			t.Errorf("metric %s is on no dashboard", n)
@@ -162,7 +162,7 @@ var emptyAllowed = map[string]string{
 }
 
 // serveClusterFixtures serves, in their real exposition shapes, the series of the parts a
-// local run does not have: the operator (design.md names and labels), kube-state-metrics
+// local run does not have: the operator (docs/design.md names and labels), kube-state-metrics
 // and the DCGM exporter, for a worker pod of job `jobName`. Counters grow with time so
 // rate() and increase() see them move. It proves the dashboards' joins and selectors
 // (by namespace and pod `<job>-worker-<rank>`) find such series; the worker series come

@@ -1,4 +1,4 @@
-// The operator's HTTP endpoints over real HTTP: /metrics with the design.md names,
+// The operator's HTTP endpoints over real HTTP: /metrics with the docs/design.md names,
 // /healthz, and /readyz that turns ready once informers have synced.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // What a local run leaves behind and shows: the memory series (replay's trace format), the
-// summary JSON (design.md's keys), the SVG chart, and the progress view on and off a
+// summary JSON (docs/design.md's keys), the SVG chart, and the progress view on and off a
 // terminal.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -47,7 +47,7 @@ TEST(MemorySeries, TraceHasTheWorstRankPerStepAndRepeatsRedoneSteps) {
   testing::TempDir dir;
   s.WriteCsv(dir.path() + "/m.csv", dir.path() + "/r.csv");
   EXPECT_EQ(testing::ReadAll(dir.path() + "/m.csv"),
-            // design.md's trace columns
+            // docs/design.md's trace columns
             std::string("step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,host_limit_bytes,"
                         "gpu_limit_bytes\n") +
                 "1,300,0,310,0,64,1000,0\n2,150,0,160,0,64,1000,0\n2,50,0,60,0,64,1000,0\n");

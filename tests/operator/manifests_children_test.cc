@@ -1,5 +1,5 @@
 // The children a TrainingJob owns: names, labels, ownership, rendezvous env and the
-// security posture design.md requires, plus the JSON->YAML writer render uses.
+// security posture docs/design.md requires, plus the JSON->YAML writer render uses.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 

@@ -158,7 +158,7 @@ TEST_F(HfJobTest, AFinishedJobHandsBackItsFinalCheckpointInHuggingFaceLayout) {
   Start(WriteJob(steps), dir_ / "ckpt", "log");
   ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-log");
 
-  // The step log: one line per step with design.md's keys.
+  // The step log: one line per step with docs/design.md's keys.
   const auto lines = Lines("log");
   ASSERT_EQ(lines.size(), static_cast<size_t>(steps));
   for (size_t i = 0; i < lines.size(); ++i) {

@@ -1,4 +1,4 @@
-// The checkpoint directory's names (design.md, "Checkpoints"):
+// The checkpoint directory's names (docs/design.md, "Checkpoints"):
 //
 //   DIR/step-000120/manifest.json    written last; its presence makes the step complete
 //   DIR/step-000120/rank-00000.bin   each rank's raw slices

@@ -1,4 +1,4 @@
-// manifest.json: what a checkpoint step holds, written last (design.md, "Checkpoints").
+// manifest.json: what a checkpoint step holds, written last (docs/design.md, "Checkpoints").
 //
 //   {"format": "headroom-checkpoint/1", "step": 120, "world_size": 2, "spec_hash": "...",
 //    "data_cursor": <json>, "guard_history": <json>, "extra": <json>,

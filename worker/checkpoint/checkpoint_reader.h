@@ -25,7 +25,7 @@ class CheckpointReader {
   // The step `DIR/latest` names; nullopt when DIR holds no checkpoint yet.
   static std::optional<CheckpointReader> OpenLatest(const std::filesystem::path& root);
 
-  // Refuses a checkpoint written by a run defined differently (see design.md): throws
+  // Refuses a checkpoint written by a run defined differently (see docs/design.md): throws
   // CheckpointError naming both hashes and what the hash covers.
   void RequireSpecHash(const std::string& expected) const;
 

@@ -1,4 +1,4 @@
-// Saving one checkpoint step from every rank at once (design.md, "Checkpoints").
+// Saving one checkpoint step from every rank at once (docs/design.md, "Checkpoints").
 //
 // Every rank calls Save() with the same step at the same point (it is a collective).
 // The protocol:

@@ -1,4 +1,4 @@
-// headroom-worker's model inspection commands (design.md, Real models and tasks): what a
+// headroom-worker's model inspection commands (docs/design.md, Real models and tasks): what a
 // user runs to check the port of a Hugging Face model against transformers, with no job,
 // rendezvous or checkpoint.
 //

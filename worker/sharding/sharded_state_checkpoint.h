@@ -1,5 +1,5 @@
 // A sharded model + optimizer as checkpoint tensors, reshardable between world sizes and
-// stages (design.md, "Checkpoints").
+// stages (docs/design.md, "Checkpoints").
 //
 // Names and shapes (independent of world size, stage and padding):
 //   model.<parameter name>            the parameter's own shape

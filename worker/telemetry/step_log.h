@@ -1,4 +1,4 @@
-// The per-step JSON log (design.md, Worker): one protocol::StepRecord per line (its keys
+// The per-step JSON log (docs/design.md, Worker): one protocol::StepRecord per line (its keys
 // are listed in core/protocol/step_record.h), flushed per step, to --log FILE or stdout.
 // The local runtime and tests follow it as it grows.
 #pragma once

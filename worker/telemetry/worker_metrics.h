@@ -1,4 +1,4 @@
-// The worker's Prometheus endpoint: /metrics with design.md's names (core/metrics/names.h)
+// The worker's Prometheus endpoint: /metrics with docs/design.md's names (core/metrics/names.h)
 // labelled {job, rank}, and /healthz, both served by core/metrics/metrics_http_server.h
 // (not prometheus-cpp's civetweb Exposer: its 100 KiB handler stacks overflowed under
 // scrapes and killed the worker with SIGSEGV — see that header).

@@ -1,5 +1,5 @@
 // Any rank's stop becomes every rank's: at each step boundary the ranks all_reduce (MAX)
-// one flag, so they all leave at the same step with the same exit code (design.md,
+// one flag, so they all leave at the same step with the same exit code (docs/design.md,
 // Worker). A guard stop outranks a drain: the guard's reason is the more useful one to
 // act on, and both end in a resumable exit.
 #pragma once

@@ -1,4 +1,4 @@
-// The trainer's state as checkpoint tensors, and back (design.md, "Checkpoints").
+// The trainer's state as checkpoint tensors, and back (docs/design.md, "Checkpoints").
 //
 // The model and optimizer are sharded (worker/sharding/): each rank saves the slices of
 // its owned range and a resume reads the ranges its own layout needs, so a checkpoint

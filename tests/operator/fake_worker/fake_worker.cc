@@ -1,5 +1,5 @@
 // headroom-fake-worker: a test double with headroom-worker's outside contract
-// (design.md, Worker) and none of its training, so the local runtime's tests run in
+// (docs/design.md, Worker) and none of its training, so the local runtime's tests run in
 // seconds and can make a worker leak, crash or stop for the guard on demand.
 //
 //   headroom-fake-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
@@ -13,7 +13,7 @@
 //     writes it; the directory first, `latest` last by atomic rename);
 //   - one JSON step-log line per step (step, reward_mean, loss, kl, host_* from the real
 //     cgroup or /proc, tokens, step_seconds, ...);
-//   - --metrics-port: /metrics with the step and host memory gauges (design.md names,
+//   - --metrics-port: /metrics with the step and host memory gauges (docs/design.md names,
 //     labelled {job, rank}) and /healthz, as the operator scrapes them;
 //   - spec.debug.hostLeakBytesPerStep really allocates and touches that much per step;
 //   - with spec.memoryGuard.enabled, stops before the limit: when end-of-step memory plus

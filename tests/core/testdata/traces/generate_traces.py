@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Generates the guard's replay traces from the failure reports in design.md.
+"""Generates the guard's replay traces from the failure reports in docs/design.md.
 
 Deterministic (a seeded random.Random per trace), so the committed CSVs can be rebuilt
 exactly: python3 tests/core/testdata/traces/generate_traces.py [OUTDIR]
 
 Each trace is what a worker would have measured per step if nothing stopped it (rows go
 on past the step that crosses the limit, so tests can tell where that step is). Columns
-per design.md: step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,
+per docs/design.md: step,host_bytes,gpu_bytes,host_peak_bytes,gpu_peak_bytes,tokens,
 host_limit_bytes,gpu_limit_bytes. The '# ' header lines say which report a trace models
 and what the guard must do; tests/core/replay_test.cc holds the same expectations.
 """
