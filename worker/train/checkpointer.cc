@@ -53,13 +53,8 @@ int64_t Checkpointer::Resume() {
   return saved_step_;
 }
 
-std::optional<DatasetState> Checkpointer::DatasetAfter(int64_t done) const {
-  // Step s reads global prompts [s P, (s + 1) P) (grpo_trainer.h).
-  return trainer_.task().DatasetAt(static_cast<uint64_t>(done * spec_.grpo.prompts_per_step));
-}
-
 void Checkpointer::RequireSameDataset(const nlohmann::json& extra, const std::string& where) const {
-  const auto now = DatasetAfter(0);
+  const auto now = trainer_.DatasetAfter(0);
   if (!now || !extra.is_object() || !extra.contains("dataset")) return;
   const nlohmann::json& saved = extra["dataset"];
   const std::string saved_hash = saved.value("content_hash", "");
@@ -94,7 +89,7 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
   if (!spec_.model.path.empty()) meta.extra["model_path"] = spec_.model.path;
   // Text tasks: which dataset contents the run has been reading, and where it stands in
   // them (the step alone determines the position; this makes it readable and checkable).
-  if (const auto dataset = DatasetAfter(done)) {
+  if (const auto dataset = trainer_.DatasetAfter(done)) {
     meta.extra["dataset"] = {{"path", dataset->path},
                              {"content_hash", dataset->content_hash},
                              {"epoch", dataset->epoch},

@@ -47,8 +47,6 @@ class Checkpointer {
   bool ShouldSave(int64_t done) const;
 
  private:
-  // Text tasks: the dataset and the position of the next unseen prompt after `done` steps.
-  std::optional<DatasetState> DatasetAfter(int64_t done) const;
   // Throws CheckpointOfAnotherRun when the checkpoint (manifest `extra`) was trained on
   // other dataset contents than the task read now.
   void RequireSameDataset(const nlohmann::json& extra, const std::string& where) const;

@@ -167,7 +167,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
 }
 
 int64_t GrpoTrainer::GlobalPrompt(int64_t step, int64_t local) const {
-  return step * spec_.grpo.prompts_per_step + local * comm_.world_size() + comm_.rank();
+  return FirstPromptOfStep(step) + local * comm_.world_size() + comm_.rank();
 }
 
 int64_t GrpoTrainer::TokensPerStep() const {

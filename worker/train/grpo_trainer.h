@@ -90,6 +90,15 @@ class GrpoTrainer {
   int64_t local_prompts() const { return local_prompts_; }
   // The global index of this rank's `local`-th prompt of step `step`.
   int64_t GlobalPrompt(int64_t step, int64_t local) const;
+  // The prompt window: step s reads global prompts [s P, (s + 1) P), P = promptsPerStep.
+  // The first prompt of step `step`, which is also where the next unseen prompt lies
+  // after `step` finished steps.
+  int64_t FirstPromptOfStep(int64_t step) const { return step * spec_.grpo.prompts_per_step; }
+  // Text tasks: the dataset and where the next unseen prompt lies after `done` finished
+  // steps (what the step log and a checkpoint's manifest record); nullopt for generated tasks.
+  std::optional<DatasetState> DatasetAfter(int64_t done) const {
+    return task_->DatasetAt(static_cast<uint64_t>(FirstPromptOfStep(done)));
+  }
 
   CausalLM& model() { return model_; }
   ModelShards& shards() { return *shards_; }

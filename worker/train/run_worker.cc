@@ -163,10 +163,9 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
                held.gradients, held.optimizer);
 }
 
-// Text tasks: where the next unseen prompt lies in the dataset after `done` finished steps
-// (step s reads global prompts [s P, (s + 1) P), grpo_trainer.h).
+// Text tasks: where the next unseen prompt lies in the dataset after `done` finished steps.
 void SetDatasetPosition(protocol::StepRecord& record, const GrpoTrainer& trainer, int64_t done) {
-  const auto state = trainer.task().DatasetAt(static_cast<uint64_t>(done * trainer.spec().grpo.prompts_per_step));
+  const auto state = trainer.DatasetAfter(done);
   if (!state) return;
   record.epoch = state->epoch;
   record.cursor = state->cursor;
