@@ -423,8 +423,13 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
     d.reason = what + ": restart from the checkpoint at step " + std::to_string(checkpoint_step);
     return d;
   }
-  std::string again = what + ", again within " + Steps(failed_step - history.last_restart_step) +
-                      " of the restart at step " + std::to_string(history.last_restart_step);
+  // A crash at or before the step the last restart resumed from (a worker that failed
+  // before its first step, or one that fell back to an older checkpoint) made no progress
+  // at all: said as such, not as a count of steps that would be zero or negative.
+  const int since_restart = failed_step - history.last_restart_step;
+  const std::string restart_at = "the restart at step " + std::to_string(history.last_restart_step);
+  std::string again = what + (since_restart > 0 ? ", again within " + Steps(since_restart) + " of " + restart_at
+                                                 : ", again without getting past " + restart_at);
   if (cause == ExitCause::kCrash) {
     d.action = DecisionAction::kFail;
     d.reason = again + ": a crash loop the memory guard cannot fix, giving up";

@@ -309,6 +309,25 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   EXPECT_NE(d.reason.find("all 3 restarts of maxRestarts used"), std::string::npos) << d.reason;
 }
 
+// A worker that dies before passing the step its restart resumed from (it failed while
+// resuming, or fell back to an older, intact checkpoint) made no progress: the reason says
+// so instead of counting zero or negative steps.
+TEST(PolicyTest, ACrashBeforeTheRestartStepIsNamedAsNoProgress) {
+  spec::TrainingJobSpec job = DefaultJob();
+  GuardHistory h;
+  h.RecordCrashRestart(5, /*oom_kill=*/false);
+  for (int failed_step : {4, 5}) {
+    const Decision d = DecideAfterCrash(ExitCause::kCrash, failed_step, 4, job, h, 1);
+    EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+    EXPECT_NE(d.reason.find("again without getting past the restart at step 5: a crash loop"), std::string::npos)
+        << d.reason;
+    EXPECT_EQ(d.reason.find("within -"), std::string::npos) << d.reason;
+    EXPECT_EQ(d.reason.find("within 0"), std::string::npos) << d.reason;
+  }
+  const Decision later = DecideAfterCrash(ExitCause::kCrash, 6, 5, job, h, 1);
+  EXPECT_NE(later.reason.find("again within 1 step of the restart at step 5"), std::string::npos) << later.reason;
+}
+
 TEST(PolicyTest, AfterAGpuOutOfMemoryRestartThenBringGpuMemoryPerWorkerDown) {
   spec::TrainingJobSpec job = DefaultJob();
   job.model.preset = "small";
