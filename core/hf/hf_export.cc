@@ -6,23 +6,30 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
+#include "core/checkpoint/checkpoint_layout.h"
+#include "core/checkpoint/checkpoint_manifest.h"
+#include "core/checkpoint/durable_file.h"
 #include "core/files/remove_tree.h"
+#include "core/hf/hf_config.h"
 #include "core/hf/safetensors.h"
 
 namespace headroom::hf {
 namespace {
 namespace fs = std::filesystem;
+using checkpoint::CheckpointError;
+using checkpoint::CheckpointManifest;
 using nlohmann::json;
-
-constexpr const char* kCheckpointModelPrefix = "model.";  // the worker's kModelTensorPrefix
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -32,54 +39,43 @@ std::string ReadText(const fs::path& path) {
   return s.str();
 }
 
-fs::path StepDir(const fs::path& checkpoint) {
-  if (fs::exists(checkpoint / "manifest.json")) return checkpoint;
-  const fs::path latest = checkpoint / "latest";
-  if (!fs::exists(latest)) {
-    throw ExportError(checkpoint.string() + ": neither a checkpoint step (manifest.json) nor a checkpoint directory (latest)");
+// The step to export and its manifest, every file of it checked against its recorded size
+// and sha256: a damaged checkpoint is refused, naming the file, before anything is written.
+CheckpointManifest ReadVerifiedStep(const fs::path& step) {
+  try {
+    CheckpointManifest manifest = CheckpointManifest::Read(step);
+    for (const auto& [file, bytes] : manifest.file_bytes) manifest.VerifyFile(step, file);
+    return manifest;
+  } catch (const CheckpointError& e) {
+    throw ExportError(e.what());
   }
-  std::string name = ReadText(latest);
-  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-  const fs::path step = checkpoint / name;
-  if (!fs::exists(step / "manifest.json")) throw ExportError(latest.string() + " names " + name + ", which has no manifest.json");
-  return step;
 }
 
-// The fp32 values of checkpoint tensor `name`, assembled from its shards.
-std::vector<float> ReadCheckpointTensor(const fs::path& step, const json& manifest, const std::string& name,
-                                        const std::vector<int64_t>& want_shape, const std::string& source_name) {
-  const std::string where = (step / "manifest.json").string() + ": tensors." + name;
-  if (!manifest.contains("tensors") || !manifest["tensors"].contains(name)) {
-    throw ExportError((step / "manifest.json").string() + ": no tensor " + name + " (the source model's " + source_name +
-                      "); was the checkpoint written from this model?");
+// The fp32 values of checkpoint tensor `name`, assembled from its shards (validated: they
+// tile the tensor and lie inside their files).
+std::vector<float> ReadCheckpointTensor(const fs::path& step, const CheckpointManifest& manifest,
+                                        const std::string& name, const std::vector<int64_t>& want_shape,
+                                        const std::string& source_name) {
+  const std::string where = (step / checkpoint::kManifestFileName).string() + ": tensors." + name;
+  auto it = manifest.tensors.find(name);
+  if (it == manifest.tensors.end()) {
+    throw ExportError((step / checkpoint::kManifestFileName).string() + ": no tensor " + name +
+                      " (the source model's " + source_name + "); was the checkpoint written from this model?");
   }
-  const json& t = manifest["tensors"][name];
-  if (t.value("dtype", "") != "float32") {
-    throw ExportError(where + ".dtype: " + t.value("dtype", "?") + " is not supported (float32 master weights)");
-  }
-  const auto shape = t.value("shape", std::vector<int64_t>{});
-  if (shape != want_shape) {
-    throw ExportError(where + ".shape: " + json(shape).dump() + ", the source model's " + source_name + " is " +
+  const checkpoint::TensorEntry& t = it->second;
+  if (t.dtype != "float32") throw ExportError(where + ".dtype: " + t.dtype + " is not supported (float32 master weights)");
+  if (t.shape != want_shape) {
+    throw ExportError(where + ".shape: " + json(t.shape).dump() + ", the source model's " + source_name + " is " +
                       json(want_shape).dump());
   }
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
-  std::vector<float> values(static_cast<size_t>(numel));
-  int64_t covered = 0;
-  for (const json& s : t.value("shards", json::array())) {
-    const int64_t offset = s.value("offset", int64_t{-1}), n = s.value("numel", int64_t{-1});
-    const int64_t file_offset = s.value("file_offset", int64_t{-1});
-    if (offset < 0 || n < 0 || file_offset < 0 || offset + n > numel) throw ExportError(where + ".shards: a shard outside the tensor");
-    const fs::path file = step / s.value("file", "");
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (const checkpoint::ShardEntry& s : t.shards) {
+    const fs::path file = step / s.file;
     std::ifstream in(file, std::ios::binary);
     if (!in) throw ExportError(file.string() + ": cannot be read (a shard of " + name + ")");
-    in.seekg(file_offset);
-    in.read(reinterpret_cast<char*>(values.data() + offset), static_cast<std::streamsize>(n * sizeof(float)));
-    if (!in) throw ExportError(file.string() + ": too short for the shard of " + name + " at byte " + std::to_string(file_offset));
-    covered += n;
-  }
-  if (covered != numel) {
-    throw ExportError(where + ".shards: cover " + std::to_string(covered) + " of " + std::to_string(numel) + " elements");
+    in.seekg(s.file_offset);
+    in.read(reinterpret_cast<char*>(values.data() + s.offset), static_cast<std::streamsize>(s.numel * sizeof(float)));
+    if (!in) throw ExportError(file.string() + ": too short for the shard of " + name + " at byte " + std::to_string(s.file_offset));
   }
   return values;
 }
@@ -107,8 +103,8 @@ std::vector<std::byte> Encode(const std::vector<float>& values, const std::strin
   return out;
 }
 
-// fsync of a file or a directory: its bytes, or the names in it, survive a crash.
-void SyncPath(const fs::path& path) {
+// fsync of a file: its bytes survive a crash.
+void SyncFile(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw ExportError("cannot open " + path.string() + " to sync it: " + std::strerror(errno));
   const int rc = ::fsync(fd);
@@ -117,46 +113,103 @@ void SyncPath(const fs::path& path) {
   if (rc != 0) throw ExportError("cannot sync " + path.string() + ": " + std::strerror(err));
 }
 
-// An existing `out` may be replaced only when it is a model directory or empty: a
-// mistyped --to must not delete unrelated files.
-void RequireReplaceable(const fs::path& out) {
+// `path` absolute, symbolic links resolved as far as it exists, without a trailing "/".
+fs::path Resolved(const fs::path& path) {
+  std::error_code ec;
+  fs::path resolved = fs::weakly_canonical(fs::absolute(path), ec).lexically_normal();
+  if (ec) resolved = fs::absolute(path).lexically_normal();
+  if (resolved.filename().empty() && resolved.has_parent_path()) resolved = resolved.parent_path();
+  return resolved;
+}
+
+// `inner` is `outer` (the same directory, however named) or lies inside it.
+bool IsSameOrInside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  if (fs::exists(inner) && fs::exists(outer) && fs::equivalent(inner, outer, ec)) return true;
+  const std::string rel = Resolved(inner).lexically_relative(Resolved(outer)).string();
+  return !rel.empty() && rel != ".." && rel.rfind("../", 0) != 0;
+}
+
+// The names an earlier export recorded in its marker file; nullopt when `dir` has none.
+std::optional<std::set<std::string>> MarkedFiles(const fs::path& dir) {
+  const fs::path marker = dir / kExportMarkerFileName;
+  if (!fs::exists(marker)) return std::nullopt;
+  std::set<std::string> names;
+  try {
+    const json parsed = json::parse(ReadText(marker));
+    for (const auto& name : parsed.at("files")) names.insert(name.get<std::string>());
+  } catch (const json::exception& e) {
+    throw ExportError(marker.string() + ": not an export marker (" + e.what() + "); refusing to replace " + dir.string());
+  }
+  return names;
+}
+
+// `out` may be written only where that deletes nothing the export does not own: it is
+// absent or empty, or it holds exactly what an earlier export wrote (its marker lists it).
+// Never the source model, the checkpoint, or a directory holding either.
+void RequireOwnedOrAbsent(const fs::path& out, const fs::path& source, const fs::path& step) {
+  if (IsSameOrInside(source, out)) {
+    const std::string what = IsSameOrInside(out, source) ? "the source model's directory" : "a directory holding the source model";
+    throw ExportError(out.string() + " is " + what + " (" + source.string() +
+                      "); refusing to overwrite it: choose another --to");
+  }
+  if (IsSameOrInside(step, out)) {
+    throw ExportError(out.string() + " holds the checkpoint being exported (" + step.string() +
+                      "); refusing to overwrite it: choose another --to");
+  }
   if (!fs::exists(out)) return;
-  const bool model_dir = fs::exists(out / "config.json");
-  if (!fs::is_directory(out) || (!model_dir && !fs::is_empty(out))) {
-    throw ExportError(out.string() + ": exists and is not a model directory (no config.json); refusing to replace it");
+  if (!fs::is_directory(out)) throw ExportError(out.string() + ": exists and is not a directory; refusing to replace it");
+  if (fs::is_empty(out)) return;
+  const auto owned = MarkedFiles(out);
+  if (!owned) {
+    throw ExportError(out.string() + ": exists and was not written by headroom export (no " + kExportMarkerFileName +
+                      "); refusing to replace it: move it away or choose another --to");
+  }
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name != kExportMarkerFileName && !owned->count(name)) {
+      throw ExportError(entry.path().string() + " was not written by headroom export; refusing to replace " +
+                        out.string() + ": move it away or choose another --to");
+    }
   }
 }
 
-// Puts the finished `partial` directory at `out`: a plain rename when `out` is absent, else
-// an atomic exchange (the old export then sits at `partial` and is removed), else, where
-// the filesystem has no exchange, the old one moved aside first.
-void Publish(const fs::path& partial, const fs::path& out) {
-  RequireReplaceable(out);
-  if (::rename(partial.c_str(), out.c_str()) != 0) {
-    if (errno != EEXIST && errno != ENOTEMPTY) {
-      throw ExportError("cannot rename " + partial.string() + " to " + out.string() + ": " + std::strerror(errno));
-    }
-    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
-      files::RemoveTree(partial);  // now the replaced export
-    } else {
-      fs::path aside = out;
-      aside += ".replaced";
-      files::RemoveTree(aside);
-      fs::rename(out, aside);
-      fs::rename(partial, out);
-      files::RemoveTree(aside);
-    }
+// A source tensor the checkpoint does not hold because the model does not train it: a
+// rotary `inv_freq` buffer (derived from config.json; loading ignores it) is copied as it
+// was; an untied `lm_head.weight` of a model that ties its head to the embedding gets the
+// trained embedding, the head the fine-tuned model computes with. nullopt: not such a tensor.
+std::optional<std::string> UntrainedTensorSource(const std::string& name, const HfModelConfig& config) {
+  const std::string inv_freq = "rotary_emb.inv_freq";
+  if (name.size() >= inv_freq.size() && name.compare(name.size() - inv_freq.size(), inv_freq.size(), inv_freq) == 0) {
+    return std::string();  // the source's own bytes
   }
-  SyncPath(out.has_parent_path() ? out.parent_path() : fs::path("."));
+  if (name == "lm_head.weight" && config.tie_word_embeddings) return std::string("model.embed_tokens.weight");
+  return std::nullopt;
 }
 
-// The export itself, into `out` (a fresh directory).
-void WriteExport(const fs::path& step, const json& manifest, const fs::path& source, const fs::path& out,
-                 int64_t max_shard_bytes, ExportSummary& summary) {
-  const SafetensorsModel model(source.string());  // names, dtypes, shapes to reproduce
-  fs::create_directories(out);
+// The bytes of source tensor `name` as the export writes them, in the source's dtype.
+std::vector<std::byte> ExportedBytes(const fs::path& step, const CheckpointManifest& manifest,
+                                     const HfModelConfig& config, const std::string& name, const TensorView& view,
+                                     ExportSummary& summary) {
+  std::string from = checkpoint::kModelTensorPrefix + name;
+  if (!manifest.tensors.count(from)) {
+    if (const auto untrained = UntrainedTensorSource(name, config)) {
+      if (untrained->empty()) {
+        summary.copied_from_source.push_back(name);
+        const auto* begin = view.data;
+        return std::vector<std::byte>(begin, begin + view.bytes);
+      }
+      from = checkpoint::kModelTensorPrefix + *untrained;
+      summary.tied_to_trained.push_back(name);
+    }
+  }
+  const auto values = ReadCheckpointTensor(step, manifest, from, view.shape, name);
+  return Encode(values, view.dtype, view.file + ": tensor " + name);
+}
 
-  // Group the tensors (in name order) into shards of at most max_shard_bytes.
+// The source's tensors (in name order) grouped into shards of at most max_shard_bytes.
+std::vector<std::vector<std::string>> GroupIntoShards(const SafetensorsModel& model, int64_t max_shard_bytes,
+                                                      ExportSummary& summary) {
   std::vector<std::vector<std::string>> shards(1);
   int64_t shard_bytes = 0;
   for (const auto& [name, view] : model.tensors()) {
@@ -169,6 +222,23 @@ void WriteExport(const fs::path& step, const json& manifest, const fs::path& sou
     shard_bytes += bytes;
     summary.tensor_bytes += bytes;
   }
+  return shards;
+}
+
+void WriteTextFile(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) throw ExportError(path.string() + ": write failed");
+}
+
+// The export itself, into `out` (a fresh directory), its marker written last.
+void WriteExport(const fs::path& step, const CheckpointManifest& manifest, const fs::path& source, const fs::path& out,
+                 int64_t max_shard_bytes, ExportSummary& summary) {
+  const SafetensorsModel model(source.string());  // names, dtypes, shapes to reproduce
+  const HfModelConfig config = LoadHfConfig(source.string());
+  fs::create_directories(out);
+  const auto shards = GroupIntoShards(model, max_shard_bytes, summary);
   json weight_map = json::object();
   for (size_t k = 0; k < shards.size(); ++k) {
     char file_name[64];
@@ -179,8 +249,7 @@ void WriteExport(const fs::path& step, const json& manifest, const fs::path& sou
     data.reserve(shards[k].size());
     for (const std::string& name : shards[k]) {
       const TensorView& view = model.Get(name);
-      const auto values = ReadCheckpointTensor(step, manifest, kCheckpointModelPrefix + name, view.shape, name);
-      data.push_back(Encode(values, view.dtype, view.file + ": tensor " + name));
+      data.push_back(ExportedBytes(step, manifest, config, name, view, summary));
       tensors.push_back({name, view.dtype, view.shape, data.back().data(), data.back().size()});
       weight_map[name] = file;
       ++summary.tensors;
@@ -190,22 +259,42 @@ void WriteExport(const fs::path& step, const json& manifest, const fs::path& sou
   }
   if (shards.size() > 1) {
     const json index = {{"metadata", {{"total_size", summary.tensor_bytes}}}, {"weight_map", weight_map}};
-    std::ofstream index_file(out / "model.safetensors.index.json");
-    index_file << index.dump(2) << "\n";
-    index_file.close();
-    if (!index_file) throw ExportError((out / "model.safetensors.index.json").string() + ": write failed");
+    WriteTextFile(out / "model.safetensors.index.json", index.dump(2) + "\n");
     summary.files.push_back("model.safetensors.index.json");
   }
   // Everything else of the source (config.json unchanged, generation and tokenizer files).
   for (const auto& entry : fs::directory_iterator(source)) {
     const std::string name = entry.path().filename().string();
     const bool weights = entry.path().extension() == ".safetensors" || name == "model.safetensors.index.json";
-    if (!entry.is_regular_file() || weights) continue;
+    if (!entry.is_regular_file() || weights || name == kExportMarkerFileName) continue;
     fs::copy_file(entry.path(), out / name, fs::copy_options::overwrite_existing);
     summary.files.push_back(name);
   }
-  for (const std::string& name : summary.files) SyncPath(out / name);
-  SyncPath(out);
+  WriteTextFile(out / kExportMarkerFileName,
+                json({{"written_by", "headroom export"}, {"checkpoint", step.string()}, {"files", summary.files}}).dump(1) +
+                    "\n");
+  for (const std::string& name : summary.files) SyncFile(out / name);
+  SyncFile(out / kExportMarkerFileName);
+  checkpoint::SyncDirectory(out);
+}
+
+// The source directory: `model_dir`, else the manifest's extra.model_path, which must be
+// absolute (a relative one was resolved against a working directory the checkpoint does
+// not record).
+fs::path SourceDir(const std::string& model_dir, const CheckpointManifest& manifest, const fs::path& step) {
+  if (!model_dir.empty()) return fs::absolute(model_dir).lexically_normal();
+  const std::string where = (step / checkpoint::kManifestFileName).string() + ": extra.model_path";
+  const json& extra = manifest.extra;
+  if (!extra.is_object() || !extra.contains("model_path") || !extra["model_path"].is_string()) {
+    throw ExportError(where + ": missing (not a Hugging Face model's checkpoint?); name the source directory with --model");
+  }
+  const fs::path recorded = extra["model_path"].get<std::string>();
+  if (recorded.is_relative()) {
+    throw ExportError(where + ": '" + recorded.string() +
+                      "' is relative to the directory the job ran in, which the checkpoint does not record; name the "
+                      "source directory with --model");
+  }
+  return recorded;
 }
 
 }  // namespace
@@ -244,38 +333,31 @@ uint16_t F16FromFloat(float value) {
   return static_cast<uint16_t>(sign | half);
 }
 
-ExportSummary ExportCheckpoint(const std::string& checkpoint, const std::string& out_dir, const std::string& model_dir,
-                               int64_t max_shard_bytes) {
+ExportSummary ExportCheckpoint(const std::string& checkpoint_path, const std::string& out_dir,
+                               const std::string& model_dir, int64_t max_shard_bytes) {
   ExportSummary summary;
-  const fs::path step = StepDir(checkpoint);
-  summary.step_dir = step.string();
-  json manifest;
+  fs::path step;
   try {
-    manifest = json::parse(ReadText(step / "manifest.json"));
-  } catch (const json::parse_error& e) {
-    throw ExportError((step / "manifest.json").string() + ": not valid JSON: " + e.what());
+    step = checkpoint::StepDirOf(checkpoint_path);
+  } catch (const CheckpointError& e) {
+    throw ExportError(e.what());
   }
-  summary.model_dir = model_dir;
-  if (summary.model_dir.empty()) {
-    const json extra = manifest.value("extra", json::object());
-    if (!extra.is_object() || !extra.contains("model_path") || !extra["model_path"].is_string()) {
-      throw ExportError((step / "manifest.json").string() +
-                        ": extra.model_path: missing (not a Hugging Face model's checkpoint?); name the source directory");
-    }
-    summary.model_dir = extra["model_path"].get<std::string>();
-  }
-  const fs::path source = summary.model_dir;
-  fs::path out = fs::path(out_dir).lexically_normal();
+  summary.step_dir = step.string();
+  const CheckpointManifest manifest = ReadVerifiedStep(step);
+  const fs::path source = SourceDir(model_dir, manifest, step);
+  summary.model_dir = source.string();
+  fs::path out = fs::absolute(out_dir).lexically_normal();
   if (out.filename().empty()) out = out.parent_path();  // "dir/" names dir
-  RequireReplaceable(out);  // before any work
+  RequireOwnedOrAbsent(out, source, step);  // before any work
   fs::path partial = out;
-  partial += ".partial";
+  partial += checkpoint::kPartialSuffix;
   // What a failed export left. RemoveTree, not remove_all: this runs inside the worker,
   // where a PyTorch wheel's LibTorch breaks remove_all (core/files/remove_tree.h).
   files::RemoveTree(partial);
   try {
     WriteExport(step, manifest, source, partial, max_shard_bytes, summary);
-    Publish(partial, out);
+    RequireOwnedOrAbsent(out, source, step);  // nothing appeared there meanwhile
+    checkpoint::PublishDirectory(partial, out);
   } catch (...) {
     std::error_code ignored;
     files::RemoveTree(partial, ignored);

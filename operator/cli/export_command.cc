@@ -5,7 +5,9 @@
 //
 //   exit 0: written (one line: what went where)
 //   exit 2: the checkpoint or the source model cannot be used (the file and the tensor or
-//           field named); 1 anything else (I/O)
+//           field named: a file failing its checksum, a missing tensor), or --to names a
+//           directory the export does not own (the source model, a directory with files
+//           it did not write); 1 anything else (I/O)
 #include <iostream>
 #include <memory>
 #include <string>
@@ -32,6 +34,9 @@ int RunExport(const ExportArgs& args) {
               << s.model_dir << ") to " << args.to << ":";
     for (const std::string& f : s.files) std::cout << " " << f;
     std::cout << "\n";
+    // Not trained, so not in the checkpoint (core/hf/hf_export.h says why each is right).
+    for (const std::string& t : s.copied_from_source) std::cout << "  " << t << ": copied from the source unchanged\n";
+    for (const std::string& t : s.tied_to_trained) std::cout << "  " << t << ": the trained embedding (tied head)\n";
     return protocol::kExitFinished;
   } catch (const hf::ExportError& e) {
     std::cerr << "headroom export: " << e.what() << "\n";

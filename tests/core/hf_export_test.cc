@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checkpoint/sha256.h"
 #include "core/hf/hf_export.h"
 #include "core/hf/safetensors.h"
 
@@ -93,8 +95,11 @@ fs::path WriteCheckpoint(const fs::path& root, const std::string& fixture, bool 
     }
     tensors["model." + name] = {{"dtype", "float32"}, {"shape", view.shape}, {"shards", shards}};
   }
-  json manifest = {{"format", "headroom-checkpoint/1"}, {"step", 3}, {"world_size", 2}, {"tensors", tensors},
-                   {"extra", json::object()}};
+  rank[0].close();
+  rank[1].close();
+  json manifest = {{"format", "headroom-checkpoint/1"}, {"step", 3}, {"world_size", 2}, {"spec_hash", "h"},
+                   {"rng_state", json::array({"", ""})}, {"tensors", tensors}, {"extra", json::object()},
+                   {"files", {{"rank-00000.bin", {{"bytes", written[0]}}}, {"rank-00001.bin", {{"bytes", written[1]}}}}}};
   if (record_model_path) manifest["extra"]["model_path"] = Fixture(fixture).string();
   std::ofstream(step / "manifest.json") << manifest.dump();
   std::ofstream(root / "latest") << "step-000003\n";
@@ -177,10 +182,16 @@ TEST(HfExport, IsAtomicAndReplacesOnlyAModelDirectory) {
   EXPECT_FALSE(fs::exists(dir.path() / "out.partial"));
   ExpectSameModel(out, "qwen2");
 
-  // Again over the first export (say a stale file from an older one sits there): replaced whole.
-  std::ofstream(out / "stale.txt") << "from an earlier export";
+  // Again over the first export (which its marker says the export wrote): replaced whole.
+  ASSERT_TRUE(fs::exists(out / kExportMarkerFileName));
+  const json marker = json::parse(ReadText(out / kExportMarkerFileName));
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name != kExportMarkerFileName) {
+      EXPECT_NE(std::find(marker["files"].begin(), marker["files"].end(), name), marker["files"].end()) << name;
+    }
+  }
   ExportCheckpoint(root.string(), (out.string() + "/"));
-  EXPECT_FALSE(fs::exists(out / "stale.txt"));
   ExpectSameModel(out, "qwen2");
 
   // A failure (a tensor missing from the checkpoint) leaves the previous export intact.
@@ -189,18 +200,145 @@ TEST(HfExport, IsAtomicAndReplacesOnlyAModelDirectory) {
   EXPECT_FALSE(fs::exists(dir.path() / "out.partial"));
   ExpectSameModel(out, "qwen2");
 
-  // Not a model directory: refused, untouched.
+  // A directory the export did not write: refused, untouched.
   const fs::path other = dir.path() / "notes";
   fs::create_directories(other);
   std::ofstream(other / "todo.txt") << "mine";
   try {
     ExportCheckpoint(root.string(), other.string());
-    FAIL() << "replaced a directory that is not a model";
+    FAIL() << "replaced a directory the export did not write";
   } catch (const ExportError& e) {
-    EXPECT_NE(std::string(e.what()).find("not a model directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("was not written by headroom export"), std::string::npos) << e.what();
   }
   EXPECT_EQ(ReadText(other / "todo.txt"), "mine");
   EXPECT_FALSE(fs::exists(dir.path() / "notes.partial"));
+}
+
+// A model directory someone else owns (config.json, weights, README.md, .git/) is never
+// replaced: not even an earlier export once a file it did not write sits in it, and above
+// all not the source model itself, however it is named.
+TEST(HfExport, WritesOnlyWhatItOwns) {
+  Scratch dir;
+  const fs::path source = dir.path() / "source";
+  fs::copy(Fixture("qwen2"), source);
+  fs::create_directories(source / ".git");
+  std::ofstream(source / ".git" / "HEAD") << "ref: refs/heads/main\n";
+  std::ofstream(source / "README.md") << "the model card";
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const auto refused = [&](const fs::path& to, const std::string& says) {
+    try {
+      ExportCheckpoint(root.string(), to.string(), source.string());
+      ADD_FAILURE() << "exported over " << to;
+    } catch (const ExportError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(source, "is the source model's directory");
+  refused(source / ".." / "source" / "", "is the source model's directory");
+  fs::create_directory_symlink(source, dir.path() / "link");
+  refused(dir.path() / "link", "is the source model's directory");
+  refused(dir.path(), "a directory holding the source model");
+  refused(root, "holds the checkpoint being exported");
+  EXPECT_EQ(ReadText(source / "README.md"), "the model card");
+  EXPECT_TRUE(fs::exists(source / ".git" / "HEAD"));
+  EXPECT_EQ(ReadText(source / "model.safetensors"), ReadText(Fixture("qwen2") / "model.safetensors"));
+
+  // Another model directory (a copy someone keeps notes in) is not the export's either.
+  const fs::path copy = dir.path() / "copy";
+  fs::copy(Fixture("qwen2"), copy);
+  refused(copy, "was not written by headroom export (no .headroom-export.json)");
+  // An earlier export with a file added since: refused, naming the file.
+  const fs::path out = dir.path() / "out";
+  ExportCheckpoint(root.string(), out.string(), source.string());
+  std::ofstream(out / "NOTES.md") << "my notes on the fine-tune";
+  refused(out, (out / "NOTES.md").string() + " was not written by headroom export");
+  EXPECT_EQ(ReadText(out / "NOTES.md"), "my notes on the fine-tune");
+}
+
+// Every file of the step is checked against the sha256 its manifest records: a flipped
+// bit is refused, naming the file, and nothing is written.
+TEST(HfExport, RefusesACheckpointThatFailsItsChecksum) {
+  Scratch dir;
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const fs::path step = root / "step-000003";
+  json manifest = json::parse(ReadText(step / "manifest.json"));
+  for (const char* file : {"rank-00000.bin", "rank-00001.bin"}) {
+    manifest["files"][file] = {{"bytes", fs::file_size(step / file)}, {"sha256", checkpoint::FileSha256(step / file)}};
+  }
+  std::ofstream(step / "manifest.json") << manifest.dump();
+  ExportCheckpoint(root.string(), (dir.path() / "good").string());  // intact: exported
+  {
+    std::fstream f(step / "rank-00001.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  try {
+    ExportCheckpoint(root.string(), (dir.path() / "out").string());
+    FAIL() << "exported a bit-flipped checkpoint";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank-00001.bin is corrupt"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+  EXPECT_FALSE(fs::exists(dir.path() / "out.partial"));
+}
+
+// The manifest's model_path is absolute (the worker resolves it when saving), so the
+// export works from any working directory; a relative one, from an older checkpoint, is
+// refused with what to do instead of being resolved against the wrong directory.
+TEST(HfExport, ARelativeModelPathIsRefusedClearly) {
+  Scratch dir;
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const fs::path manifest_path = root / "step-000003" / "manifest.json";
+  json manifest = json::parse(ReadText(manifest_path));
+  manifest["extra"]["model_path"] = "models/qwen2";
+  std::ofstream(manifest_path) << manifest.dump();
+  try {
+    ExportCheckpoint(root.string(), (dir.path() / "out").string());
+    FAIL() << "resolved a relative model_path";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("extra.model_path: 'models/qwen2' is relative"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--model"), std::string::npos) << e.what();
+  }
+  ExportCheckpoint(root.string(), (dir.path() / "out").string(), Fixture("qwen2").string());
+  ExpectSameModel(dir.path() / "out", "qwen2");
+}
+
+// Source tensors the model does not train are not in the checkpoint: an `inv_freq` buffer
+// is copied as it was, and the untied `lm_head.weight` of a model whose config ties its
+// head gets the trained embedding; the export has exactly the source's tensors.
+TEST(HfExport, UntrainedSourceTensorsAreCarriedOver) {
+  Scratch dir;
+  const fs::path source = dir.path() / "source";
+  fs::create_directories(source);
+  fs::copy_file(Fixture("qwen2") / "config.json", source / "config.json");  // ties its head
+  const SafetensorsModel fixture(Fixture("qwen2").string());
+  std::vector<TensorToWrite> tensors;
+  for (const auto& [name, view] : fixture.tensors()) tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
+  std::vector<float> inv_freq(4);
+  for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(10000.0f, -static_cast<float>(2 * i) / 8);
+  tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {4}, inv_freq.data(), 16});
+  const TensorView& embed = fixture.Get("model.embed_tokens.weight");
+  std::vector<float> stale_head(embed.bytes / 4, 0.25f);
+  tensors.push_back({"lm_head.weight", embed.dtype, embed.shape, stale_head.data(), embed.bytes});
+  WriteSafetensors((source / "model.safetensors").string(), tensors);
+
+  // The checkpoint holds only what the model trains: the fixture's own tensors.
+  const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen2");
+  const ExportSummary s = ExportCheckpoint(root.string(), (dir.path() / "out").string(), source.string());
+  EXPECT_EQ(s.copied_from_source, std::vector<std::string>{"model.layers.0.self_attn.rotary_emb.inv_freq"});
+  EXPECT_EQ(s.tied_to_trained, std::vector<std::string>{"lm_head.weight"});
+  const SafetensorsModel out((dir.path() / "out").string());
+  EXPECT_EQ(out.tensors().size(), tensors.size());
+  const TensorView& freq = out.Get("model.layers.0.self_attn.rotary_emb.inv_freq");
+  EXPECT_EQ(std::memcmp(freq.data, inv_freq.data(), 16), 0);
+  const TensorView& head = out.Get("lm_head.weight");
+  const TensorView& trained = out.Get("model.embed_tokens.weight");
+  ASSERT_EQ(head.bytes, trained.bytes);
+  EXPECT_EQ(std::memcmp(head.data, trained.data, head.bytes), 0) << "the head is the trained embedding";
+  // Any other tensor missing from the checkpoint is still refused (not a model it trained).
+  const fs::path broken = WriteCheckpoint(dir.path() / "broken", "qwen2", true, "model.norm.weight");
+  EXPECT_THROW(ExportCheckpoint(broken.string(), (dir.path() / "out2").string(), source.string()), ExportError);
 }
 
 // `headroom export` (the binary): exit 0 and the directory; exit 2 naming what is missing.

@@ -1,5 +1,6 @@
 // kill -9 while a checkpoint is being written: the previous step stays what `latest`
-// names, loads, and holds exactly its data; the next save cleans up the wreck.
+// names, is what a resume chooses, and holds exactly its data; the next save cleans up
+// the wreck.
 // The writer runs in a forked child that is SIGKILLed at three points: in the middle of
 // writing its data, after its data is durable, and after the manifest is written but
 // before `latest` moves.
@@ -11,9 +12,10 @@
 #include <cstring>
 
 #include "tests/worker/helpers/multirank.h"
-#include "worker/checkpoint/checkpoint_directory.h"
+#include "worker/checkpoint/checkpoint_format.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/checkpoint/intact_checkpoint.h"
 
 namespace headroom::worker {
 namespace {
@@ -60,7 +62,8 @@ class CheckpointCrashTest : public ::testing::Test {
     EXPECT_TRUE(fs::exists(root_ / "step-000020.partial")) << "the crash left no partial step to clean";
     auto check = RunRanks(1, [&](const RankContext&) {
       torch::set_num_threads(1);
-      auto reader = CheckpointReader::OpenLatest(root_);
+      auto comm = MakeLocalCommunicator();
+      auto reader = OpenNewestIntactCheckpoint(root_, *comm);  // what a resume reads
       if (!reader || reader->step() != 10) throw std::runtime_error("latest is not step 10");
       auto w = reader->ReadFull("w");
       auto expected = Weights(10, 1000);

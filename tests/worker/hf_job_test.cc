@@ -68,11 +68,11 @@ class HfJobTest : public ::testing::Test {
 
   // Stage 3 gathers one block at a time by its Hugging Face layer prefix, the layout that
   // differs most from the presets'.
-  std::string WriteJob(int steps, int stage = 3) {
+  std::string WriteJob(int steps, int stage = 3, const fs::path& model = Fixture()) {
     const auto path = dir_ / "job.yaml";
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-job}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
-                           "  model: {path: " << Fixture().string() << "}\n"
+                           "  model: {path: " << model.string() << "}\n"
                            "  task: {name: reverse, digits: 2, seed: 1}\n"
                            "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
                            " maxResponseLength: 3, microBatchSize: 8, learningRate: 0.01, klCoef: 0.01}\n"
@@ -216,6 +216,46 @@ TEST_F(HfJobTest, AFinishedJobHandsBackItsFinalCheckpointInHuggingFaceLayout) {
   EXPECT_FALSE(torch::equal(a, original));
 }
 
+// A source whose safetensors hold tensors the model does not train (an older export's
+// rotary `inv_freq`, an untied `lm_head.weight` although config.json ties the head) trains,
+// and its job's export has exactly the source's tensors: `inv_freq` as it was, the head
+// the trained embedding, and loaded back it computes what the final checkpoint does. The
+// spec names the model by a relative path; the manifest records it absolute.
+TEST_F(HfJobTest, AModelWithUntrainedExtraTensorsTrainsAndExports) {
+  const fs::path model = dir_ / "model";
+  fs::create_directories(model);
+  fs::copy_file(Fixture() / "config.json", model / "config.json");
+  const hf::SafetensorsModel fixture(Fixture().string());
+  std::vector<hf::TensorToWrite> tensors;
+  for (const auto& [name, view] : fixture.tensors()) tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
+  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {4}, inv_freq.data(), 16});
+  const hf::TensorView& embed = fixture.Get("model.embed_tokens.weight");
+  const std::vector<float> stale_head(embed.bytes / 4, 0.5f);
+  tensors.push_back({"lm_head.weight", embed.dtype, embed.shape, stale_head.data(), embed.bytes});
+  hf::WriteSafetensors((model / "model.safetensors").string(), tensors);
+
+  Start(WriteJob(2, 3, fs::relative(model, fs::current_path())), dir_ / "ckpt", "log");
+  ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-log");
+  auto reader = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(reader.has_value());
+  EXPECT_EQ(fs::path(reader->manifest().extra["model_path"].get<std::string>()), fs::absolute(model).lexically_normal());
+
+  const fs::path exported = dir_ / "ckpt" / "hf-export";
+  const hf::SafetensorsModel out(exported.string());
+  EXPECT_EQ(out.tensors().size(), tensors.size());
+  const hf::TensorView& freq = out.Get("model.layers.0.self_attn.rotary_emb.inv_freq");
+  EXPECT_EQ(std::memcmp(freq.data, inv_freq.data(), 16), 0);
+  const hf::TensorView& head = out.Get("lm_head.weight");
+  ASSERT_EQ(head.bytes, embed.bytes);
+  EXPECT_EQ(std::memcmp(head.data, out.Get("model.embed_tokens.weight").data, head.bytes), 0);
+  HfCausalLM from_export = LoadHfCausalLM(exported.string(), 64);
+  HfCausalLM from_checkpoint = ModelFromCheckpoint(*reader);
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::tensor({3, 17, 42, 5, 88, 1, 60, 9}, torch::kInt64).unsqueeze(0);
+  EXPECT_TRUE(torch::equal(from_export->forward(ids), from_checkpoint->forward(ids)));
+}
+
 TEST_F(HfJobTest, DrainAndResumeMatchAnUninterruptedRunBitForBit) {
   const int steps = 30;
   const std::string job = WriteJob(steps);
@@ -258,7 +298,7 @@ TEST_F(HfJobTest, AFailedExportKeepsTheCheckpointAndARestartWritesIt) {
   const int steps = 2;
   const std::string job = WriteJob(steps);
   fs::create_directories(dir_ / "ckpt" / "hf-export");
-  std::ofstream(dir_ / "ckpt" / "hf-export" / "notes.txt") << "not a model\n";  // refused: not a model directory
+  std::ofstream(dir_ / "ckpt" / "hf-export" / "notes.txt") << "not a model\n";  // refused: not written by an export
   Start(job, dir_ / "ckpt", "log");
   ASSERT_EQ(Wait(0), 1);
   const std::string why = ReadText(dir_ / "term-log");

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/checkpoint/checkpoint_directory.h"
+#include "worker/checkpoint/checkpoint_format.h"
 #include "worker/comm/communicator.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/grpo_trainer.h"

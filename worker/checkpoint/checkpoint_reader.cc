@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "worker/checkpoint/checkpoint_directory.h"
+#include "worker/checkpoint/checkpoint_format.h"
 
 namespace headroom::worker {
 namespace {
@@ -49,32 +49,8 @@ class ReadOnlyFile {
 
 }  // namespace
 
-CheckpointReader::CheckpointReader(std::filesystem::path step_dir) : dir_(std::move(step_dir)) {
-  const auto manifest_path = dir_ / kManifestFileName;
-  if (!std::filesystem::exists(manifest_path)) {
-    throw CheckpointError("checkpoint " + dir_.string() + " has no " + kManifestFileName +
-                          ": the step was never completed");
-  }
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(ReadWholeFile(manifest_path));
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(manifest_path.string() + " is not valid JSON: " + e.what());
-  }
-  manifest_ = CheckpointManifest::FromJson(json, manifest_path.string());
-  manifest_.Validate(manifest_path.string());
-  for (const auto& [file, bytes] : manifest_.file_bytes) {
-    const auto path = dir_ / file;
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) throw CheckpointError("checkpoint " + dir_.string() + ": " + file + " is missing: " + ec.message());
-    if (size != bytes) {
-      throw CheckpointError("checkpoint " + dir_.string() + ": " + file + " has " + std::to_string(size) +
-                            " bytes, the manifest recorded " + std::to_string(bytes) +
-                            (size < bytes ? " (truncated)" : " (overwritten)"));
-    }
-  }
-}
+CheckpointReader::CheckpointReader(std::filesystem::path step_dir)
+    : dir_(std::move(step_dir)), manifest_(CheckpointManifest::Read(dir_)) {}
 
 std::optional<CheckpointReader> CheckpointReader::OpenLatest(const std::filesystem::path& root) {
   auto dir = LatestCheckpoint(root);
@@ -100,7 +76,7 @@ const TensorEntry& CheckpointReader::Entry(const std::string& name) const {
 }
 
 torch::Tensor CheckpointReader::ReadRange(const std::string& name, int64_t begin, int64_t end) const {
-  torch::Tensor out = torch::empty({std::max<int64_t>(end - begin, 0)}, Entry(name).dtype);
+  torch::Tensor out = torch::empty({std::max<int64_t>(end - begin, 0)}, DtypeFromName(Entry(name).dtype));
   ReadRangeInto(name, begin, out);
   return out;
 }
@@ -113,11 +89,11 @@ void CheckpointReader::ReadRangeInto(const std::string& name, int64_t begin, tor
                           std::to_string(end) + ") lies outside tensor '" + name + "' of " +
                           std::to_string(entry.numel()) + " elements");
   }
-  if (out.scalar_type() != entry.dtype || !out.device().is_cpu() || !out.is_contiguous()) {
-    throw CheckpointError("checkpoint: ReadRangeInto('" + name + "') needs a contiguous CPU " +
-                          DtypeName(entry.dtype) + " tensor");
+  if (out.scalar_type() != DtypeFromName(entry.dtype) || !out.device().is_cpu() || !out.is_contiguous()) {
+    throw CheckpointError("checkpoint: ReadRangeInto('" + name + "') needs a contiguous CPU " + entry.dtype +
+                          " tensor");
   }
-  const int64_t element = static_cast<int64_t>(c10::elementSize(entry.dtype));
+  const int64_t element = checkpoint::ElementSize(entry.dtype);
   char* dst = static_cast<char*>(out.data_ptr());
   for (const auto& shard : entry.shards) {  // sorted by offset (Validate)
     const int64_t lo = std::max(begin, shard.offset);

@@ -13,8 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "worker/checkpoint/checkpoint_manifest.h"
-#include "worker/checkpoint/durable_file.h"
+#include "worker/checkpoint/checkpoint_format.h"
 
 namespace headroom::worker {
 
@@ -25,7 +24,7 @@ class CheckpointReader {
   // The step `DIR/latest` names; nullopt when DIR holds no checkpoint yet.
   static std::optional<CheckpointReader> OpenLatest(const std::filesystem::path& root);
 
-  // Refuses a checkpoint written by a run defined differently (see docs/design.md): throws
+  // Refuses a checkpoint written by a run defined differently (docs/design.md, "Checkpoints"): throws
   // CheckpointError naming both hashes and what the hash covers.
   void RequireSpecHash(const std::string& expected) const;
 

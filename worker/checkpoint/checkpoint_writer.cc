@@ -2,17 +2,11 @@
 
 #include "worker/checkpoint/checkpoint_writer.h"
 
-#include <fcntl.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 
 #include "core/files/remove_tree.h"
-#include "worker/checkpoint/base64.h"
-#include "worker/checkpoint/checkpoint_directory.h"
-#include "worker/checkpoint/checkpoint_manifest.h"
+#include "worker/checkpoint/checkpoint_format.h"
+#include "worker/checkpoint/rank_agreement.h"
 
 namespace headroom::worker {
 namespace {
@@ -27,54 +21,87 @@ int64_t Product(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Every rank's `bytes`, in rank order: two all_gathers (lengths, then padded bytes) on
-// the communicator's device, so it works for any backend.
-std::vector<std::string> AllGatherBytes(Communicator& comm, const std::string& bytes) {
-  const int world = comm.world_size();
-  const auto on_device = torch::TensorOptions().device(comm.device());
-  torch::Tensor length = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64).to(comm.device());
-  torch::Tensor lengths = torch::zeros({world}, on_device.dtype(torch::kInt64));
-  comm.all_gather(length, lengths);
-  lengths = lengths.cpu();
-  const int64_t longest = lengths.max().item<int64_t>();
-  torch::Tensor mine = torch::zeros({longest}, torch::kUInt8);
-  std::memcpy(mine.data_ptr<uint8_t>(), bytes.data(), bytes.size());
-  torch::Tensor all = torch::zeros({world * longest}, on_device.dtype(torch::kUInt8));
-  comm.all_gather(mine.to(comm.device()), all);
-  all = all.cpu();
-  std::vector<std::string> out;
-  for (int r = 0; r < world; ++r) {
-    const char* begin = reinterpret_cast<const char*>(all.data_ptr<uint8_t>()) + r * longest;
-    out.emplace_back(begin, static_cast<size_t>(lengths[r].item<int64_t>()));
+// This rank's slices into `path` (write, fsync, then read back from storage and compared
+// with what was written); returns its shard table, or one with "error" set.
+nlohmann::json WriteRankFile(const std::filesystem::path& path, int rank, const std::vector<TensorSlice>& slices,
+                             const std::string& rng_state, const std::function<void(const std::string&)>& on_stage) {
+  nlohmann::json table;
+  table["rank"] = rank;
+  table["file"] = path.filename().string();
+  table["rng_state"] = Base64Encode(rng_state);
+  table["shards"] = nlohmann::json::array();
+  try {
+    DurableFile file(path);
+    for (const auto& slice : slices) {
+      torch::Tensor data = slice.data.detach().to(torch::kCPU).contiguous();
+      const int64_t total = Product(slice.global_shape);
+      if (slice.offset < 0 || slice.offset + data.numel() > total) {
+        throw CheckpointError("slice of '" + slice.name + "' at element " + std::to_string(slice.offset) + " with " +
+                              std::to_string(data.numel()) + " elements lies outside its " + std::to_string(total) +
+                              " elements");
+      }
+      table["shards"].push_back({{"name", slice.name},
+                                 {"dtype", DtypeName(data.scalar_type())},
+                                 {"shape", slice.global_shape},
+                                 {"offset", slice.offset},
+                                 {"numel", data.numel()},
+                                 {"file_offset", file.bytes_written()}});
+      file.Write(data.data_ptr(), static_cast<size_t>(data.numel()) * data.element_size());
+    }
+    file.Sync();
+    file.Close();
+    SyncDirectory(path.parent_path());
+    if (on_stage) on_stage("rank_file_synced");
+    // Verified before the step can be published and older steps pruned: a step that
+    // did not reach the storage intact must never replace the last good one.
+    const std::string stored = checkpoint::FileSha256(path);
+    if (stored != file.sha256_hex()) {
+      throw CheckpointError(path.string() + " reads back with sha256 " + stored + ", but " + file.sha256_hex() +
+                            " was written: the storage did not keep the bytes");
+    }
+    table["bytes"] = file.bytes_written();
+    table["sha256"] = stored;
+  } catch (const std::exception& e) {
+    table["error"] = e.what();
   }
-  return out;
+  return table;
 }
 
-// Rank 0 tells everyone whether it succeeded; returns true when it did.
-bool BroadcastOk(Communicator& comm, bool ok) {
-  torch::Tensor flag = torch::tensor({static_cast<int64_t>(ok ? 1 : 0)}, torch::kInt64).to(comm.device());
-  comm.broadcast(flag, 0);
-  return flag.cpu().item<int64_t>() == 1;
-}
-
-// Moves the finished `partial` directory to `final`, also when `final` exists (the same
-// step saved again after a resume): swapped atomically where the filesystem can.
-void Publish(const std::filesystem::path& partial, const std::filesystem::path& final_dir) {
-  if (::rename(partial.c_str(), final_dir.c_str()) == 0) return;
-  if (errno != EEXIST && errno != ENOTEMPTY) {
-    throw CheckpointError("cannot rename " + partial.string() + " to " + final_dir.string() + ": " +
-                          std::strerror(errno));
+// The manifest of every rank's shard table; throws CheckpointError when the ranks disagree
+// on a tensor or the shards do not tile it.
+CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world, const std::vector<nlohmann::json>& tables,
+                                 const std::string& what) {
+  CheckpointManifest manifest;
+  manifest.step = metadata.step;
+  manifest.world_size = world;
+  manifest.spec_hash = metadata.spec_hash;
+  manifest.data_cursor = metadata.data_cursor;
+  manifest.guard_history = metadata.guard_history;
+  manifest.extra = metadata.extra;
+  for (const auto& t : tables) {
+    const std::string file = t["file"];
+    manifest.rng_state.push_back(Base64Decode(t["rng_state"].get<std::string>()));
+    manifest.file_bytes[file] = t["bytes"].get<uint64_t>();
+    manifest.file_sha256[file] = t["sha256"].get<std::string>();
+    for (const auto& s : t["shards"]) {
+      const std::string name = s["name"];
+      auto [it, inserted] = manifest.tensors.try_emplace(name);
+      TensorEntry& entry = it->second;
+      const std::string dtype = s["dtype"];
+      const auto shape = s["shape"].get<std::vector<int64_t>>();
+      if (inserted) {
+        entry.dtype = dtype;
+        entry.shape = shape;
+      } else if (entry.dtype != dtype || entry.shape != shape) {
+        throw CheckpointError("tensor '" + name + "': rank " + std::to_string(t["rank"].get<int>()) + " saved it as " +
+                              dtype + " of shape " + nlohmann::json(shape).dump() + ", another rank as " + entry.dtype +
+                              " of shape " + nlohmann::json(entry.shape).dump());
+      }
+      entry.shards.push_back({file, s["offset"], s["numel"], s["file_offset"]});
+    }
   }
-  if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
-    files::RemoveTree(partial);  // now holds the replaced step
-    return;
-  }
-  std::filesystem::path aside = final_dir;
-  aside += ".replaced";
-  files::RemoveTree(aside);
-  std::filesystem::rename(final_dir, aside);
-  std::filesystem::rename(partial, final_dir);
-  files::RemoveTree(aside);
+  manifest.Validate(what);
+  return manifest;
 }
 
 }  // namespace
@@ -123,40 +150,11 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
                           (error.empty() ? " (see rank 0's log)" : ": " + error));
   }
 
-  // 2. This rank's slices, durable before anyone hears of them.
-  nlohmann::json table;
-  table["rank"] = rank;
-  table["file"] = RankFileName(rank);
-  table["rng_state"] = Base64Encode(rng_state);
-  table["shards"] = nlohmann::json::array();
+  // 2. This rank's slices, durable and verified before anyone hears of them.
   const auto write_start = Clock::now();
-  try {
-    DurableFile file(partial / RankFileName(rank));
-    for (const auto& slice : slices) {
-      torch::Tensor data = slice.data.detach().to(torch::kCPU).contiguous();
-      const int64_t total = Product(slice.global_shape);
-      if (slice.offset < 0 || slice.offset + data.numel() > total) {
-        throw CheckpointError("slice of '" + slice.name + "' at element " + std::to_string(slice.offset) + " with " +
-                              std::to_string(data.numel()) + " elements lies outside its " + std::to_string(total) +
-                              " elements");
-      }
-      table["shards"].push_back({{"name", slice.name},
-                                 {"dtype", DtypeName(data.scalar_type())},
-                                 {"shape", slice.global_shape},
-                                 {"offset", slice.offset},
-                                 {"numel", data.numel()},
-                                 {"file_offset", file.bytes_written()}});
-      file.Write(data.data_ptr(), static_cast<size_t>(data.numel()) * data.element_size());
-    }
-    file.Sync();
-    stats.bytes_written = file.bytes_written();
-    file.Close();
-    SyncDirectory(partial);
-    table["bytes"] = stats.bytes_written;
-  } catch (const std::exception& e) {
-    table["error"] = e.what();
-  }
+  const nlohmann::json table = WriteRankFile(partial / RankFileName(rank), rank, slices, rng_state, options_.on_stage);
   stats.write_seconds = SecondsSince(write_start);
+  if (table.contains("bytes")) stats.bytes_written = table["bytes"].get<uint64_t>();
   if (options_.on_stage) options_.on_stage("rank_file_written");
 
   // 3. Every rank learns every rank's outcome.
@@ -174,40 +172,10 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
   error.clear();
   if (rank == 0) {
     try {
-      CheckpointManifest manifest;
-      manifest.step = metadata.step;
-      manifest.world_size = world;
-      manifest.spec_hash = metadata.spec_hash;
-      manifest.data_cursor = metadata.data_cursor;
-      manifest.guard_history = metadata.guard_history;
-      manifest.extra = metadata.extra;
-      for (const auto& t : tables) {
-        const std::string file = t["file"];
-        manifest.rng_state.push_back(Base64Decode(t["rng_state"].get<std::string>()));
-        manifest.file_bytes[file] = t["bytes"].get<uint64_t>();
-        for (const auto& s : t["shards"]) {
-          const std::string name = s["name"];
-          auto [it, inserted] = manifest.tensors.try_emplace(name);
-          TensorEntry& entry = it->second;
-          const auto dtype = DtypeFromName(s["dtype"]);
-          const auto shape = s["shape"].get<std::vector<int64_t>>();
-          if (inserted) {
-            entry.dtype = dtype;
-            entry.shape = shape;
-          } else if (entry.dtype != dtype || entry.shape != shape) {
-            throw CheckpointError("tensor '" + name + "': rank " + std::to_string(t["rank"].get<int>()) +
-                                  " saved it as " + DtypeName(dtype) + " of shape " + nlohmann::json(shape).dump() +
-                                  ", another rank as " + DtypeName(entry.dtype) + " of shape " +
-                                  nlohmann::json(entry.shape).dump());
-          }
-          entry.shards.push_back({file, s["offset"], s["numel"], s["file_offset"]});
-        }
-      }
-      manifest.Validate(what);
+      const CheckpointManifest manifest = BuildManifest(metadata, world, tables, what);
       ReplaceFileAtomically(partial / kManifestFileName, manifest.ToJson().dump(1));
       if (options_.on_stage) options_.on_stage("manifest_written");
-      Publish(partial, final_dir);
-      SyncDirectory(root_);
+      checkpoint::PublishDirectory(partial, final_dir);
       WriteLatest(root_, metadata.step);
       PruneCheckpoints(root_, options_.keep);
     } catch (const std::exception& e) {

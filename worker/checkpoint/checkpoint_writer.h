@@ -3,12 +3,16 @@
 // Every rank calls Save() with the same step at the same point (it is a collective).
 // The protocol:
 //   1. rank 0 creates DIR/step-N.partial/ (removing a stale one); barrier.
-//   2. every rank writes its slices to rank-RRRRR.bin there (write, fsync, dir fsync).
-//   3. all ranks exchange their shard tables through the communicator (an all_gather),
-//      so each knows whether every rank's data is durable.
-//   4. rank 0 checks the tables tile every tensor, writes manifest.json (temp file,
-//      fsync, rename), renames step-N.partial to step-N, fsyncs DIR, points `latest` at
-//      it (atomic rename, fsync), then prunes to the newest `keep` steps.
+//   2. every rank writes its slices to rank-RRRRR.bin there (write, fsync, dir fsync),
+//      hashing them as written, then reads the file back from storage (its page cache
+//      dropped) and compares the SHA-256: the step is verified before it can replace
+//      an older one.
+//   3. all ranks exchange their shard tables and file checksums through the
+//      communicator (an all_gather), so each knows whether every rank's data is durable.
+//   4. rank 0 checks the tables tile every tensor, writes manifest.json with each file's
+//      size and sha256 (temp file, fsync, rename), renames step-N.partial to step-N,
+//      fsyncs DIR, points `latest` at it (atomic rename, fsync), then prunes to the
+//      newest `keep` steps (core/checkpoint/checkpoint_layout.h).
 //   5. rank 0 broadcasts the outcome; every rank returns or throws together.
 // A crash at any point leaves `latest` naming the previous complete step.
 //
@@ -25,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/checkpoint/durable_file.h"
+#include "worker/checkpoint/checkpoint_format.h"
 #include "worker/comm/communicator.h"
 
 namespace headroom::worker {
@@ -55,8 +59,10 @@ struct CheckpointMetadata {
 
 struct CheckpointWriterOptions {
   int keep = 2;  // newest complete steps retained
-  // Test hook: called with "rank_file_written" (after this rank's data is durable) and
-  // "manifest_written" (rank 0, before `latest` moves), so a test can kill mid-save.
+  // Test hook: called with "rank_file_synced" (this rank's data fsync'd, not yet read
+  // back), "rank_file_written" (after this rank's data is durable and verified) and
+  // "manifest_written" (rank 0, before `latest` moves), so a test can kill or damage
+  // mid-save.
   std::function<void(const std::string& stage)> on_stage;
 };
 
@@ -66,7 +72,7 @@ struct CheckpointSaveStats {
   std::filesystem::path dir;
   uint64_t bytes_written = 0;   // by this rank
   uint64_t total_bytes = 0;     // by all ranks
-  double write_seconds = 0;     // this rank's write + fsync
+  double write_seconds = 0;     // this rank's write + fsync + read-back check
   double seconds = 0;           // the whole collective save, start to commit
 };
 

@@ -1,7 +1,8 @@
 // A sharded model + optimizer as checkpoint tensors, reshardable between world sizes and
 // stages (docs/design.md, "Checkpoints").
 //
-// Names and shapes (independent of world size, stage and padding):
+// Names (core/checkpoint/checkpoint_layout.h) and shapes (independent of world size, stage
+// and padding):
 //   model.<parameter name>            the parameter's own shape
 //   optim.exp_avg.<parameter name>    the parameter's shape: AdamW first moments
 //   optim.exp_avg_sq.<parameter name> the parameter's shape: second moments
@@ -28,11 +29,6 @@
 #include "worker/sharding/sharded_adamw.h"
 
 namespace headroom::worker {
-
-inline constexpr const char* kModelTensorPrefix = "model.";
-inline constexpr const char* kExpAvgTensorPrefix = "optim.exp_avg.";
-inline constexpr const char* kExpAvgSqTensorPrefix = "optim.exp_avg_sq.";
-inline constexpr const char* kOptimizerStepTensor = "optim.step";
 
 // One group of a model and the optimizer over it.
 struct ShardedStatePart {

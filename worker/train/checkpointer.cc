@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/protocol/environment.h"
 #include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/intact_checkpoint.h"
 #include "worker/train/training_state.h"
 
 namespace headroom::worker {
@@ -35,7 +37,12 @@ Checkpointer::Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, C
 
 int64_t Checkpointer::Resume() {
   if (dir_.empty()) return 0;
-  std::optional<CheckpointReader> reader = CheckpointReader::OpenLatest(dir_);
+  std::optional<CheckpointReader> reader;
+  try {
+    reader = OpenNewestIntactCheckpoint(dir_, comm_);
+  } catch (const CheckpointError& e) {
+    throw CheckpointUnusable(e.what());
+  }
   // The writer after the reader: it clears half-written steps, never the one read.
   writer_.emplace(dir_, comm_, CheckpointWriterOptions{std::max(1, spec_.checkpoint.keep), {}});
   if (!reader) return 0;
@@ -85,8 +92,12 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
   meta.extra = {{"world_size", comm_.world_size()},
                 {"micro_batch_size", spec_.grpo.micro_batch_size},
                 {"stage", spec_.sharding.stage}};
-  // `headroom export` writes the fine-tuned weights back in this directory's layout.
-  if (!spec_.model.path.empty()) meta.extra["model_path"] = spec_.model.path;
+  // `headroom export` writes the fine-tuned weights back in this directory's layout; made
+  // absolute here, where a relative spec path means what the worker read, so an export
+  // from any working directory finds it.
+  if (!spec_.model.path.empty()) {
+    meta.extra["model_path"] = std::filesystem::absolute(spec_.model.path).lexically_normal().string();
+  }
   // Text tasks: which dataset contents the run has been reading, and where it stands in
   // them (the step alone determines the position; this makes it readable and checkable).
   if (const auto dataset = trainer_.DatasetAfter(done)) {

@@ -22,11 +22,18 @@
 
 namespace headroom::worker {
 
-// The checkpoint directory holds another run's checkpoint (its run-definition hash
-// differs, or its dataset's contents do): retrying cannot help, the worker exits 2.
-class CheckpointOfAnotherRun : public CheckpointError {
+// The checkpoint directory cannot be resumed from and retrying cannot help: the worker
+// exits 2. Thrown as such when every saved step is damaged (each named).
+class CheckpointUnusable : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
+};
+
+// The checkpoint directory holds another run's checkpoint (its run-definition hash
+// differs, or its dataset's contents do).
+class CheckpointOfAnotherRun : public CheckpointUnusable {
+ public:
+  using CheckpointUnusable::CheckpointUnusable;
 };
 
 class Checkpointer {
@@ -35,9 +42,11 @@ class Checkpointer {
   Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, Communicator& comm, int rank,
                GrpoTrainer& trainer);
 
-  // Loads DIR/latest into the trainer (and this rank's RNG state) when there is one.
-  // Returns the finished steps it holds (0: a fresh start). Throws CheckpointOfAnotherRun.
-  // Called once, before any save.
+  // Loads the newest intact step (worker/checkpoint/intact_checkpoint.h: `latest`'s, or
+  // an older one when that fails its checksums) into the trainer (and this rank's RNG
+  // state) when there is one. Returns the finished steps it holds (0: a fresh start).
+  // Collective. Throws CheckpointOfAnotherRun, or CheckpointUnusable when no step is
+  // intact. Called once, before any save.
   int64_t Resume();
 
   // After finished step `done`: saves when the cadence says so.

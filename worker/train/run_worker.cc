@@ -282,8 +282,8 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   int64_t first_step = 0;
   try {
     first_step = checkpointer.Resume();
-  } catch (const CheckpointOfAnotherRun& e) {
-    std::cerr << e.what() << "\n";  // another run's checkpoint: retrying cannot help
+  } catch (const CheckpointUnusable& e) {
+    std::cerr << e.what() << "\n";  // another run's checkpoint, or none intact: retrying cannot help
     return protocol::kExitInvalidSpec;
   }
 

@@ -1,15 +1,19 @@
 // checkpoint_throughput DIR [MiB] [ranks-simulated]: saves MiB of float32 state through
-// CheckpointWriter (one rank, the local communicator) and writes the same bytes with a
-// plain write+fsync, both into DIR, and prints both speeds and their ratio as JSON.
+// CheckpointWriter (one rank, the local communicator: hashed, fsync'd, read back and
+// verified) and writes the same bytes with a plain write+fsync, both into DIR, and prints
+// both speeds and their ratio as JSON.
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include "worker/checkpoint/checkpoint_writer.h"
-#include "worker/checkpoint/durable_file.h"
+#include "worker/checkpoint/checkpoint_format.h"
 
 int main(int argc, char** argv) {
   using namespace headroom::worker;
@@ -26,10 +30,20 @@ int main(int argc, char** argv) {
   // Baseline: the disk's sequential write + fsync of the same bytes.
   const auto raw_start = std::chrono::steady_clock::now();
   {
-    DurableFile file(dir / "baseline.bin");
-    file.Write(state.data_ptr(), static_cast<size_t>(state.numel()) * 4);
-    file.Sync();
-    file.Close();
+    // Plain POSIX calls: DurableFile would also hash the bytes, which the baseline must not.
+    const int fd = ::open((dir / "baseline.bin").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const char* p = static_cast<const char*>(state.data_ptr());
+    for (size_t left = static_cast<size_t>(state.numel()) * 4; left > 0;) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n <= 0) {
+        std::perror("baseline write");
+        return 1;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    ::fsync(fd);
+    ::close(fd);
   }
   const double raw_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - raw_start).count();
   std::filesystem::remove(dir / "baseline.bin");

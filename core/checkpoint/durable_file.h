@@ -5,24 +5,25 @@
 //     directory holding it is fsync'd;
 //   - rename(2) within one filesystem replaces a name atomically: a reader sees the old
 //     file or the new one, never a mix.
+//   - a finished directory is published under its final name by one rename (or, when
+//     that name exists, one atomic exchange), so a reader sees the old one or the new one.
 // Every function throws CheckpointError naming the path and the system error.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 
-namespace headroom::worker {
+#include "core/checkpoint/checkpoint_error.h"
+#include "core/checkpoint/sha256.h"
 
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace headroom::checkpoint {
 
 // A file opened for writing from scratch (created or truncated). Write() loops over
-// partial writes and EINTR; Sync() is fsync; Close() syncs nothing by itself.
+// partial writes and EINTR and hashes what it wrote (sha256_hex(): the SHA-256 of every
+// byte written so far, as the manifest records it); Sync() is fsync; Close() syncs
+// nothing by itself.
 class DurableFile {
  public:
   explicit DurableFile(const std::filesystem::path& path);
@@ -34,12 +35,14 @@ class DurableFile {
   void Sync();
   void Close();
   uint64_t bytes_written() const { return bytes_written_; }
+  std::string sha256_hex() const { return hash_.HexDigest(); }
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
   uint64_t bytes_written_ = 0;
+  Sha256 hash_;
 };
 
 // fsync of a directory: makes the names created, renamed or removed in it durable.
@@ -52,4 +55,11 @@ void ReplaceFileAtomically(const std::filesystem::path& path, const std::string&
 // The whole file as a string; throws CheckpointError naming the path when unreadable.
 std::string ReadWholeFile(const std::filesystem::path& path);
 
-}  // namespace headroom::worker
+// Puts the finished directory `staged` at `target` and fsyncs target's parent: a plain
+// rename when `target` is absent; else an atomic exchange (RENAME_EXCHANGE), after which
+// the replaced directory, now at `staged`, is removed; else, where the filesystem has no
+// exchange, the old one is moved to `<target>.replaced` first and removed after. The
+// caller decides whether `target` may be replaced.
+void PublishDirectory(const std::filesystem::path& staged, const std::filesystem::path& target);
+
+}  // namespace headroom::checkpoint

@@ -1,14 +1,13 @@
 // manifest.json on its own: JSON round trip, base64 for opaque bytes, and every tiling
 // error named with the tensor and the elements at fault.
-#include <spdlog/spdlog.h>
 #include <gtest/gtest.h>
 
-#include "worker/checkpoint/base64.h"
-#include "worker/checkpoint/checkpoint_directory.h"
-#include "worker/checkpoint/checkpoint_manifest.h"
-#include "worker/checkpoint/durable_file.h"
+#include "core/checkpoint/base64.h"
+#include "core/checkpoint/checkpoint_error.h"
+#include "core/checkpoint/checkpoint_layout.h"
+#include "core/checkpoint/checkpoint_manifest.h"
 
-namespace headroom::worker {
+namespace headroom::checkpoint {
 namespace {
 
 CheckpointManifest TwoShardManifest() {
@@ -20,7 +19,7 @@ CheckpointManifest TwoShardManifest() {
   m.rng_state = {std::string("\0\1\2", 3), "r1"};
   m.file_bytes = {{"rank-00000.bin", 40}, {"rank-00001.bin", 40}};
   TensorEntry w;
-  w.dtype = torch::kFloat32;
+  w.dtype = "float32";
   w.shape = {4, 5};
   w.shards = {{"rank-00001.bin", 10, 10, 0}, {"rank-00000.bin", 0, 10, 0}};
   m.tensors["w"] = w;
@@ -116,4 +115,4 @@ TEST(CheckpointDirectory, NamesParseBothWays) {
 }
 
 }  // namespace
-}  // namespace headroom::worker
+}  // namespace headroom::checkpoint

@@ -1,10 +1,10 @@
-#include "worker/checkpoint/base64.h"
+#include "core/checkpoint/base64.h"
 
 #include <array>
 
-#include "worker/checkpoint/durable_file.h"
+#include "core/checkpoint/durable_file.h"
 
-namespace headroom::worker {
+namespace headroom::checkpoint {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -70,4 +70,4 @@ std::string Base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace headroom::worker
+}  // namespace headroom::checkpoint

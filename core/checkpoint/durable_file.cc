@@ -1,7 +1,8 @@
-#include "worker/checkpoint/durable_file.h"
+#include "core/checkpoint/durable_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,7 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-namespace headroom::worker {
+#include "core/files/remove_tree.h"
+
+namespace headroom::checkpoint {
 namespace {
 
 [[noreturn]] void Fail(const std::string& what, const std::filesystem::path& path) {
@@ -36,6 +39,7 @@ void DurableFile::Write(const void* data, size_t size) {
       if (errno == EINTR) continue;
       Fail("cannot write", path_);
     }
+    hash_.Update(p, static_cast<size_t>(n));
     p += n;
     size -= static_cast<size_t>(n);
     bytes_written_ += static_cast<uint64_t>(n);
@@ -88,4 +92,22 @@ std::string ReadWholeFile(const std::filesystem::path& path) {
   return out.str();
 }
 
-}  // namespace headroom::worker
+void PublishDirectory(const std::filesystem::path& staged, const std::filesystem::path& target) {
+  const std::filesystem::path parent = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  if (::rename(staged.c_str(), target.c_str()) != 0) {
+    if (errno != EEXIST && errno != ENOTEMPTY) Fail("cannot rename " + staged.string() + " to", target);
+    if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+      files::RemoveTree(staged);  // now holds the replaced directory
+    } else {
+      std::filesystem::path aside = target;
+      aside += ".replaced";
+      files::RemoveTree(aside);
+      std::filesystem::rename(target, aside);
+      std::filesystem::rename(staged, target);
+      files::RemoveTree(aside);
+    }
+  }
+  SyncDirectory(parent);
+}
+
+}  // namespace headroom::checkpoint

@@ -1,15 +1,14 @@
-#include <spdlog/spdlog.h>
-
-#include "worker/checkpoint/checkpoint_directory.h"
+#include "core/checkpoint/checkpoint_layout.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 #include "core/files/remove_tree.h"
-#include "worker/checkpoint/durable_file.h"
+#include "core/checkpoint/durable_file.h"
 
-namespace headroom::worker {
+namespace headroom::checkpoint {
 
 std::string StepDirName(int64_t step) {
   char name[32];
@@ -58,9 +57,16 @@ std::optional<std::filesystem::path> LatestCheckpoint(const std::filesystem::pat
     throw CheckpointError(latest.string() + " names " + name + ", which has no " + kManifestFileName +
                           ", and no other complete step exists in " + root.string());
   }
-  spdlog::warn("checkpoint: {} names {}, which has no {}; using {} instead", latest.string(), name,
-               kManifestFileName, StepDirName(steps.back()));
+  std::cerr << "warning: checkpoint: " << latest.string() << " names " << name << ", which has no "
+            << kManifestFileName << "; using " << StepDirName(steps.back()) << " instead\n";
   return root / StepDirName(steps.back());
+}
+
+std::filesystem::path StepDirOf(const std::filesystem::path& checkpoint) {
+  if (std::filesystem::exists(checkpoint / kManifestFileName)) return checkpoint;
+  if (auto step = LatestCheckpoint(checkpoint)) return *step;
+  throw CheckpointError(checkpoint.string() + ": neither a checkpoint step (no " + kManifestFileName +
+                        ") nor a checkpoint directory (no " + kLatestFileName + ")");
 }
 
 void WriteLatest(const std::filesystem::path& root, int64_t step) {
@@ -86,10 +92,18 @@ std::vector<std::string> PruneCheckpoints(const std::filesystem::path& root, int
   }
   for (const auto& name : doomed) {
     files::RemoveTree(root / name, ec);
-    if (ec) spdlog::warn("checkpoint: could not remove {}: {}", (root / name).string(), ec.message());
+    if (ec) std::cerr << "warning: checkpoint: could not remove " << (root / name).string() << ": " << ec.message() << "\n";
   }
   if (!doomed.empty()) SyncDirectory(root);
   return doomed;
 }
 
-}  // namespace headroom::worker
+std::filesystem::path SetAsideCorruptStep(const std::filesystem::path& root, int64_t step) {
+  const std::filesystem::path aside = root / (StepDirName(step) + kCorruptSuffix);
+  files::RemoveTree(aside);
+  std::filesystem::rename(root / StepDirName(step), aside);
+  SyncDirectory(root);
+  return aside;
+}
+
+}  // namespace headroom::checkpoint

@@ -1,22 +1,19 @@
-#include <spdlog/spdlog.h>
-
-#include "worker/checkpoint/checkpoint_manifest.h"
+#include "core/checkpoint/checkpoint_manifest.h"
 
 #include <algorithm>
 
-#include "worker/checkpoint/base64.h"
-#include "worker/checkpoint/durable_file.h"
+#include "core/checkpoint/base64.h"
+#include "core/checkpoint/checkpoint_layout.h"
+#include "core/checkpoint/durable_file.h"
 
-namespace headroom::worker {
+namespace headroom::checkpoint {
 namespace {
 
-const std::vector<std::pair<c10::ScalarType, std::string>>& DtypeNames() {
-  static const std::vector<std::pair<c10::ScalarType, std::string>> names = {
-      {torch::kFloat32, "float32"}, {torch::kFloat64, "float64"}, {torch::kFloat16, "float16"},
-      {torch::kBFloat16, "bfloat16"}, {torch::kInt64, "int64"},   {torch::kInt32, "int32"},
-      {torch::kInt16, "int16"},     {torch::kInt8, "int8"},       {torch::kUInt8, "uint8"},
-      {torch::kBool, "bool"}};
-  return names;
+const std::map<std::string, int64_t>& ElementSizes() {
+  static const std::map<std::string, int64_t> sizes = {
+      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int64", 8},
+      {"int32", 4},   {"int16", 2},   {"int8", 1},    {"uint8", 1},    {"bool", 1}};
+  return sizes;
 }
 
 // json[key] as T, or a CheckpointError naming the field.
@@ -38,18 +35,10 @@ int64_t TensorEntry::numel() const {
   return n;
 }
 
-std::string DtypeName(c10::ScalarType dtype) {
-  for (const auto& [type, name] : DtypeNames()) {
-    if (type == dtype) return name;
-  }
-  throw CheckpointError("checkpoint: dtype " + std::string(c10::toString(dtype)) + " cannot be stored");
-}
-
-c10::ScalarType DtypeFromName(const std::string& name) {
-  for (const auto& [type, n] : DtypeNames()) {
-    if (n == name) return type;
-  }
-  throw CheckpointError("checkpoint: unknown dtype '" + name + "'");
+int64_t ElementSize(const std::string& dtype) {
+  auto it = ElementSizes().find(dtype);
+  if (it == ElementSizes().end()) throw CheckpointError("checkpoint: unknown dtype '" + dtype + "'");
+  return it->second;
 }
 
 nlohmann::json CheckpointManifest::ToJson() const {
@@ -64,11 +53,14 @@ nlohmann::json CheckpointManifest::ToJson() const {
   json["rng_state"] = nlohmann::json::array();
   for (const auto& bytes : rng_state) json["rng_state"].push_back(Base64Encode(bytes));
   json["files"] = nlohmann::json::object();
-  for (const auto& [file, bytes] : file_bytes) json["files"][file] = {{"bytes", bytes}};
+  for (const auto& [file, bytes] : file_bytes) {
+    json["files"][file] = {{"bytes", bytes}};
+    if (auto sha = file_sha256.find(file); sha != file_sha256.end()) json["files"][file]["sha256"] = sha->second;
+  }
   json["tensors"] = nlohmann::json::object();
   for (const auto& [name, entry] : tensors) {
     nlohmann::json t;
-    t["dtype"] = DtypeName(entry.dtype);
+    t["dtype"] = entry.dtype;
     t["shape"] = entry.shape;
     t["shards"] = nlohmann::json::array();
     for (const auto& s : entry.shards) {
@@ -98,13 +90,17 @@ CheckpointManifest CheckpointManifest::FromJson(const nlohmann::json& json, cons
   if (!files.is_object()) throw CheckpointError(where + ": 'files' must be an object");
   for (const auto& [file, info] : files.items()) {
     m.file_bytes[file] = Field<uint64_t>(info, "bytes", where + ": files." + file);
+    if (info.is_object() && info.contains("sha256")) {
+      m.file_sha256[file] = Field<std::string>(info, "sha256", where + ": files." + file);
+    }
   }
   const auto& tensors = Field<nlohmann::json>(json, "tensors", where);
   if (!tensors.is_object()) throw CheckpointError(where + ": 'tensors' must be an object");
   for (const auto& [name, t] : tensors.items()) {
     const std::string at = where + ": tensors." + name;
     TensorEntry entry;
-    entry.dtype = DtypeFromName(Field<std::string>(t, "dtype", at));
+    entry.dtype = Field<std::string>(t, "dtype", at);
+    ElementSize(entry.dtype);  // a known name
     entry.shape = Field<std::vector<int64_t>>(t, "shape", at);
     for (const auto& s : Field<nlohmann::json>(t, "shards", at)) {
       entry.shards.push_back({Field<std::string>(s, "file", at), Field<int64_t>(s, "offset", at),
@@ -124,7 +120,7 @@ void CheckpointManifest::Validate(const std::string& where) {
     }
     std::sort(entry.shards.begin(), entry.shards.end(),
               [](const ShardEntry& a, const ShardEntry& b) { return a.offset < b.offset; });
-    const int64_t element = static_cast<int64_t>(c10::elementSize(entry.dtype));
+    const int64_t element = ElementSize(entry.dtype);
     int64_t next = 0;
     for (const auto& s : entry.shards) {
       if (s.numel == 0) continue;
@@ -150,4 +146,41 @@ void CheckpointManifest::Validate(const std::string& where) {
   }
 }
 
-}  // namespace headroom::worker
+CheckpointManifest CheckpointManifest::Read(const std::filesystem::path& step_dir) {
+  const auto manifest_path = step_dir / kManifestFileName;
+  if (!std::filesystem::exists(manifest_path)) {
+    throw CheckpointError("checkpoint " + step_dir.string() + " has no " + kManifestFileName +
+                          ": the step was never completed");
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(ReadWholeFile(manifest_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(manifest_path.string() + " is not valid JSON: " + e.what());
+  }
+  CheckpointManifest manifest = FromJson(json, manifest_path.string());
+  manifest.Validate(manifest_path.string());
+  for (const auto& [file, bytes] : manifest.file_bytes) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(step_dir / file, ec);
+    if (ec) throw CheckpointError("checkpoint " + step_dir.string() + ": " + file + " is missing: " + ec.message());
+    if (size != bytes) {
+      throw CheckpointError("checkpoint " + step_dir.string() + ": " + file + " has " + std::to_string(size) +
+                            " bytes, the manifest recorded " + std::to_string(bytes) +
+                            (size < bytes ? " (truncated)" : " (overwritten)"));
+    }
+  }
+  return manifest;
+}
+
+void CheckpointManifest::VerifyFile(const std::filesystem::path& step_dir, const std::string& file) const {
+  auto recorded = file_sha256.find(file);
+  if (recorded == file_sha256.end()) return;
+  const std::string actual = FileSha256(step_dir / file);
+  if (actual != recorded->second) {
+    throw CheckpointError("checkpoint " + step_dir.string() + ": " + file + " is corrupt: its sha256 is " + actual +
+                          ", the manifest recorded " + recorded->second);
+  }
+}
+
+}  // namespace headroom::checkpoint

@@ -5,10 +5,10 @@
 #include <string>
 #include <string_view>
 
-namespace headroom::worker {
+namespace headroom::checkpoint {
 
 std::string Base64Encode(std::string_view bytes);
 // Throws CheckpointError on a character outside the alphabet or a bad length.
 std::string Base64Decode(std::string_view text);
 
-}  // namespace headroom::worker
+}  // namespace headroom::checkpoint
