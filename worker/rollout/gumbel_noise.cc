@@ -14,7 +14,7 @@ namespace {
 
 // Salts keep position 0 and token 0 from feeding Mix32 a zero (Mix32(0) = 0).
 constexpr uint32_t kPositionSalt = 0x9E3779B9U;
-constexpr uint32_t kTokenSalt = 0x85EBCA6BU;
+constexpr uint32_t kTokenSalt = 0x85EBCA6CU;
 constexpr int64_t kLow32 = 0xFFFFFFFFLL;
 constexpr int kUniformShift = 9;  // keep the top 23 bits (see the header)
 constexpr float kUniformScale = 0x1p-23f;
