@@ -12,13 +12,13 @@
 namespace headroom::worker {
 namespace {
 
-testing::ModelDims Config() {
+testing::ModelDims Config(int64_t max_seq_len = 12) {
   testing::ModelDims c;
   c.layers = 1;
   c.hidden = 32;
   c.heads = 2;
   c.ffn_hidden = 64;
-  c.max_seq_len = 12;
+  c.max_seq_len = max_seq_len;
   c.seed = 5;
   return c;
 }
@@ -27,6 +27,13 @@ torch::Tensor Prompts(int64_t n) {
   auto p = torch::randint(3, 13, {n, 4}, torch::kInt64);
   p.select(1, 0).fill_(CharTokenizer::kBos);
   return p;
+}
+
+// A logit bias making EOS overwhelmingly likely at every step (the head has no bias).
+torch::Tensor EosBias(float bias) {
+  auto b = torch::zeros({CharTokenizer::kVocabSize});
+  b[CharTokenizer::kEos] = bias;
+  return b;
 }
 
 TEST(Rollout, SampleDependsOnlyOnItsKey) {
@@ -92,6 +99,59 @@ TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
   EXPECT_EQ(engine.cache().data_ptr(), cache);
   EXPECT_THROW(engine.Generate(model, Prompts(9), std::vector<uint64_t>(9, 1), 1.0), std::out_of_range);
   EXPECT_THROW(engine.Generate(model, prompts, std::vector<uint64_t>(3, 1), 1.0), std::invalid_argument);
+}
+
+// Checking for the stop every 8 tokens (or 5, not dividing the response) instead of every
+// token changes nothing but when the loop ends: stopped rows are padded and masked alike.
+TEST(Rollout, StopCheckIntervalDoesNotChangeOutputs) {
+  const int64_t response = 24;
+  HfCausalLM model = testing::PresetModel(Config(4 + response));
+  model->eval();
+  torch::manual_seed(9);
+  const auto prompts = Prompts(16);
+  std::vector<uint64_t> keys;
+  for (uint64_t i = 0; i < 16; ++i) keys.push_back(300 + i);
+  for (double temperature : {1.0, 0.0}) {
+    RolloutEngine every_token(model->kv_cache_shape(), 16, 4, response, torch::kCPU);
+    every_token.set_logit_bias(EosBias(4.0));
+    every_token.set_stop_check_interval(1);
+    const auto reference = every_token.Generate(model, prompts, keys, temperature);
+    if (temperature > 0) {
+      // The comparison means something only if every row stopped before the end.
+      EXPECT_TRUE(torch::equal(reference.responses().select(1, response - 1),
+                               torch::full({16}, CharTokenizer::kPad, torch::kInt64)));
+    }
+    for (int64_t interval : {5, 8}) {
+      RolloutEngine engine(model->kv_cache_shape(), 16, 4, response, torch::kCPU);
+      engine.set_logit_bias(EosBias(4.0));
+      engine.set_stop_check_interval(interval);
+      const auto r = engine.Generate(model, prompts, keys, temperature);
+      EXPECT_TRUE(torch::equal(r.sequences, reference.sequences)) << "interval " << interval;
+      EXPECT_TRUE(torch::equal(r.response_mask, reference.response_mask)) << "interval " << interval;
+      EXPECT_EQ(r.generated_tokens, reference.generated_tokens);
+    }
+  }
+  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU);
+  EXPECT_THROW(engine.set_stop_check_interval(0), std::invalid_argument);
+}
+
+// Temperature 0 takes the most likely token at every step: each response token's logit
+// (from a full forward over the finished sequence) is the row's maximum. The tolerance
+// covers the cached and uncached forwards summing in another order: fp32 rounding of
+// logits of magnitude ~1 over a 32-wide hidden, far below 1e-4.
+TEST(Rollout, TemperatureZeroIsGreedy) {
+  HfCausalLM model = testing::PresetModel(Config());
+  model->eval();
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
+  torch::manual_seed(4);
+  const auto r = engine.Generate(model, Prompts(8), std::vector<uint64_t>(8, 7), 0.0);
+  torch::NoGradGuard no_grad;
+  const auto logits = model->forward(r.sequences.narrow(1, 0, 4 + 6 - 1));  // [B, 9, vocab]
+  const auto at_response = logits.narrow(1, 3, 6);                          // predicts columns 4..9
+  const auto chosen = at_response.gather(2, r.responses().unsqueeze(2)).squeeze(2);
+  const auto best = std::get<0>(at_response.max(2));
+  const auto valid = r.response_mask > 0;
+  EXPECT_TRUE(((best - chosen).masked_select(valid) < 1e-4).all().item<bool>());
 }
 
 TEST(Rollout, OutputsCanBeUsedByAutograd) {

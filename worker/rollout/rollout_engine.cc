@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "worker/tasks/counter_rng.h"
+#include "worker/rollout/gumbel_noise.h"
 #include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
@@ -27,17 +27,9 @@ void RolloutEngine::set_response_format(ResponseFormat format) {
   pad_token_ = format.pad;
 }
 
-torch::Tensor RolloutEngine::GumbelNoise(std::vector<CounterRng>& row_streams, int64_t vocab) const {
-  const int64_t b = static_cast<int64_t>(row_streams.size());
-  // The uniforms come from each sample's own counter stream; the two logs run
-  // vectorised over the whole tensor (two scalar std::log per entry were ~5% of a
-  // tiny-preset step). In fp64: a uniform near 1 would round to 1.0f and give inf.
-  auto uniform = torch::empty({b, vocab}, torch::kFloat64);
-  double* out = uniform.data_ptr<double>();
-  for (auto& rng : row_streams) {
-    for (int64_t j = 0; j < vocab; ++j) *out++ = rng.Uniform();
-  }
-  return uniform.log_().neg_().log_().neg_().to(device_, torch::kFloat32);
+void RolloutEngine::set_stop_check_interval(int64_t tokens) {
+  if (tokens < 1) throw std::invalid_argument("rollout: stop check interval must be >= 1, got " + std::to_string(tokens));
+  stop_check_interval_ = tokens;
 }
 
 bool RolloutEngine::AnyAlive(const torch::Tensor& alive) const {
@@ -73,8 +65,8 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     // below so training can use them.
     c10::InferenceMode inference;
     // One decode step's noise at a time: a whole response's ([B, R, vocab]) would be tens of
-    // GB for a real vocabulary. Each row's stream advances a vocabulary per step.
-    std::vector<CounterRng> row_streams(sample_keys.begin(), sample_keys.end());
+    // GB for a real vocabulary.
+    const GumbelNoise noise(sample_keys, r, vocab, device_);
     auto seq = torch::full({b, p + r}, pad_token_, torch::TensorOptions().dtype(torch::kInt64).device(device_));
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
@@ -86,7 +78,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
       if (logit_bias_.defined()) logits = logits + logit_bias_;
       torch::Tensor next;
       if (temperature > 0) {
-        next = (logits / temperature + GumbelNoise(row_streams, vocab)).argmax(-1);  // Gumbel-max = a softmax sample
+        next = (logits / temperature + noise.At(t)).argmax(-1);  // Gumbel-max = a softmax sample
       } else {
         next = logits.argmax(-1);
       }
@@ -94,8 +86,10 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
       seq.select(1, p + t).copy_(next);
       msk.select(1, t).copy_(alive);
       for (int64_t stop : stop_tokens_) alive = alive.logical_and(next != stop);
-      // One host sync per token buys an early exit once every row has stopped.
-      if (!AnyAlive(alive)) break;
+      // A check is a host sync: one per interval buys the early exit. The last token needs
+      // none (the loop ends there on every rank).
+      const bool check = (t + 1) % stop_check_interval_ == 0 && t + 1 < r;
+      if (check && !AnyAlive(alive)) break;
       input = next.unsqueeze(1);
     }
     sequences = seq;

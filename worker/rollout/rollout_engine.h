@@ -5,17 +5,22 @@
 //     Generate() reuses it (no allocation per step; the generation-cache rebuild that
 //     fragmented memory in simpleRL-reason cannot happen here).
 //   - Row i's randomness comes only from sample_keys[i] (Gumbel-max sampling with noise
-//     drawn from a counter RNG keyed by it), so a sample is the same whichever rank or
-//     batch position rolls it out.
+//     that is a pure function of the key, the position and the token, made on the model's
+//     device: gumbel_noise.h), so a sample is the same whichever rank or batch position
+//     rolls it out.
 //   - A row stops at a stop token (kept, masked in) or after max_response tokens;
 //     positions after it hold the pad token and are masked out. temperature 0 means
 //     greedy. Stop and pad tokens: the task's ResponseFormat (CharTokenizer's EOS and PAD
 //     until set).
 //   - With a logit bias set, sampling is restricted the same way ResponseLogProbs is.
-//   - Generation ends early once every row has stopped. With a decode communicator set
-//     (the model's forward is a collective: stage 3 over several ranks gathers each block
-//     per token), Generate() is collective too: it ends once every rank's rows have
-//     stopped (one scalar all_reduce per token), so all ranks run the same forwards.
+//   - Generation ends early once every row has stopped, noticed at the next stop check:
+//     one every stop_check_interval tokens (a check reads a flag back from the device, so
+//     checking every token would stall the device once per token). The forwards run past
+//     the last stop change nothing: stopped rows stay padded and masked out, so outputs do
+//     not depend on the interval. With a decode communicator set (the model's forward is a
+//     collective: stage 3 over several ranks gathers each block per token), Generate() is
+//     collective too: it ends once every rank's rows have stopped (one scalar all_reduce
+//     per check, at the same tokens on every rank), so all ranks run the same forwards.
 //   - Prompts of different lengths come left-padded to the longest with a count of pad
 //     tokens per row (causal_lm.h): every response starts at column P, and a row's
 //     tokens are those it would sample alone (to float rounding; bitwise without padding).
@@ -29,7 +34,6 @@
 #include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
-#include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -62,14 +66,15 @@ class RolloutEngine {
   void set_response_format(ResponseFormat format);
   // The ranks whose forwards must stay in step (nullptr: this rank decides alone).
   void set_decode_communicator(Communicator* comm) { decode_comm_ = comm; }
+  // Decode tokens between two stop checks (>= 1; every rank of a decode communicator must
+  // use the same). Default kDefaultStopCheckInterval.
+  void set_stop_check_interval(int64_t tokens);
+  static constexpr int64_t kDefaultStopCheckInterval = 8;
 
   const KvCache& cache() const { return cache_; }
   int64_t max_response() const { return max_response_; }
 
  private:
-  // [B, vocab] Gumbel noise for one decode step, row i from row_streams[i] (keyed by
-  // sample_keys[i]), which it advances by `vocab` draws.
-  torch::Tensor GumbelNoise(std::vector<CounterRng>& row_streams, int64_t vocab) const;
   // Whether any row (on any rank of decode_comm_) is still generating.
   bool AnyAlive(const torch::Tensor& alive) const;
 
@@ -81,6 +86,7 @@ class RolloutEngine {
   std::vector<int64_t> stop_tokens_;
   int64_t pad_token_;
   Communicator* decode_comm_ = nullptr;
+  int64_t stop_check_interval_ = kDefaultStopCheckInterval;
 };
 
 }  // namespace headroom::worker

@@ -18,6 +18,21 @@ inline uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// lowbias32 (C. Wellons' hash prospector): a bijection on 32 bits with low avalanche
+// bias. Its 32-bit state suits a hash that tensor ops must also compute: every step
+// stays exact in int64 arithmetic (see rollout/gumbel_noise.h).
+constexpr uint32_t kMix32Multiplier1 = 0x7FEB352DU;
+constexpr uint32_t kMix32Multiplier2 = 0x846CA68BU;
+constexpr int kMix32Shift1 = 16, kMix32Shift2 = 15, kMix32Shift3 = 16;
+inline uint32_t Mix32(uint32_t x) {
+  x ^= x >> kMix32Shift1;
+  x *= kMix32Multiplier1;
+  x ^= x >> kMix32Shift2;
+  x *= kMix32Multiplier2;
+  x ^= x >> kMix32Shift3;
+  return x;
+}
+
 // Mixes several 64-bit words into one key (order matters).
 inline uint64_t MixKey(uint64_t a, uint64_t b, uint64_t c = 0, uint64_t d = 0) {
   return SplitMix64(SplitMix64(SplitMix64(SplitMix64(a) ^ b) ^ c) ^ d);
