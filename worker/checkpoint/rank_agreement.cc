@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace headroom::worker {
@@ -15,7 +16,9 @@ std::vector<std::string> AllGatherBytes(Communicator& comm, const std::string& b
   torch::Tensor lengths = torch::zeros({world}, on_device.dtype(torch::kInt64));
   comm.all_gather(length, lengths);
   lengths = lengths.cpu();
-  const int64_t longest = lengths.max().item<int64_t>();
+  // At least one byte a rank: when every rank sends "" (all checks passed), a zero-sized
+  // all_gather divides by zero inside Gloo (SIGFPE). The lengths say what is real.
+  const int64_t longest = std::max<int64_t>(1, lengths.max().item<int64_t>());
   torch::Tensor mine = torch::zeros({longest}, torch::kUInt8);
   std::memcpy(mine.data_ptr<uint8_t>(), bytes.data(), bytes.size());
   torch::Tensor all = torch::zeros({world * longest}, on_device.dtype(torch::kUInt8));
