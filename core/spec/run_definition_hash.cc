@@ -39,9 +39,14 @@ std::string RunDefinitionHash(const TrainingJobSpec& spec) {
     task.erase("prompt");
     task.erase("reward");
   }
+  // A Hub model is defined by its repository and revision; the worker resolves it to a
+  // snapshot directory whose path depends on where the cache is, so that path is no part
+  // of the run (a resume with another HF_HUB_CACHE continues the same run).
+  nlohmann::json model = full["spec"]["model"];
+  if (!job.spec.model.hub.repo.empty()) model.erase("path");
   const nlohmann::json canonical = {
       {"version", kApiVersion},
-      {"model", full["spec"]["model"]},
+      {"model", model},
       {"task", task},
       {"grpo", grpo},
   };

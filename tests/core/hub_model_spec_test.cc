@@ -67,5 +67,19 @@ TEST(HubModelSpec, BadFieldsNameTheirPath) {
   }
 }
 
+// The worker turns a hub model into its snapshot path before the checkpoints hash the spec:
+// where the cache lies is no part of the run, the repository and revision are.
+TEST(HubModelSpec, RunDefinitionHashIgnoresTheResolvedSnapshotPath) {
+  const ParseResult r = ParseTrainingJob(WithHub("{repo: Qwen/Qwen2.5-0.5B-Instruct}"));
+  ASSERT_TRUE(r.ok());
+  TrainingJobSpec here = r.job->spec, there = r.job->spec, other = r.job->spec;
+  here.model.path = "/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/abc";
+  there.model.path = "/mnt/hf/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/abc";
+  EXPECT_EQ(RunDefinitionHash(here), RunDefinitionHash(there));
+  EXPECT_EQ(RunDefinitionHash(here), RunDefinitionHash(r.job->spec));
+  other.model.hub.revision = "v2";
+  EXPECT_NE(RunDefinitionHash(other), RunDefinitionHash(r.job->spec));
+}
+
 }  // namespace
 }  // namespace headroom::spec
