@@ -8,7 +8,8 @@
 # transformers', decode <= 5 ms per token, update no slower than transformers'.
 # hf_grpo_bench reports the allocator's peak allocated bytes: the comparison uses the
 # baseline's peak allocated too (its peak reserved is printed beside it).
-# Sized to finish within 8 minutes on one H100 (the default 2 rounds).
+# Then the base preset against plain PyTorch eager and torch.compile (below).
+# Sized to finish within 8 minutes on one H100 (the default 2 + 1 rounds).
 #   bench/gpu/run.sh BUILD_DIR   (a CUDA build; HEADROOM_GPU_BENCH_ROUNDS, default 2;
 #                                 HEADROOM_GPU_BENCH_RESPONSE, default 256)
 set -euo pipefail
@@ -67,4 +68,40 @@ print(f"ratio: tokens/s {ratio('tokens_per_second'):.2f}x (goal >= 3x; per round
       f"  rollout {1 / ratio('rollout_seconds'):.2f}x  update {1 / ratio('update_seconds'):.2f}x (goal >= 1x)"
       f"  decode {med(mine, 'decode_ms_per_token'):.1f} ms/token (goal <= 5)"
       f"  peak allocated {ratio('peak_allocated_bytes'):.2f} of transformers' (goal <= 1)")
+PY
+
+# The base preset (grpo_step_bench, 128M parameters) against the same step in plain PyTorch
+# (bench/worker/grpo_eager.py under bf16 autocast), eager and torch.compile: 512 prompts x 8
+# samples, prompt 5 + up to 16 response tokens, update micro-batches of 512. Goals: >= 1.3x
+# eager's tokens/s, >= 1.1x torch.compile's, peak reserved memory <= eager's.
+# HEADROOM_GPU_BENCH_BASE_ROUNDS rounds (default 1: torch.compile's warm-up is most of a round).
+BASE_ROUNDS=${HEADROOM_GPU_BENCH_BASE_ROUNDS:-1}
+BASE_BENCH="$BUILD_DIR/bin/grpo_step_bench"
+if [ ! -x "$BASE_BENCH" ]; then
+  echo "base preset: build $BASE_BENCH to compare it (cmake --build $BUILD_DIR --target grpo_step_bench)" >&2
+  exit 0
+fi
+SHAPE=(--prompts 512 --group 8 --micro-batch 512 --steps 5 --warmup 2 --threads 8)
+base_runs=()
+for ((r = 1; r <= BASE_ROUNDS; r++)); do
+  ours=$("$BASE_BENCH" --preset base --device cuda --response 16 "${SHAPE[@]}")
+  eager=$("$PYTHON" bench/worker/grpo_eager.py --preset base --device cuda --max-response 16 "${SHAPE[@]}")
+  compiled=$("$PYTHON" bench/worker/grpo_eager.py --preset base --device cuda --max-response 16 --compile "${SHAPE[@]}")
+  printf '%s\n%s\n%s\n' "$ours" "$eager" "$compiled"
+  base_runs+=("$ours" "$eager" "$compiled")
+done
+"$PYTHON" - "${base_runs[@]}" <<'PY'
+import json, statistics, sys
+
+runs = [json.loads(a) for a in sys.argv[1:]]
+by = {impl: [r for r in runs if r["impl"] == impl] for impl in ("cpp", "python-eager", "python-compile")}
+med = lambda impl, k: statistics.median(r[k] for r in by[impl])
+for impl, rs in by.items():
+    print(f"base {impl:>14}: {med(impl, 'tokens_per_second'):8.0f} tokens/s  step {med(impl, 'step_seconds_median'):.3f} s"
+          f"  rollout {med(impl, 'rollout_seconds'):.3f} s  update {med(impl, 'update_seconds'):.3f} s"
+          f"  peak reserved {med(impl, 'peak_reserved_bytes') / 2**30:.1f} GiB")
+tps = lambda impl: med(impl, "tokens_per_second")
+print(f"base ratio: {tps('cpp') / tps('python-eager'):.2f}x eager (goal >= 1.3x), "
+      f"{tps('cpp') / tps('python-compile'):.2f}x torch.compile (goal >= 1.1x), peak reserved "
+      f"{med('cpp', 'peak_reserved_bytes') / max(med('python-eager', 'peak_reserved_bytes'), 1):.2f} of eager's (goal <= 1)")
 PY

@@ -7,8 +7,13 @@ SwiGLU MLP, untied head, no biases, PyTorch's default init), same batch (reverse
 tokens, up to 6 response tokens), a KV cache allocated once, temperature sampling, EOS
 stop and masks, responses restricted to digits + EOS (as the worker's policy is), verl-style GRPO loss (token-mean), AdamW, grad-norm clip 1.0.
 Prints one JSON object with the same keys grpo_step_bench prints.
+
+On a GPU (--device cuda, bench/gpu/run.sh) the forwards run under bf16 autocast over fp32
+weights, as the worker's do, with micro-batches of --micro-batch rows in the update, and
+--compile wraps the model in torch.compile (PyTorch 2.x): the baselines a user would write.
 """
 import argparse
+import contextlib
 import json
 import math
 import random
@@ -23,7 +28,7 @@ PAD, BOS, EOS, VOCAB = 0, 1, 2, 32
 # The response alphabet: EOS and the ten digits; everything else gets -inf.
 ALLOWED = torch.full((VOCAB,), float("-inf"))
 ALLOWED[2:13] = 0
-PRESETS = {"tiny": (2, 64, 4, 256), "small": (6, 512, 8, 2048)}
+PRESETS = {"tiny": (2, 64, 4, 256), "small": (6, 512, 8, 2048), "base": (18, 768, 12, 3072)}
 
 
 class RMSNorm(nn.Module):
@@ -65,7 +70,7 @@ class Model(nn.Module):
 
     def forward(self, tokens, cache=None, start=0):
         b, t = tokens.shape
-        x = self.tok(tokens) + self.pos(torch.arange(start, start + t))
+        x = self.tok(tokens) + self.pos(torch.arange(start, start + t, device=tokens.device))
         cos, sin = self.cos[start:start + t, None, :], self.sin[start:start + t, None, :]
         for i, blk in enumerate(self.blocks):
             n1 = blk.ln1(x)
@@ -110,16 +115,25 @@ def reward(resp, answer):
     return 0.5 * matches / max(len(text), len(answer))
 
 
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def step(model, opt, cache, step_index, args):
-    prompts, answers = make_batch(step_index, 16, 8, 3)
+    dev = torch.device(args.device)
+    allowed = ALLOWED.to(dev)
+    prompts, answers = make_batch(step_index, args.prompts, args.group, 3)
+    prompts = prompts.to(dev)
     n, p, r = prompts.shape[0], prompts.shape[1], args.max_response
+    sync(dev)
     t0 = time.perf_counter()
-    with torch.no_grad():
-        seq = torch.full((n, p + r), PAD)
+    with torch.no_grad(), autocast(dev):
+        seq = torch.full((n, p + r), PAD, device=dev)
         seq[:, :p] = prompts
-        mask = torch.zeros(n, r)
-        alive = torch.ones(n, dtype=torch.bool)
-        logits = model(prompts, cache, 0)[:, -1] + ALLOWED
+        mask = torch.zeros(n, r, device=dev)
+        alive = torch.ones(n, dtype=torch.bool, device=dev)
+        logits = model(prompts, cache, 0)[:, -1].float() + allowed
         for t in range(r):
             nxt = torch.multinomial(F.softmax(logits / args.temperature, -1), 1).squeeze(1)
             nxt = torch.where(alive, nxt, torch.full_like(nxt, PAD))
@@ -128,10 +142,12 @@ def step(model, opt, cache, step_index, args):
             alive = alive & (nxt != EOS)
             if not alive.any() or t == r - 1:
                 break
-            logits = model(nxt.unsqueeze(1), cache, p + t)[:, -1] + ALLOWED
+            logits = model(nxt.unsqueeze(1), cache, p + t)[:, -1].float() + allowed
+    sync(dev)
     t_rollout = time.perf_counter() - t0
 
-    rewards = torch.tensor([reward(seq[i, p:].tolist(), answers[i]) for i in range(n)])
+    responses = seq[:, p:].tolist()
+    rewards = torch.tensor([reward(responses[i], answers[i]) for i in range(n)], device=dev)
     g = rewards.view(-1, 8)
     adv = ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-6)).view(-1, 1)
 
@@ -139,26 +155,38 @@ def step(model, opt, cache, step_index, args):
     # the worker does, so masked positions stay finite (-inf * 0 would be NaN).
     targets = torch.where(seq[:, p:] == PAD, torch.full_like(seq[:, p:], EOS), seq[:, p:])
 
-    def logprobs():
-        logits = model(seq[:, :-1])[:, p - 1:] + ALLOWED
-        return torch.log_softmax(logits / args.temperature, -1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    def logprobs(rows):
+        with autocast(dev):
+            logits = model(seq[rows, :-1])[:, p - 1:].float() + allowed
+        return torch.log_softmax(logits / args.temperature, -1).gather(-1, targets[rows].unsqueeze(-1)).squeeze(-1)
 
+    micro = args.micro_batch or n
+    batches = [slice(i, min(i + micro, n)) for i in range(0, n, micro)]
     t1 = time.perf_counter()
     with torch.no_grad():
-        old = logprobs()
+        old = torch.cat([logprobs(b) for b in batches])
+    sync(dev)
     t_logprob = time.perf_counter() - t1
 
     t2 = time.perf_counter()
     opt.zero_grad()
-    logp = logprobs()
-    ratio = torch.exp(torch.clamp(logp - old, -20, 20))
-    loss_mat = torch.maximum(-adv * ratio, -adv * torch.clamp(ratio, 0.8, 1.28))
-    loss = (loss_mat * mask).sum() / mask.sum()
-    loss.backward()
+    tokens = mask.sum()
+    for b in batches:  # token-mean over the whole batch, accumulated micro-batch by micro-batch
+        ratio = torch.exp(torch.clamp(logprobs(b) - old[b], -20, 20))
+        loss_mat = torch.maximum(-adv[b] * ratio, -adv[b] * torch.clamp(ratio, 0.8, 1.28))
+        ((loss_mat * mask[b]).sum() / tokens).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
+    sync(dev)
     t_update = time.perf_counter() - t2
     return t_rollout, t_logprob, t_update, n * (p + r), float(mask.sum())
+
+
+def autocast(device):
+    """bf16 autocast on CUDA (as the worker computes there); nothing on CPU."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def main():
@@ -169,18 +197,30 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-response", type=int, default=6)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--micro-batch", type=int, default=0, help="update rows per backward (0: the whole batch)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2.x)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
+    dev = torch.device(args.device)
     layers, h, heads, f = PRESETS[args.preset]
-    model = Model(layers, h, heads, f, 5 + args.max_response)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    cache = torch.zeros(layers, 2, 128, heads, 5 + args.max_response, h // heads)  # allocated once
+    model = Model(layers, h, heads, f, 5 + args.max_response).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01, **({"fused": True} if dev.type == "cuda" else {}))
+    if args.compile:
+        model = torch.compile(model, dynamic=True)
+    rows = args.prompts * args.group
+    cache_dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32  # what autocast's k/v projections return
+    cache = torch.zeros(layers, 2, rows, heads, 5 + args.max_response, h // heads, dtype=cache_dtype, device=dev)  # allocated once
     for s in range(args.warmup):
         step(model, opt, cache, s, args)
     total = rollout = logprob = update = 0.0
     tokens = generated = 0
     step_seconds = []
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     for s in range(args.steps):
         t = time.perf_counter()
         ro, lp, up, tok, gen = step(model, opt, cache, args.warmup + s, args)
@@ -188,13 +228,15 @@ def main():
         total += step_seconds[-1]
         rollout, logprob, update, tokens, generated = rollout + ro, logprob + lp, update + up, tokens + tok, generated + gen
     print(json.dumps({
-        "impl": "python-eager", "preset": args.preset, "threads": args.threads, "steps": args.steps,
+        "impl": "python-compile" if args.compile else "python-eager", "preset": args.preset, "device": args.device, "threads": args.threads, "steps": args.steps,
         "parameters": sum(p.numel() for p in model.parameters()),
         "step_seconds_median": statistics.median(step_seconds), "step_seconds": total / args.steps, "rollout_seconds": rollout / args.steps,
         "logprob_seconds": logprob / args.steps, "update_seconds": update / args.steps,
         # The median step, as grpo_step_bench: a noisy neighbour moves the mean.
         "tokens_per_second": tokens / args.steps / statistics.median(step_seconds), "generated_tokens_per_step": generated / args.steps,
         "torch": torch.__version__,
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0,
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if dev.type == "cuda" else 0,
     }))
 
 

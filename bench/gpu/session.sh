@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Everything one short GPU booking should do, in one call from the checkout root on the GPU
+# machine (README, "The GPU worker"): build the CUDA variant (.gpu/build.sh, carried from the
+# CPU machine with ../shared/gpu/fetch-debs.sh), run every gpu-labelled test and the loader
+# binding test, record how the worker was linked, then one round of bench/gpu/run.sh.
+# Sized for one 10-minute call on an H100: build ~2 min, tests ~1-2 min, one bench round ~4 min.
+#   bash bench/gpu/session.sh [OUT_DIR]     (OUT_DIR default $OUT, else /tmp/gpu-session)
+# Every stage runs even if an earlier one fails; the exit status is the first failure's.
+# Logs: OUT_DIR/{build,ctest,link,bench}.log.
+set -u
+cd "$(dirname "$0")/../.."
+OUT_DIR=${1:-${OUT:-/tmp/gpu-session}}
+mkdir -p "$OUT_DIR"
+status=0
+note() { echo "== $* ($(date -u +%H:%M:%S))"; }
+fail() { [ "$status" -ne 0 ] || status=$1; }
+
+[ -f .gpu/build.sh ] || { echo "no .gpu/build.sh: run ../shared/gpu/fetch-debs.sh .gpu on the CPU machine and carry .gpu" >&2; exit 2; }
+note "build"
+bash .gpu/build.sh headroom-worker headroom hf_grpo_bench grpo_step_bench worker_comm_nccl_test worker_loader_binding_test \
+  $(ls tests/gpu/*_test.cc | sed 's#.*/\(.*\)\.cc#gpu_\1#') 2>&1 | tee "$OUT_DIR/build.log" | tail -20
+fail "${PIPESTATUS[0]}"
+# shellcheck disable=SC1091
+source .gpu/env.sh
+
+note "tests"
+(cd /tmp/b && ctest -L gpu --output-on-failure && ctest -R worker_loader_binding_test --output-on-failure) \
+  > "$OUT_DIR/ctest.log" 2>&1
+fail $?
+grep -E "tests passed|Passed|Failed|Skipped|SKIPPED" "$OUT_DIR/ctest.log" | tail -20
+
+note "link"
+{
+  echo "# headroom-worker link command"
+  ninja -C /tmp/b -t commands headroom-worker | tail -1
+  echo "# DT_NEEDED of headroom-worker, in load order"
+  readelf -d /tmp/b/bin/headroom-worker | grep NEEDED
+  echo "# toolchain"
+  c++ --version | head -1; ld --version | head -1; cmake --version | head -1
+  echo "# linker options the compiler driver adds"
+  c++ -dumpspecs | grep -n -- "as-needed" || echo "(no --as-needed in the specs)"
+} > "$OUT_DIR/link.log" 2>&1
+head -8 "$OUT_DIR/link.log"
+
+note "bench"
+HEADROOM_GPU_BENCH_ROUNDS=${HEADROOM_GPU_BENCH_ROUNDS:-1} bench/gpu/run.sh /tmp/b > "$OUT_DIR/bench.log" 2>&1
+fail $?
+tail -15 "$OUT_DIR/bench.log"
+note "done, status $status"
+exit "$status"
