@@ -16,4 +16,12 @@ torch::Tensor PaddedCausalMask(const torch::Tensor& padding, int64_t start, int6
       .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
 }
 
+torch::Tensor StaticDecodeMask(const torch::Tensor& padding, const torch::Tensor& position, int64_t max_seq) {
+  const auto key = torch::arange(max_seq, position.options()).view({1, 1, 1, max_seq});
+  const auto pad = padding.view({-1, 1, 1, 1});
+  const auto blocked = (key > position).logical_or(key < pad);  // [B, 1, 1, S]
+  return torch::zeros(blocked.sizes(), position.options().dtype(torch::kFloat32))
+      .masked_fill_(blocked, -std::numeric_limits<float>::infinity());
+}
+
 }  // namespace headroom::worker

@@ -21,4 +21,10 @@ namespace headroom::worker {
 // start..start + t - 1 over keys 0..start + t - 1; padding [B] int64 (any device).
 torch::Tensor PaddedCausalMask(const torch::Tensor& padding, int64_t start, int64_t t, const torch::Device& device);
 
+// [B, 1, 1, max_seq] float32 on position's device, 0 or -inf, for one query at *position
+// (a 0-dim int64 tensor, KvCache's static decode) over keys 0..max_seq - 1: keys after the
+// query and row b's padded keys are blocked. Made by tensor ops alone (no host read), so a
+// CUDA graph can replay it.
+torch::Tensor StaticDecodeMask(const torch::Tensor& padding, const torch::Tensor& position, int64_t max_seq);
+
 }  // namespace headroom::worker

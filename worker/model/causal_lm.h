@@ -17,7 +17,10 @@
 //   - ForwardCached(tokens [B, t], cache) appends t positions at cache.length() and
 //     returns the logits of the last new position [B, vocab]; equal (to float rounding)
 //     to forward() on the whole prefix. The cache has kv_cache_shape(); its rows' padding
-//     is the cache's (KvCache::Reset).
+//     is the cache's (KvCache::Reset). In the cache's static decode (kv_cache.h) it takes
+//     one position, at the cache's static position, with the static padding, and runs
+//     by tensor ops alone, the same shapes and addresses at every position (what a CUDA
+//     graph captures; worker/rollout/decode_step.h); equal to the above to rounding.
 //   - OrderedParameters() lists (name, tensor) in one fixed order: the order a flat
 //     buffer, a shard map and a checkpoint use. Names are the checkpoint's names.
 //   - LayerOfParameter(name) is the block a parameter belongs to, or -1 for parameters
@@ -85,6 +88,7 @@ class CausalLMImpl : public torch::nn::Module {
 
   // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
   void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
+  bool has_block_executor() const { return executor_ != nullptr; }
 
  protected:
   BlockExecutor* executor_ = nullptr;

@@ -37,6 +37,15 @@ torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
   return torch::where(medium, smoothed, scaled);
 }
 
+// x [B, kv_heads, S, d] with each head repeated `groups` times in a row: [B, kv_heads *
+// groups, S, d], as repeat_interleave along dim 1 makes it. By expand and reshape, which
+// read no sizes back from the device (repeat_interleave may, and a CUDA graph capture
+// cannot wait for the device).
+torch::Tensor RepeatKeyValueHeads(const torch::Tensor& x, int64_t groups) {
+  const auto s = x.sizes();
+  return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
+}
+
 torch::Dtype TorchDtype(const std::string& dtype, const std::string& what) {
   if (dtype == "BF16") return torch::kBFloat16;
   if (dtype == "F16") return torch::kFloat16;
@@ -151,10 +160,20 @@ int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
 }
 
 std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::Rotate(const torch::Tensor& q, const torch::Tensor& k,
-                                                              int64_t start) const {
+                                                              const KvCache* cache) const {
   const int64_t t = q.size(1);
-  auto cos = rotary_cos_.narrow(0, start, t).unsqueeze(1).to(q.scalar_type());  // [t, 1, head_dim]
-  auto sin = rotary_sin_.narrow(0, start, t).unsqueeze(1).to(q.scalar_type());
+  torch::Tensor cos, sin;  // [t, 1, head_dim]
+  if (cache && cache->is_static()) {
+    const auto at = cache->static_position().view({1});
+    cos = rotary_cos_.index_select(0, at);
+    sin = rotary_sin_.index_select(0, at);
+  } else {
+    const int64_t start = cache ? cache->length() : 0;
+    cos = rotary_cos_.narrow(0, start, t);
+    sin = rotary_sin_.narrow(0, start, t);
+  }
+  cos = cos.unsqueeze(1).to(q.scalar_type());
+  sin = sin.unsqueeze(1).to(q.scalar_type());
   return {q * cos + RotateHalf(q) * sin, k * cos + RotateHalf(k) * sin};
 }
 
@@ -179,8 +198,8 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& q, c
     vh = cache->Values(layer, start + t);
   }
   if (heads != kv_heads) {  // grouped-query attention: each key/value head serves heads/kv_heads query heads
-    kh = kh.repeat_interleave(heads / kv_heads, 1);
-    vh = vh.repeat_interleave(heads / kv_heads, 1);
+    kh = RepeatKeyValueHeads(kh, heads / kv_heads);
+    vh = RepeatKeyValueHeads(vh, heads / kv_heads);
   }
   auto scores = torch::matmul(qh.narrow(2, first_output, out_t), kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
   if (mask.defined()) scores = scores + mask.narrow(-2, first_output, out_t).to(scores.scalar_type());
@@ -204,7 +223,7 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
     q = b.q_norm(q);
     k = b.k_norm(k);
   }
-  std::tie(q, k) = Rotate(q, k, cache ? cache->length() : 0);
+  std::tie(q, k) = Rotate(q, k, cache);
   auto attn = Attention(layer, q, k, v, mask, cache, first_output);
   auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
   auto n2 = b.post_attention_layernorm(h);
@@ -216,12 +235,16 @@ torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t fi
   const int64_t t = x.size(1);
   const int64_t start = cache ? cache->length() : 0;
   const int64_t last = config_.num_hidden_layers - 1;
+  const bool static_decode = cache && cache->is_static();
   // Causal over [start, start + t); one cached position sees everything, but padded keys.
   // All-zero padding on the CPU takes the unpadded path, bit for bit (and the fused
   // attention kernel); on a GPU reading it back would stall the stream.
-  const bool padded = padding.defined() && (!x.device().is_cpu() || padding.ne(0).any().item<bool>());
+  const bool padded = !static_decode && padding.defined() && (!x.device().is_cpu() || padding.ne(0).any().item<bool>());
   torch::Tensor mask;
-  if (padded) {
+  if (static_decode) {
+    TORCH_CHECK(t == 1, "a static decode forward takes one position, got ", t);
+    mask = StaticDecodeMask(cache->static_padding(), cache->static_position(), cache->max_seq());
+  } else if (padded) {
     TORCH_CHECK(padding.dim() == 1 && padding.size(0) == x.size(0), "padding ", padding.sizes(), " for a batch of ",
                 x.size(0));
     mask = PaddedCausalMask(padding, start, t, x.device());
@@ -254,6 +277,13 @@ torch::Tensor HfCausalLMImpl::Embed(const torch::Tensor& tokens, int64_t start, 
   return x + embed_positions_(positions);
 }
 
+torch::Tensor HfCausalLMImpl::EmbedAt(const torch::Tensor& tokens, const torch::Tensor& position,
+                                      const torch::Tensor& padding) {
+  auto x = embed_tokens_(tokens);
+  if (!embed_positions_) return x;
+  return x + embed_positions_((position.view({1, 1}) - padding.view({-1, 1})).clamp_min(0));  // [B, 1]
+}
+
 torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t first_output,
                                           const torch::Tensor& padding) {
   const int64_t t = tokens.size(1);
@@ -279,7 +309,9 @@ torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache
   Bf16Autocast autocast(tokens.device());
   const int64_t t = tokens.size(1);
   TORCH_CHECK(tokens.size(0) == cache.batch(), "batch ", tokens.size(0), " != cache batch ", cache.batch());
-  auto x = Blocks(Embed(tokens, cache.length(), cache.padding()), &cache, 0, cache.padding());
+  auto embedded = cache.is_static() ? EmbedAt(tokens, cache.static_position(), cache.static_padding())
+                                    : Embed(tokens, cache.length(), cache.padding());
+  auto x = Blocks(embedded, &cache, 0, cache.padding());
   return Head(norm_(x.select(1, t - 1)));
 }
 

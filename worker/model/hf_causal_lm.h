@@ -91,13 +91,17 @@ class HfCausalLMImpl : public CausalLMImpl {
   // The token embedding of tokens [B, t] at positions start.. (plus learned positions,
   // shifted back by each row's padding [B] when defined).
   torch::Tensor Embed(const torch::Tensor& tokens, int64_t start, const torch::Tensor& padding);
+  // The same for one token per row at *position (KvCache's static decode), by tensor ops.
+  torch::Tensor EmbedAt(const torch::Tensor& tokens, const torch::Tensor& position, const torch::Tensor& padding);
   // Embeddings, blocks and the final norm, in the current autocast scope.
   torch::Tensor FinalHidden(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding);
   // The output projection of final-normed hidden states.
   torch::Tensor Head(const torch::Tensor& normed);
   void InitializeWeights(uint64_t seed);
-  // q, k [B, t, heads, head_dim] rotated for positions start..start+t.
-  std::pair<torch::Tensor, torch::Tensor> Rotate(const torch::Tensor& q, const torch::Tensor& k, int64_t start) const;
+  // q, k [B, t, heads, head_dim] rotated for positions start..start+t, start = the cache's
+  // length (0 without one), or for the cache's static position.
+  std::pair<torch::Tensor, torch::Tensor> Rotate(const torch::Tensor& q, const torch::Tensor& k,
+                                                 const KvCache* cache) const;
   // Attention of q [B, t, heads, d], k, v [B, t, kv_heads, d] (keys appended to the cache
   // first), for the queries from first_output on: [B, t - first_output, heads * d].
   torch::Tensor Attention(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

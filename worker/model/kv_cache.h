@@ -8,6 +8,13 @@
 // Layout: storage [layers, 2 (k|v), max_batch, heads, max_seq, head_dim]; the live region
 // is [:, :, :batch, :, :length, :]. `heads` are the key/value heads (fewer than the query
 // heads under grouped-query attention).
+//
+// Static decode (what a CUDA graph replays, worker/rollout/decode_step.h): a decode token's
+// forward must have the same shapes and tensor addresses at every position, so its
+// position cannot be a host integer. While a static position is set, Append() writes one
+// position at *position, a 0-dim int64 tensor on the cache's device that the caller
+// advances in place; Keys/Values span all max_seq positions (attention masks those after
+// *position); Advance() leaves length() alone (the caller owns the count).
 #pragma once
 
 #include <cstdint>
@@ -40,9 +47,18 @@ class KvCache {
   void Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
   void Advance(int64_t t);
   // Keys / values of `layer` for positions [0, length + pending): what attention reads
-  // right after Append() in the same forward.
+  // right after Append() in the same forward. With a static position: all max_seq.
   torch::Tensor Keys(int64_t layer, int64_t upto) const;
   torch::Tensor Values(int64_t layer, int64_t upto) const;
+
+  // Enters static decode: position a 0-dim int64 tensor, padding [batch] int64 (both on the
+  // cache's device, kept by reference: the caller updates them in place). Throws
+  // std::invalid_argument on other shapes or devices. ClearStaticPosition() leaves it.
+  void SetStaticPosition(const torch::Tensor& position, const torch::Tensor& padding);
+  void ClearStaticPosition();
+  bool is_static() const { return static_position_.defined(); }
+  const torch::Tensor& static_position() const { return static_position_; }
+  const torch::Tensor& static_padding() const { return static_padding_; }
 
   int64_t batch() const { return batch_; }
   const torch::Tensor& padding() const { return padding_; }
@@ -59,6 +75,8 @@ class KvCache {
   int64_t batch_ = 0;
   int64_t length_ = 0;
   torch::Tensor padding_;  // [batch] int64 on the cache's device, or undefined
+  torch::Tensor static_position_;  // 0-dim int64, or undefined outside static decode
+  torch::Tensor static_padding_;   // [batch] int64 while static_position_ is set
 };
 
 }  // namespace headroom::worker

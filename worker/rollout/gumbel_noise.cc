@@ -36,6 +36,12 @@ void Mix32InPlace(torch::Tensor& x) {
 
 torch::Tensor GumbelFromUniform(torch::Tensor u) { return u.log_().neg_().log_().neg_(); }
 
+// The noise of hash bits [.., vocab] int64 (consumed).
+torch::Tensor UniformToGumbel(torch::Tensor bits) {
+  auto uniform = bits.bitwise_right_shift_(kUniformShift).to(torch::kFloat32);
+  return GumbelFromUniform(uniform.mul_(kUniformScale).add_(kUniformOffset));
+}
+
 }  // namespace
 
 GumbelNoise::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t positions, int64_t vocab,
@@ -45,6 +51,22 @@ GumbelNoise::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t posit
     throw std::invalid_argument("gumbel noise: needs positions >= 1 and 1 <= vocab < 2^32, got " +
                                 std::to_string(positions) + " positions, vocab " + std::to_string(vocab));
   }
+  row_hash_ = RowHashes(sample_keys, positions, device);
+  const auto int64_on = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  token_hash_ = torch::arange(vocab, int64_on).bitwise_xor_(static_cast<int64_t>(kTokenSalt));
+  Mix32InPlace(token_hash_);
+}
+
+void GumbelNoise::Rekey(const std::vector<uint64_t>& sample_keys) {
+  if (static_cast<int64_t>(sample_keys.size()) != row_hash_.size(0)) {
+    throw std::invalid_argument("gumbel noise: " + std::to_string(sample_keys.size()) + " keys for " +
+                                std::to_string(row_hash_.size(0)) + " rows");
+  }
+  row_hash_.copy_(RowHashes(sample_keys, row_hash_.size(1), device_));
+}
+
+torch::Tensor GumbelNoise::RowHashes(const std::vector<uint64_t>& sample_keys, int64_t positions,
+                                     torch::Device device) {
   const int64_t b = static_cast<int64_t>(sample_keys.size());
   std::vector<int64_t> halves;  // [B, 2]: lo32, hi32
   halves.reserve(2 * b);
@@ -60,9 +82,7 @@ GumbelNoise::GumbelNoise(const std::vector<uint64_t>& sample_keys, int64_t posit
   Mix32InPlace(rows);
   rows.bitwise_xor_(key_halves.narrow(1, 0, 1));
   Mix32InPlace(rows);
-  row_hash_ = rows.contiguous();
-  token_hash_ = torch::arange(vocab, int64_on).bitwise_xor_(static_cast<int64_t>(kTokenSalt));
-  Mix32InPlace(token_hash_);
+  return rows.contiguous();
 }
 
 void GumbelNoise::CheckPosition(int64_t position) const {
@@ -100,8 +120,13 @@ torch::Tensor GumbelNoise::UniformByHostLoop(int64_t position) const {
 torch::Tensor GumbelNoise::At(int64_t position, Path path) const {
   if (path == Path::kAuto) path = device_.is_cpu() ? Path::kHostLoop : Path::kTensorOps;
   if (path == Path::kHostLoop) return GumbelFromUniform(UniformByHostLoop(position));
-  auto uniform = Bits(position).bitwise_right_shift_(kUniformShift).to(torch::kFloat32);
-  return GumbelFromUniform(uniform.mul_(kUniformScale).add_(kUniformOffset));
+  return UniformToGumbel(Bits(position));
+}
+
+torch::Tensor GumbelNoise::At(const torch::Tensor& position) const {
+  auto bits = row_hash_.index_select(1, position.view({1})).bitwise_xor(token_hash_.unsqueeze(0));  // [B, vocab]
+  Mix32InPlace(bits);
+  return UniformToGumbel(bits);
 }
 
 uint32_t GumbelNoise::ReferenceBits(uint64_t key, int64_t position, int64_t token) {

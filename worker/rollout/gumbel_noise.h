@@ -46,14 +46,22 @@ class GumbelNoise {
   // [B, vocab] float32 on the device: the noise of decode position t, 0 <= t < positions.
   // Every path gives the same values (to the last ulp of the logs, see above).
   torch::Tensor At(int64_t position, Path path = Path::kAuto) const;
+  // The same for the position held by a 0-dim int64 tensor on the device, by tensor ops
+  // alone (no host read, no bounds check: 0 <= *position < positions is the caller's to
+  // keep), so a CUDA graph can replay it while the caller advances the position in place.
+  torch::Tensor At(const torch::Tensor& position) const;
   // [B, vocab] int64 in [0, 2^32): bits(key_b, position, j), by tensor ops on the device.
   torch::Tensor Bits(int64_t position) const;
+  // New keys for the same rows (as many as before), written over the row hashes in place:
+  // the tensors At() reads keep their addresses.
+  void Rekey(const std::vector<uint64_t>& sample_keys);
 
   // The scalar definitions the tensor paths are tested against.
   static uint32_t ReferenceBits(uint64_t key, int64_t position, int64_t token);
   static float ReferenceUniform(uint32_t bits);
 
  private:
+  static torch::Tensor RowHashes(const std::vector<uint64_t>& sample_keys, int64_t positions, torch::Device device);
   torch::Tensor UniformByHostLoop(int64_t position) const;
   void CheckPosition(int64_t position) const;
 

@@ -40,25 +40,15 @@ bool RolloutEngine::AnyAlive(const torch::Tensor& alive) const {
   return flag.cpu().item<int64_t>() > 0;
 }
 
-Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
-                                const std::vector<uint64_t>& sample_keys, double temperature,
-                                const torch::Tensor& prompt_padding) {
+RolloutEngine::DecodeMode RolloutEngine::ResolvedMode(const CausalLM& model) const {
+  if (decode_mode_ != DecodeMode::kAuto) return decode_mode_;
+  return device_.is_cuda() && !model->has_block_executor() ? DecodeMode::kGraph : DecodeMode::kDynamic;
+}
+
+std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeDynamic(CausalLM& model, const torch::Tensor& prompts,
+                                                                     const std::vector<uint64_t>& sample_keys,
+                                                                     double temperature, const torch::Tensor& padding) {
   const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
-  if (static_cast<int64_t>(sample_keys.size()) != b) {
-    throw std::invalid_argument("rollout: " + std::to_string(sample_keys.size()) + " sample keys for " +
-                                std::to_string(b) + " prompts");
-  }
-  if (p > max_prompt_) {
-    throw std::invalid_argument("rollout: prompt of " + std::to_string(p) + " tokens exceeds maxPromptLength " +
-                                std::to_string(max_prompt_));
-  }
-  if (prompt_padding.defined() && (prompt_padding.dim() != 1 || prompt_padding.size(0) != b)) {
-    throw std::invalid_argument("rollout: prompt padding of shape " + c10::str(prompt_padding.sizes()) + " for " +
-                                std::to_string(b) + " prompts");
-  }
-  const torch::Tensor padding =
-      prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
-  const int64_t vocab = model->vocab_size();
   torch::Tensor sequences, mask;
   {
     // Inference mode: no autograd bookkeeping at all while sampling; outputs are cloned
@@ -66,7 +56,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     c10::InferenceMode inference;
     // One decode step's noise at a time: a whole response's ([B, R, vocab]) would be tens of
     // GB for a real vocabulary.
-    const GumbelNoise noise(sample_keys, r, vocab, device_);
+    const GumbelNoise noise(sample_keys, r, model->vocab_size(), device_);
     auto seq = torch::full({b, p + r}, pad_token_, torch::TensorOptions().dtype(torch::kInt64).device(device_));
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
@@ -96,8 +86,77 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     mask = msk;
   }
   // Clones made outside inference mode are ordinary tensors that autograd may use.
-  sequences = sequences.clone();
-  mask = mask.clone();
+  return {sequences.clone(), mask.clone()};
+}
+
+RolloutEngine::StaticDecode& RolloutEngine::StaticDecodeFor(CausalLM& model, int64_t batch, double temperature,
+                                                            bool graph) {
+  std::vector<const void*> parameters;
+  for (const auto& t : model->parameters()) parameters.push_back(t.data_ptr());
+  for (const auto& t : model->buffers()) parameters.push_back(t.data_ptr());
+  StaticDecode& kept = static_decodes_[batch];
+  const bool same = kept.step && kept.graph == graph && kept.parameters == parameters &&
+                    kept.step->rule().temperature == temperature && kept.step->rule().stop_tokens == stop_tokens_ &&
+                    kept.step->rule().pad_token == pad_token_ &&
+                    kept.step->rule().logit_bias.unsafeGetTensorImpl() == logit_bias_.unsafeGetTensorImpl();
+  if (same) return kept;
+  DecodeRule rule{temperature, logit_bias_, stop_tokens_, pad_token_};
+  kept = StaticDecode{};  // a replaced graph is destroyed before the new step allocates
+  kept.step = std::make_unique<DecodeStep>(batch, max_prompt_, max_response_, model->vocab_size(), std::move(rule), device_);
+  DecodeStep* step = kept.step.get();
+  KvCache* cache = &cache_;
+  CausalLMImpl* impl = model.get();
+  kept.replay = MakeDecodeReplay([step, impl, cache] { step->Run(*impl, *cache); }, device_, graph);
+  kept.parameters = std::move(parameters);
+  kept.graph = graph;
+  return kept;
+}
+
+std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeStatic(CausalLM& model, const torch::Tensor& prompts,
+                                                                    const std::vector<uint64_t>& sample_keys,
+                                                                    double temperature, const torch::Tensor& padding,
+                                                                    bool graph) {
+  const int64_t b = prompts.size(0), r = max_response_;
+  StaticDecode& decode = StaticDecodeFor(model, b, temperature, graph);  // outside inference mode: ordinary buffers
+  {
+    c10::InferenceMode inference;
+    decode.step->Begin(prompts.to(device_), padding, sample_keys);
+    cache_.Reset(b, padding);
+    decode.step->Sample(model->ForwardCached(prompts.to(device_), cache_));  // the prompt, then token 0
+    for (int64_t t = 1; t < r; ++t) {
+      // The same checks as the growing-cache decode: after every interval of tokens.
+      if (t % stop_check_interval_ == 0 && !AnyAlive(decode.step->alive())) break;
+      decode.replay->Run();
+    }
+    last_decode_graphed_ = decode.replay->graphed();
+  }
+  return decode.step->Result();
+}
+
+Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
+                                const std::vector<uint64_t>& sample_keys, double temperature,
+                                const torch::Tensor& prompt_padding) {
+  const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
+  if (static_cast<int64_t>(sample_keys.size()) != b) {
+    throw std::invalid_argument("rollout: " + std::to_string(sample_keys.size()) + " sample keys for " +
+                                std::to_string(b) + " prompts");
+  }
+  if (p > max_prompt_) {
+    throw std::invalid_argument("rollout: prompt of " + std::to_string(p) + " tokens exceeds maxPromptLength " +
+                                std::to_string(max_prompt_));
+  }
+  if (prompt_padding.defined() && (prompt_padding.dim() != 1 || prompt_padding.size(0) != b)) {
+    throw std::invalid_argument("rollout: prompt padding of shape " + c10::str(prompt_padding.sizes()) + " for " +
+                                std::to_string(b) + " prompts");
+  }
+  const torch::Tensor padding =
+      prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
+  const DecodeMode mode = ResolvedMode(model);
+  last_decode_graphed_ = false;
+  auto [sequences, mask] = mode == DecodeMode::kDynamic
+                               ? DecodeDynamic(model, prompts, sample_keys, temperature, padding)
+                               : DecodeStatic(model, prompts, sample_keys, temperature, padding,
+                                              mode == DecodeMode::kGraph);
   Rollout out;
   out.sequences = sequences;
   out.response_mask = mask;

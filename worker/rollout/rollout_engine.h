@@ -24,9 +24,21 @@
 //   - Prompts of different lengths come left-padded to the longest with a count of pad
 //     tokens per row (causal_lm.h): every response starts at column P, and a row's
 //     tokens are those it would sample alone (to float rounding; bitwise without padding).
+//   - Decode modes (set_decode_mode): the tokens after the first are decoded either with
+//     the cache growing token by token (kDynamic), or by a shape-static step over buffers
+//     kept per batch size (decode_step.h; kStatic runs it eagerly, kGraph replays it as a
+//     CUDA graph captured once per batch size, decode_replay.h). Both sample by the same
+//     rule from the same noise, so they give the same tokens up to float rounding of the
+//     logits (the static step attends over the whole cache with later keys masked). kAuto,
+//     the default: kGraph on a CUDA device when the model's forward is local (no block
+//     executor: ZeRO stage 3 gathers blocks with collectives inside the forward), kDynamic
+//     elsewhere. A kept step is rebuilt when the batch size, the sampling rule or the
+//     addresses of the model's parameters change.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include <torch/torch.h>
@@ -34,6 +46,8 @@
 #include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
+#include "worker/rollout/decode_replay.h"
+#include "worker/rollout/decode_step.h"
 #include "worker/tasks/task.h"
 
 namespace headroom::worker {
@@ -53,6 +67,9 @@ class RolloutEngine {
  public:
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
                 torch::Device device);
+  // Kept decode steps point at this engine's cache: it stays where it was made.
+  RolloutEngine(const RolloutEngine&) = delete;
+  RolloutEngine& operator=(const RolloutEngine&) = delete;
 
   // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
   // every row is P long); one key per row.
@@ -71,12 +88,35 @@ class RolloutEngine {
   void set_stop_check_interval(int64_t tokens);
   static constexpr int64_t kDefaultStopCheckInterval = 8;
 
+  enum class DecodeMode { kAuto, kDynamic, kStatic, kGraph };
+  void set_decode_mode(DecodeMode mode) { decode_mode_ = mode; }
+  // Whether the last Generate() replayed a captured CUDA graph for its decode tokens.
+  bool last_decode_graphed() const { return last_decode_graphed_; }
+
   const KvCache& cache() const { return cache_; }
   int64_t max_response() const { return max_response_; }
 
  private:
   // Whether any row (on any rank of decode_comm_) is still generating.
   bool AnyAlive(const torch::Tensor& alive) const;
+  // The decode mode kAuto stands for with this model.
+  DecodeMode ResolvedMode(const CausalLM& model) const;
+  // The growing-cache decode and the shape-static one (see the contract above).
+  std::pair<torch::Tensor, torch::Tensor> DecodeDynamic(CausalLM& model, const torch::Tensor& prompts,
+                                                        const std::vector<uint64_t>& sample_keys, double temperature,
+                                                        const torch::Tensor& padding);
+  std::pair<torch::Tensor, torch::Tensor> DecodeStatic(CausalLM& model, const torch::Tensor& prompts,
+                                                       const std::vector<uint64_t>& sample_keys, double temperature,
+                                                       const torch::Tensor& padding, bool graph);
+  // The kept static step for this batch and rule, rebuilt when they or the model's
+  // parameter addresses changed.
+  struct StaticDecode {
+    std::unique_ptr<DecodeStep> step;
+    std::unique_ptr<DecodeReplay> replay;
+    std::vector<const void*> parameters;
+    bool graph = false;
+  };
+  StaticDecode& StaticDecodeFor(CausalLM& model, int64_t batch, double temperature, bool graph);
 
   KvCache cache_;
   int64_t max_prompt_;
@@ -87,6 +127,9 @@ class RolloutEngine {
   int64_t pad_token_;
   Communicator* decode_comm_ = nullptr;
   int64_t stop_check_interval_ = kDefaultStopCheckInterval;
+  DecodeMode decode_mode_ = DecodeMode::kAuto;
+  bool last_decode_graphed_ = false;
+  std::map<int64_t, StaticDecode> static_decodes_;  // by batch size
 };
 
 }  // namespace headroom::worker

@@ -1,0 +1,113 @@
+// The CUDA graph replay of a decode step (decode_replay.h). Needs a CUDA LibTorch.
+#include <spdlog/spdlog.h>
+
+#include "worker/rollout/decode_replay.h"
+
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+namespace headroom::worker {
+namespace {
+
+// Autocast keeps casts of the weights for the length of its region; inside a capture they
+// would be cached tensors of the graph's pool, read by later eager code. Off while capturing.
+class AutocastCacheOff {
+ public:
+  AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) { at::autocast::set_autocast_cache_enabled(false); }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(was_); }
+  AutocastCacheOff(const AutocastCacheOff&) = delete;
+  AutocastCacheOff& operator=(const AutocastCacheOff&) = delete;
+
+ private:
+  bool was_;
+};
+
+class CudaGraphDecodeReplay : public DecodeReplay {
+ public:
+  CudaGraphDecodeReplay(std::function<void()> step, int device_index)
+      : step_(std::move(step)), device_index_(static_cast<c10::DeviceIndex>(device_index)) {}
+
+  void Run() override {
+    if (graph_) {
+      graph_->replay();
+      return;
+    }
+    if (failed_ || eager_runs_ < kWarmupRuns) {
+      ++eager_runs_;
+      step_();
+      return;
+    }
+    if (Capture()) {
+      graph_->replay();
+    } else {
+      step_();  // the failed capture executed nothing
+    }
+  }
+
+  bool graphed() const override { return graph_ != nullptr; }
+
+ private:
+  // Records one step into a graph on a side stream (capture refuses the default stream).
+  // Nothing runs while recording; the caller replays it for this call's step.
+  bool Capture() {
+    c10::cuda::device_synchronize();  // the warm-ups' work is done before the side stream records
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index_);
+    try {
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      const AutocastCacheOff no_cache;
+      graph->capture_begin();
+      try {
+        step_();
+      } catch (...) {
+        try {
+          graph->capture_end();  // hands the allocator's capture pool back and ends the capture
+        } catch (...) {
+        }
+        throw;
+      }
+      graph->capture_end();
+    } catch (const std::exception& e) {
+      AbandonCapture(side);
+      failed_ = true;
+      spdlog::warn("decode: CUDA graph capture failed, decoding eagerly from now on: {}", e.what());
+      return false;
+    }
+    c10::cuda::device_synchronize();
+    graph_ = std::move(graph);
+    spdlog::info("decode: captured one decode token as a CUDA graph; replaying it");
+    return true;
+  }
+
+  // Ends a capture an exception interrupted, so the stream can run work again.
+  static void AbandonCapture(const c10::cuda::CUDAStream& stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial != nullptr) cudaGraphDestroy(partial);
+    }
+    (void)cudaGetLastError();  // the capture's error is not sticky: clear it
+  }
+
+  std::function<void()> step_;
+  c10::DeviceIndex device_index_;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  int eager_runs_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<DecodeReplay> MakeCudaGraphDecodeReplay(std::function<void()> step, int device_index) {
+  return std::make_unique<CudaGraphDecodeReplay>(std::move(step), device_index);
+}
+
+}  // namespace headroom::worker
