@@ -168,6 +168,23 @@ TEST(StaticDecodeNoise, DevicePositionGivesTheNoiseOfThatPosition) {
   }
 }
 
+// Under autocast on a GPU the keys arrive in bf16 and the cache may hold another dtype: the
+// static write converts as the growing one does.
+TEST(StaticDecodeCache, WritesConvertToTheCacheDtype) {
+  testing::ModelDims d;
+  const KvCacheShape shape = testing::PresetModel(d)->kv_cache_shape();
+  KvCache growing(shape, 2, 4, torch::kCPU, torch::kBFloat16), fixed(shape, 2, 4, torch::kCPU, torch::kBFloat16);
+  growing.Reset(2);
+  fixed.Reset(2);
+  const auto k = torch::randn({2, shape.heads, 1, shape.head_dim}), v = torch::randn({2, shape.heads, 1, shape.head_dim});
+  growing.Append(0, k, v);
+  growing.Advance(1);
+  fixed.SetStaticPosition(torch::zeros({}, torch::kInt64), torch::zeros({2}, torch::kInt64));
+  fixed.Append(0, k, v);
+  EXPECT_TRUE(torch::equal(fixed.Keys(0, 1).narrow(2, 0, 1), growing.Keys(0, 1)));
+  EXPECT_TRUE(torch::equal(fixed.Values(0, 1).narrow(2, 0, 1), growing.Values(0, 1)));
+}
+
 TEST(StaticDecodeCache, RefusesPositionsItCannotUse) {
   testing::ModelDims d;
   KvCache cache(testing::PresetModel(d)->kv_cache_shape(), 2, 8, torch::kCPU);

@@ -40,8 +40,8 @@ void KvCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor&
     TORCH_CHECK(t == 1, "kv cache: a static decode appends one position, got ", t);
     auto rows = storage_[layer].narrow(1, 0, batch_);  // [2, B, H, max_seq, D]
     const auto at = static_position_.view({1});
-    rows[0].index_copy_(2, at, k);
-    rows[1].index_copy_(2, at, v);
+    rows[0].index_copy_(2, at, k.to(storage_.scalar_type()));  // index_copy_ does not convert (copy_ does)
+    rows[1].index_copy_(2, at, v.to(storage_.scalar_type()));
     return;
   }
   if (length_ + t > max_seq_) {
