@@ -39,9 +39,9 @@ void Read(const nlohmann::json& j, const std::string& what, const char* key, T& 
 }
 template <typename T>
 void Read(const nlohmann::json& j, const std::string& what, const char* key, std::optional<T>& out) {
-  T value{};
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
+  T value{};
   Read(j, what, key, value);
   out = value;
 }
