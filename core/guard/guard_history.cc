@@ -6,20 +6,27 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/guard/json_fields.h"
+
 namespace headroom::guard {
 
 namespace {
 
-template <typename T>
-void Read(const nlohmann::json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  try {
-    out = it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument(std::string("guard history JSON: key \"") + key +
-                                "\" has the wrong type: " + it->dump());
-  }
+constexpr const char* kWhat = "guard history JSON";
+
+// One list of (key, member) for writing, reading and refusing unknown keys.
+template <typename History, typename Fn>
+void ForEachField(History& h, Fn&& fn) {
+  fn("restarts", h.restarts);
+  fn("crash_restarts", h.crash_restarts);
+  fn("oom_kills", h.oom_kills);
+  fn("reshards", h.reshards);
+  fn("micro_batch_shrinks", h.micro_batch_shrinks);
+  fn("offload_enabled", h.offload_enabled);
+  fn("offload_disabled", h.offload_disabled);
+  fn("last_restart_step", h.last_restart_step);
+  fn("last_action", h.last_action);
+  fn("last_action_step", h.last_action_step);
 }
 
 }  // namespace
@@ -63,48 +70,20 @@ void GuardHistory::RecordCrashRestart(int checkpoint_step, bool oom_kill) {
 }
 
 std::string GuardHistory::ToJson() const {
-  nlohmann::ordered_json j = {
-      {"restarts", restarts},
-      {"crash_restarts", crash_restarts},
-      {"oom_kills", oom_kills},
-      {"reshards", reshards},
-      {"micro_batch_shrinks", micro_batch_shrinks},
-      {"offload_enabled", offload_enabled},
-      {"offload_disabled", offload_disabled},
-      {"last_restart_step", last_restart_step},
-      {"last_action", last_action},
-      {"last_action_step", last_action_step},
-  };
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  ForEachField(*this, [&](const char* key, const auto& member) { j[key] = member; });
   return j.dump();
 }
 
 GuardHistory GuardHistory::FromJson(const std::string& text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument(std::string("guard history JSON: not JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw std::invalid_argument("guard history JSON: expected an object, got " + j.dump());
-  static const char* kKeys[] = {"restarts", "crash_restarts", "oom_kills", "reshards",
-                                "micro_batch_shrinks", "offload_enabled", "offload_disabled",
-                                "last_restart_step", "last_action", "last_action_step"};
+  const nlohmann::json j = json_fields::ParseObject(text, kWhat);
+  GuardHistory h;
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
-    for (const char* k : kKeys) known |= it.key() == k;
+    ForEachField(h, [&](const char* key, const auto&) { known |= it.key() == key; });
     if (!known) throw std::invalid_argument("guard history JSON: unknown key \"" + it.key() + "\"");
   }
-  GuardHistory h;
-  Read(j, "restarts", h.restarts);
-  Read(j, "crash_restarts", h.crash_restarts);
-  Read(j, "oom_kills", h.oom_kills);
-  Read(j, "reshards", h.reshards);
-  Read(j, "micro_batch_shrinks", h.micro_batch_shrinks);
-  Read(j, "offload_enabled", h.offload_enabled);
-  Read(j, "offload_disabled", h.offload_disabled);
-  Read(j, "last_restart_step", h.last_restart_step);
-  Read(j, "last_action", h.last_action);
-  Read(j, "last_action_step", h.last_action_step);
+  ForEachField(h, [&](const char* key, auto& member) { json_fields::Read(j, kWhat, key, member); });
   return h;
 }
 

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::hf {
 
 // An invalid_argument: a bad model directory is bad input (the worker exits 2), not a crash.
@@ -47,7 +49,7 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // would make every loss NaN are refused when loaded, naming the tensor. Other dtypes pass.
 void RequireFinite(const TensorView& view, const std::string& name);
 
-class SafetensorsFile {
+class SafetensorsFile : NonCopyable {
  public:
   // Maps `path` read-only and parses its header. Throws SafetensorsError: not a regular
   // file (a FIFO is refused, not waited on), a header longer than the file or than
@@ -55,8 +57,6 @@ class SafetensorsFile {
   // tensor's (both named).
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
-  SafetensorsFile(const SafetensorsFile&) = delete;
-  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

@@ -160,20 +160,26 @@ std::optional<int64_t> Quantity::ScaledValue(int scale) const {
   return negative_ ? -value : value;
 }
 
-std::optional<int64_t> ParseQuantityBytes(std::string_view text, std::string* error) {
+namespace {
+
+// `text` parsed, then scaled by `scaled` (Quantity::Value or MilliValue).
+std::optional<int64_t> ParseQuantityScaled(std::string_view text, std::string* error,
+                                           std::optional<int64_t> (Quantity::*scaled)() const) {
   std::optional<Quantity> q = Quantity::Parse(text, error);
   if (!q) return std::nullopt;
-  std::optional<int64_t> v = q->Value();
+  std::optional<int64_t> v = ((*q).*scaled)();
   if (!v) SetError(error, "quantity \"" + std::string(text) + "\" is too large");
   return v;
 }
 
+}  // namespace
+
+std::optional<int64_t> ParseQuantityBytes(std::string_view text, std::string* error) {
+  return ParseQuantityScaled(text, error, &Quantity::Value);
+}
+
 std::optional<int64_t> ParseQuantityMillis(std::string_view text, std::string* error) {
-  std::optional<Quantity> q = Quantity::Parse(text, error);
-  if (!q) return std::nullopt;
-  std::optional<int64_t> v = q->MilliValue();
-  if (!v) SetError(error, "quantity \"" + std::string(text) + "\" is too large");
-  return v;
+  return ParseQuantityScaled(text, error, &Quantity::MilliValue);
 }
 
 }  // namespace headroom::spec

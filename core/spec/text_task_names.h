@@ -17,5 +17,12 @@ std::vector<std::string> PromptFormatNames();
 std::vector<std::string> TextRewardNames();
 // The position of `name` in `names` (the enum value a list's order gives it), or nullopt.
 std::optional<size_t> PositionOfName(const std::vector<std::string>& names, const std::string& name);
+// The enum value of `name`: its position in `names`, or nullopt when it is not there.
+template <typename Enum>
+std::optional<Enum> ValueNamed(const std::vector<std::string>& names, const std::string& name) {
+  const std::optional<size_t> at = PositionOfName(names, name);
+  if (!at) return std::nullopt;
+  return static_cast<Enum>(*at);
+}
 
 }  // namespace headroom::spec

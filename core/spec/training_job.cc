@@ -2,15 +2,13 @@
 // training_job_{parser,defaults,validator,serializer}.cc and run_definition_hash.cc.
 #include "core/spec/training_job.h"
 
+#include "core/spec/enum_names.h"
 #include "core/spec/utf8.h"
 
 namespace headroom::spec {
 namespace {
 
-constexpr struct {
-  GuardAction action;
-  const char* name;
-} kGuardActionNames[] = {
+constexpr EnumName<GuardAction> kGuardActionNames[] = {
     {GuardAction::kRestart, "restart"},
     {GuardAction::kReshard, "reshard"},
     {GuardAction::kShrinkMicroBatch, "shrinkMicroBatch"},
@@ -58,19 +56,9 @@ std::string SpecError::ToString() const {
   return out;
 }
 
-const char* GuardActionName(GuardAction a) {
-  for (const auto& entry : kGuardActionNames) {
-    if (entry.action == a) return entry.name;
-  }
-  return "unknown";
-}
+const char* GuardActionName(GuardAction a) { return NameOf(kGuardActionNames, a, "unknown"); }
 
-std::optional<GuardAction> GuardActionFromName(const std::string& name) {
-  for (const auto& entry : kGuardActionNames) {
-    if (name == entry.name) return entry.action;
-  }
-  return std::nullopt;
-}
+std::optional<GuardAction> GuardActionFromName(const std::string& name) { return ValueOf(kGuardActionNames, name); }
 
 std::vector<std::string> GuardActionNames() {
   std::vector<std::string> names;

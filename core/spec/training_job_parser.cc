@@ -159,6 +159,25 @@ class MapReader {
     return n->is_null() ? nullptr : n;
   }
   void Ignore(const std::string& name) { ignored_.insert(name); }
+  const DocumentNode& node() const { return node_; }
+  Decoder& decoder() const { return d_; }
+
+  // The member `name` as a map, read by `decode(reader, out)` and then checked
+  // for unknown fields; false when it is absent or null.
+  template <typename T, typename Decode>
+  bool Map(const std::string& name, T& out, Decode&& decode) {
+    const DocumentNode* n = Field(name);
+    if (n == nullptr) return false;
+    MapReader member(d_, *n, Child(name));
+    decode(member, out);
+    member.Finish();
+    return true;
+  }
+  // The member `name` of any kind (a list), read by `decode(decoder, node, path, out)`.
+  template <typename T, typename Decode>
+  void Other(const std::string& name, T& out, Decode&& decode) {
+    if (const DocumentNode* n = Field(name)) decode(d_, *n, Child(name), out);
+  }
 
   void Int(const std::string& name, int& out) {
     if (const DocumentNode* n = Field(name)) d_.Int(*n, Child(name), out);
@@ -218,8 +237,7 @@ class MapReader {
   std::set<std::string> ignored_;
 };
 
-void DecodeMetadata(Decoder& d, const DocumentNode& node, ObjectMeta& m) {
-  MapReader r(d, node, "metadata");
+void DecodeMetadata(MapReader& r, ObjectMeta& m) {
   r.String("name", m.name);
   r.String("namespace", m.namespace_);
   r.StringMap("labels", m.labels);
@@ -234,27 +252,21 @@ void DecodeMetadata(Decoder& d, const DocumentNode& node, ObjectMeta& m) {
                                 "selfLink", "deletionGracePeriodSeconds"}) {
     r.Ignore(tolerated);
   }
-  r.Finish();
 }
 
-void DecodeResources(Decoder& d, const DocumentNode& node, const std::string& path, Resources& res) {
-  MapReader r(d, node, path);
+void DecodeResources(MapReader& r, Resources& res) {
   r.QuantityText("cpu", res.cpu);
   r.QuantityText("memory", res.memory);
   r.Int("gpus", res.gpus);
-  r.Finish();
 }
 
-void DecodeHubModel(Decoder& d, const DocumentNode& node, const std::string& path, HubModelSpec& h) {
-  MapReader r(d, node, path);
+void DecodeHubModel(MapReader& r, HubModelSpec& h) {
   r.String("repo", h.repo);
   r.String("revision", h.revision);
   r.String("endpoint", h.endpoint);
-  r.Finish();
 }
 
-void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, ModelSpec& m) {
-  MapReader r(d, node, path);
+void DecodeModel(MapReader& r, ModelSpec& m) {
   r.String("preset", m.preset);
   r.Int("layers", m.layers);
   r.Int("hidden", m.hidden);
@@ -265,47 +277,37 @@ void DecodeModel(Decoder& d, const DocumentNode& node, const std::string& path, 
   r.String("initCheckpoint", m.init_checkpoint);
   r.Uint64("seed", m.seed);
   r.String("path", m.path);
-  if (const DocumentNode* n = r.Field("hub")) DecodeHubModel(d, *n, r.Child("hub"), m.hub);
-  r.Finish();
+  r.Map("hub", m.hub, DecodeHubModel);
 }
 
-void DecodeDataset(Decoder& d, const DocumentNode& node, const std::string& path, DatasetSpec& ds) {
-  MapReader r(d, node, path);
+void DecodeDataset(MapReader& r, DatasetSpec& ds) {
   r.String("path", ds.path);
   r.String("promptKey", ds.prompt_key);
   r.String("answerKey", ds.answer_key);
   r.String("heldOut", ds.held_out);
-  r.Finish();
 }
 
-void DecodePrompt(Decoder& d, const DocumentNode& node, const std::string& path, PromptSpec& p) {
-  MapReader r(d, node, path);
+void DecodePrompt(MapReader& r, PromptSpec& p) {
   r.String("format", p.format);
   r.String("system", p.system);
   r.String("template", p.template_text);
-  r.Finish();
 }
 
-void DecodeReward(Decoder& d, const DocumentNode& node, const std::string& path, RewardSpec& rw) {
-  MapReader r(d, node, path);
+void DecodeReward(MapReader& r, RewardSpec& rw) {
   r.String("name", rw.name);
   r.Double("formatWeight", rw.format_weight);
-  r.Finish();
 }
 
-void DecodeTask(Decoder& d, const DocumentNode& node, const std::string& path, TaskSpec& t) {
-  MapReader r(d, node, path);
+void DecodeTask(MapReader& r, TaskSpec& t) {
   r.String("name", t.name);
   r.Int("digits", t.digits);
   r.Uint64("seed", t.seed);
-  if (const DocumentNode* n = r.Field("dataset")) DecodeDataset(d, *n, r.Child("dataset"), t.dataset);
-  if (const DocumentNode* n = r.Field("prompt")) DecodePrompt(d, *n, r.Child("prompt"), t.prompt);
-  if (const DocumentNode* n = r.Field("reward")) DecodeReward(d, *n, r.Child("reward"), t.reward);
-  r.Finish();
+  r.Map("dataset", t.dataset, DecodeDataset);
+  r.Map("prompt", t.prompt, DecodePrompt);
+  r.Map("reward", t.reward, DecodeReward);
 }
 
-void DecodeGrpo(Decoder& d, const DocumentNode& node, const std::string& path, GrpoSpec& g) {
-  MapReader r(d, node, path);
+void DecodeGrpo(MapReader& r, GrpoSpec& g) {
   r.Int("steps", g.steps);
   r.Int("promptsPerStep", g.prompts_per_step);
   r.Int("groupSize", g.group_size);
@@ -319,23 +321,18 @@ void DecodeGrpo(Decoder& d, const DocumentNode& node, const std::string& path, G
   r.Double("klCoef", g.kl_coef);
   r.String("lossAggregation", g.loss_aggregation);
   r.Double("temperature", g.temperature);
-  r.Finish();
 }
 
-void DecodeSharding(Decoder& d, const DocumentNode& node, const std::string& path, ShardingSpec& s) {
-  MapReader r(d, node, path);
+void DecodeSharding(MapReader& r, ShardingSpec& s) {
   r.Int("stage", s.stage);
   r.Bool("offloadParams", s.offload_params);
   r.Bool("offloadOptimizer", s.offload_optimizer);
-  r.Finish();
 }
 
-void DecodeCheckpoint(Decoder& d, const DocumentNode& node, const std::string& path, CheckpointSpec& c) {
-  MapReader r(d, node, path);
+void DecodeCheckpoint(MapReader& r, CheckpointSpec& c) {
   r.Int("everySteps", c.every_steps);
   r.Int("keep", c.keep);
   r.String("volume", c.volume);
-  r.Finish();
 }
 
 void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path,
@@ -375,23 +372,19 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
   }
 }
 
-void DecodeMemoryGuard(Decoder& d, const DocumentNode& node, const std::string& path, MemoryGuardSpec& g) {
-  MapReader r(d, node, path);
+void DecodeMemoryGuard(MapReader& r, MemoryGuardSpec& g) {
   r.Bool("enabled", g.enabled);
   r.Double("hostThreshold", g.host_threshold);
   r.Double("gpuThreshold", g.gpu_threshold);
   r.Int("horizonSteps", g.horizon_steps);
   r.Int("maxRestarts", g.max_restarts);
-  if (const DocumentNode* n = r.Field("actions")) DecodeActions(d, *n, r.Child("actions"), g.actions);
-  r.Finish();
+  r.Other("actions", g.actions, DecodeActions);
 }
 
-void DecodeDebug(Decoder& d, const DocumentNode& node, const std::string& path, DebugSpec& dbg) {
-  MapReader r(d, node, path);
+void DecodeDebug(MapReader& r, DebugSpec& dbg) {
   r.ByteCount("hostLeakBytesPerStep", dbg.host_leak_bytes_per_step);
   r.ByteCount("gpuLeakBytesPerStep", dbg.gpu_leak_bytes_per_step);
   r.Double("hostLeakDecay", dbg.host_leak_decay);
-  r.Finish();
 }
 
 // --- spec.template ----------------------------------------------------------------
@@ -425,7 +418,8 @@ nlohmann::json Tree(Decoder& d, const DocumentNode& n, const std::string& path) 
 }
 
 // The member `name` of `r` as a tree of the kind `expected` (kMap or kList).
-void TreeField(Decoder& d, MapReader& r, const std::string& name, Kind expected, nlohmann::json& out) {
+void TreeField(MapReader& r, const std::string& name, Kind expected, nlohmann::json& out) {
+  Decoder& d = r.decoder();
   const DocumentNode* n = r.Field(name);
   if (n == nullptr) return;
   if (n->kind != expected) {
@@ -436,14 +430,15 @@ void TreeField(Decoder& d, MapReader& r, const std::string& name, Kind expected,
 }
 
 // Fields of a pod or container the operator sets: named, not unknown.
-void RefuseOwned(Decoder& d, MapReader& r, const DocumentNode& node, const std::vector<std::string>& owned) {
+void RefuseOwned(MapReader& r, const std::vector<std::string>& owned) {
   for (const std::string& field : owned) {
     r.Ignore(field);
-    if (const DocumentNode* n = node.Find(field)) d.Error(r.Child(field), n, "is set by the operator");
+    if (const DocumentNode* n = r.node().Find(field)) r.decoder().Error(r.Child(field), n, "is set by the operator");
   }
 }
 
-void DecodeQuantityMap(Decoder& d, MapReader& r, const std::string& name, std::map<std::string, std::string>& out) {
+void DecodeQuantityMap(MapReader& r, const std::string& name, std::map<std::string, std::string>& out) {
+  Decoder& d = r.decoder();
   const DocumentNode* n = r.Field(name);
   if (n == nullptr) return;
   if (n->kind != Kind::kMap) {
@@ -457,28 +452,25 @@ void DecodeQuantityMap(Decoder& d, MapReader& r, const std::string& name, std::m
   }
 }
 
-void DecodeWorkerContainer(Decoder& d, const DocumentNode& node, const std::string& path, WorkerContainerTemplate& w) {
-  MapReader r(d, node, path);
+void DecodeWorkerContainer(MapReader& r, WorkerContainerTemplate& w) {
   std::string name = kWorkerContainerName;
   r.String("name", name);
   if (name != kWorkerContainerName) {
-    d.Error(r.Child("name"), node.Find("name"), std::string("must be \"") + kWorkerContainerName +
-                                                    "\": the template adds to the worker container only, got \"" + name + "\"");
+    r.decoder().Error(r.Child("name"), r.node().Find("name"),
+                      std::string("must be \"") + kWorkerContainerName +
+                          "\": the template adds to the worker container only, got \"" + name + "\"");
   }
-  TreeField(d, r, "env", Kind::kList, w.env);
-  TreeField(d, r, "envFrom", Kind::kList, w.env_from);
-  TreeField(d, r, "volumeMounts", Kind::kList, w.volume_mounts);
-  if (const DocumentNode* n = r.Field("resources")) {
-    MapReader res(d, *n, r.Child("resources"));
-    DecodeQuantityMap(d, res, "limits", w.limits);
-    DecodeQuantityMap(d, res, "requests", w.requests);
-    res.Finish();
-  }
-  TreeField(d, r, "securityContext", Kind::kMap, w.security_context);
-  RefuseOwned(d, r, node, {"command", "args", "image", "imagePullPolicy", "ports", "workingDir",
+  TreeField(r, "env", Kind::kList, w.env);
+  TreeField(r, "envFrom", Kind::kList, w.env_from);
+  TreeField(r, "volumeMounts", Kind::kList, w.volume_mounts);
+  r.Map("resources", w, [](MapReader& resources, WorkerContainerTemplate& container) {
+    DecodeQuantityMap(resources, "limits", container.limits);
+    DecodeQuantityMap(resources, "requests", container.requests);
+  });
+  TreeField(r, "securityContext", Kind::kMap, w.security_context);
+  RefuseOwned(r, {"command", "args", "image", "imagePullPolicy", "ports", "workingDir",
                            "readinessProbe", "livenessProbe", "startupProbe", "terminationMessagePath",
                            "terminationMessagePolicy"});
-  r.Finish();
 }
 
 void DecodeContainers(Decoder& d, const DocumentNode& node, const std::string& path, WorkerContainerTemplate& w) {
@@ -489,7 +481,9 @@ void DecodeContainers(Decoder& d, const DocumentNode& node, const std::string& p
   d.Locate(path, node);
   for (size_t i = 0; i < node.items.size(); ++i) {
     if (i == 0) {
-      DecodeWorkerContainer(d, node.items[0], IndexPath(path, 0), w);
+      MapReader r(d, node.items[0], IndexPath(path, 0));
+      DecodeWorkerContainer(r, w);
+      r.Finish();
     } else {
       d.Error(IndexPath(path, i), &node.items[i], "the template adds to the worker container only; no other containers");
     }
@@ -510,54 +504,44 @@ void DecodeImagePullSecrets(Decoder& d, const DocumentNode& node, const std::str
   }
 }
 
-void DecodePodTemplateSpec(Decoder& d, const DocumentNode& node, const std::string& path, PodTemplate& t) {
-  MapReader r(d, node, path);
+void DecodePodTemplateSpec(MapReader& r, PodTemplate& t) {
   r.StringMap("nodeSelector", t.node_selector);
-  TreeField(d, r, "affinity", Kind::kMap, t.affinity);
-  TreeField(d, r, "tolerations", Kind::kList, t.tolerations);
+  TreeField(r, "affinity", Kind::kMap, t.affinity);
+  TreeField(r, "tolerations", Kind::kList, t.tolerations);
   r.String("priorityClassName", t.priority_class_name);
   r.String("schedulerName", t.scheduler_name);
   r.String("runtimeClassName", t.runtime_class_name);
   r.String("serviceAccountName", t.service_account_name);
-  if (const DocumentNode* n = r.Field("imagePullSecrets")) {
-    DecodeImagePullSecrets(d, *n, r.Child("imagePullSecrets"), t.image_pull_secrets);
-  }
-  TreeField(d, r, "volumes", Kind::kList, t.volumes);
-  TreeField(d, r, "securityContext", Kind::kMap, t.security_context);
-  if (const DocumentNode* n = r.Field("containers")) DecodeContainers(d, *n, r.Child("containers"), t.worker);
-  RefuseOwned(d, r, node, {"restartPolicy", "hostname", "subdomain", "terminationGracePeriodSeconds"});
-  r.Finish();
+  r.Other("imagePullSecrets", t.image_pull_secrets, DecodeImagePullSecrets);
+  TreeField(r, "volumes", Kind::kList, t.volumes);
+  TreeField(r, "securityContext", Kind::kMap, t.security_context);
+  r.Other("containers", t.worker, DecodeContainers);
+  RefuseOwned(r, {"restartPolicy", "hostname", "subdomain", "terminationGracePeriodSeconds"});
 }
 
-void DecodePodTemplate(Decoder& d, const DocumentNode& node, const std::string& path, PodTemplate& t) {
-  MapReader r(d, node, path);
-  if (const DocumentNode* n = r.Field("metadata")) {
-    MapReader meta(d, *n, r.Child("metadata"));
-    meta.StringMap("labels", t.labels);
-    meta.StringMap("annotations", t.annotations);
-    meta.Finish();
-  }
-  if (const DocumentNode* n = r.Field("spec")) DecodePodTemplateSpec(d, *n, r.Child("spec"), t);
-  r.Finish();
+void DecodePodTemplate(MapReader& r, PodTemplate& t) {
+  r.Map("metadata", t, [](MapReader& metadata, PodTemplate& pod) {
+    metadata.StringMap("labels", pod.labels);
+    metadata.StringMap("annotations", pod.annotations);
+  });
+  r.Map("spec", t, DecodePodTemplateSpec);
 }
 
-void DecodeSpec(Decoder& d, const DocumentNode& node, TrainingJobSpec& s) {
-  MapReader r(d, node, "spec");
+void DecodeSpec(MapReader& r, TrainingJobSpec& s) {
   r.Bool("suspend", s.suspend);
   r.Int("workers", s.workers);
   r.Int("minWorkers", s.min_workers);
   r.Int("maxWorkers", s.max_workers);
   r.String("image", s.image);
-  if (const DocumentNode* n = r.Field("resources")) DecodeResources(d, *n, r.Child("resources"), s.resources);
-  if (const DocumentNode* n = r.Field("model")) DecodeModel(d, *n, r.Child("model"), s.model);
-  if (const DocumentNode* n = r.Field("task")) DecodeTask(d, *n, r.Child("task"), s.task);
-  if (const DocumentNode* n = r.Field("grpo")) DecodeGrpo(d, *n, r.Child("grpo"), s.grpo);
-  if (const DocumentNode* n = r.Field("sharding")) DecodeSharding(d, *n, r.Child("sharding"), s.sharding);
-  if (const DocumentNode* n = r.Field("checkpoint")) DecodeCheckpoint(d, *n, r.Child("checkpoint"), s.checkpoint);
-  if (const DocumentNode* n = r.Field("memoryGuard")) DecodeMemoryGuard(d, *n, r.Child("memoryGuard"), s.memory_guard);
-  if (const DocumentNode* n = r.Field("debug")) DecodeDebug(d, *n, r.Child("debug"), s.debug);
-  if (const DocumentNode* n = r.Field("template")) DecodePodTemplate(d, *n, r.Child("template"), s.pod_template);
-  r.Finish();
+  r.Map("resources", s.resources, DecodeResources);
+  r.Map("model", s.model, DecodeModel);
+  r.Map("task", s.task, DecodeTask);
+  r.Map("grpo", s.grpo, DecodeGrpo);
+  r.Map("sharding", s.sharding, DecodeSharding);
+  r.Map("checkpoint", s.checkpoint, DecodeCheckpoint);
+  r.Map("memoryGuard", s.memory_guard, DecodeMemoryGuard);
+  r.Map("debug", s.debug, DecodeDebug);
+  r.Map("template", s.pod_template, DecodePodTemplate);
 }
 
 // The line of `path`, else of its nearest written ancestor ("spec.model.layers" missing
@@ -600,12 +584,8 @@ ParseResult DecodeDocument(DocumentLoad load) {
   } else {
     d.Error("kind", nullptr, std::string("required (") + kKind + ")");
   }
-  if (const DocumentNode* n = top.Field("metadata")) DecodeMetadata(d, *n, job.metadata);
-  if (const DocumentNode* n = top.Field("spec")) {
-    DecodeSpec(d, *n, job.spec);
-  } else {
-    d.Error("spec", nullptr, "required");
-  }
+  top.Map("metadata", job.metadata, DecodeMetadata);
+  if (!top.Map("spec", job.spec, DecodeSpec)) d.Error("spec", nullptr, "required");
   top.Ignore("status");  // the operator reads status on its own
   top.Finish();
 

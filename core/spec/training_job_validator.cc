@@ -143,22 +143,24 @@ void CheckWorkers(Checker& c, const TrainingJobSpec& s) {
   }
 }
 
-void CheckResources(Checker& c, const Resources& r) {
+// A positive quantity `text` at `path`, whose value `parse` gives and ApplyDefaults stored
+// in `parsed` (named `parsed_name`).
+void CheckQuantity(Checker& c, const std::string& path, const std::string& text,
+                   std::optional<int64_t> (*parse)(std::string_view, std::string*), int64_t parsed,
+                   const char* parsed_name) {
   std::string why;
-  if (std::optional<int64_t> millis = ParseQuantityMillis(r.cpu, &why); !millis) {
-    c.Fail("spec.resources.cpu", "invalid quantity: " + why);
-  } else if (*millis <= 0) {
-    c.Fail("spec.resources.cpu", "must be > 0, got \"" + r.cpu + "\"");
-  } else if (*millis != r.cpu_millis) {
-    c.Fail("spec.resources.cpu", "is \"" + r.cpu + "\" but cpu_millis is " + Num(r.cpu_millis) + " (run ApplyDefaults)");
+  if (std::optional<int64_t> value = parse(text, &why); !value) {
+    c.Fail(path, "invalid quantity: " + why);
+  } else if (*value <= 0) {
+    c.Fail(path, "must be > 0, got \"" + text + "\"");
+  } else if (*value != parsed) {
+    c.Fail(path, "is \"" + text + "\" but " + parsed_name + " is " + Num(parsed) + " (run ApplyDefaults)");
   }
-  if (std::optional<int64_t> bytes = ParseQuantityBytes(r.memory, &why); !bytes) {
-    c.Fail("spec.resources.memory", "invalid quantity: " + why);
-  } else if (*bytes <= 0) {
-    c.Fail("spec.resources.memory", "must be > 0, got \"" + r.memory + "\"");
-  } else if (*bytes != r.memory_bytes) {
-    c.Fail("spec.resources.memory", "is \"" + r.memory + "\" but memory_bytes is " + Num(r.memory_bytes) + " (run ApplyDefaults)");
-  }
+}
+
+void CheckResources(Checker& c, const Resources& r) {
+  CheckQuantity(c, "spec.resources.cpu", r.cpu, ParseQuantityMillis, r.cpu_millis, "cpu_millis");
+  CheckQuantity(c, "spec.resources.memory", r.memory, ParseQuantityBytes, r.memory_bytes, "memory_bytes");
   c.AtLeast("spec.resources.gpus", r.gpus, 0);
 }
 

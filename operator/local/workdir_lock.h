@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::local {
 
 // Thrown when another live process holds the work directory's lock.
@@ -15,7 +17,7 @@ class WorkdirBusyError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class WorkdirLock {
+class WorkdirLock : NonCopyable {
  public:
   // Creates `workdir` if needed and takes its lock without waiting. Throws WorkdirBusyError
   // naming the holder's pid when another process holds it (nothing else in the directory
@@ -23,8 +25,6 @@ class WorkdirLock {
   explicit WorkdirLock(const std::string& workdir);
   // Releases the lock.
   ~WorkdirLock();
-  WorkdirLock(const WorkdirLock&) = delete;
-  WorkdirLock& operator=(const WorkdirLock&) = delete;
 
   static std::string LockPath(const std::string& workdir) { return workdir + "/run.lock"; }
 

@@ -132,6 +132,12 @@ int Generate(const Options& o, std::ostream& out) {
   return protocol::kExitFinished;
 }
 
+// Says why `command` failed on `err`, and returns `exit_code`.
+int Failed(std::ostream& err, const std::string& command, const char* why, int exit_code) {
+  err << "headroom-worker " << command << ": " << why << "\n";
+  return exit_code;
+}
+
 }  // namespace
 
 bool IsModelCommand(const std::string& command) { return command == "logits" || command == "generate"; }
@@ -153,20 +159,15 @@ int RunModelCommand(int argc, const char* const* argv, std::ostream& out, std::o
   try {
     return command == "logits" ? Logits(o, out) : Generate(o, out);
   } catch (const UsageError& e) {
-    err << "headroom-worker " << command << ": " << e.what() << "\n";
-    return protocol::kExitInvalidSpec;
+    return Failed(err, command, e.what(), protocol::kExitInvalidSpec);
   } catch (const hf::HfConfigError& e) {
-    err << "headroom-worker " << command << ": " << e.what() << "\n";
-    return protocol::kExitInvalidSpec;
+    return Failed(err, command, e.what(), protocol::kExitInvalidSpec);
   } catch (const hf::SafetensorsError& e) {
-    err << "headroom-worker " << command << ": " << e.what() << "\n";
-    return protocol::kExitInvalidSpec;
+    return Failed(err, command, e.what(), protocol::kExitInvalidSpec);
   } catch (const c10::Error& e) {
-    err << "headroom-worker " << command << ": " << e.what_without_backtrace() << "\n";
-    return protocol::kExitFailure;
+    return Failed(err, command, e.what_without_backtrace(), protocol::kExitFailure);
   } catch (const std::exception& e) {
-    err << "headroom-worker " << command << ": " << e.what() << "\n";
-    return protocol::kExitFailure;
+    return Failed(err, command, e.what(), protocol::kExitFailure);
   }
 }
 

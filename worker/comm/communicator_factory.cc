@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/protocol/environment.h"
+#include "worker/comm/tcp_store.h"
 
 namespace headroom::worker {
 namespace {
@@ -62,15 +63,13 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommunicatorOptions& option
 std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, int rank, int world_size,
                                                const std::string& master_addr, int master_port,
                                                std::chrono::milliseconds timeout) {
-  CommunicatorOptions options;
-  options.backend = backend;
-  options.rank = rank;
-  options.world_size = world_size;
-  options.master_addr = master_addr;
-  options.master_port = master_port;
-  options.rendezvous_timeout = timeout;
-  options.collective_timeout = timeout;
-  return MakeCommunicator(options);
+  return MakeCommunicator(CommunicatorOptions{backend, rank, world_size, master_addr, master_port,
+                                              /*local_rank=*/0, timeout, timeout});
+}
+
+std::unique_ptr<TcpStore> ConnectRendezvousStore(const CommunicatorOptions& options) {
+  return TcpStore::Connect(TcpStoreOptions{options.master_addr, options.master_port, options.rank,
+                                           options.world_size, options.rendezvous_timeout});
 }
 
 #ifndef HEADROOM_HAVE_NCCL

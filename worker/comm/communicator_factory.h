@@ -21,6 +21,8 @@
 
 namespace headroom::worker {
 
+class TcpStore;
+
 struct CommunicatorOptions {
   std::string backend = "gloo";  // "local" | "gloo" | "nccl"
   int rank = 0;
@@ -41,6 +43,10 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommunicatorOptions& option
 std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, int rank, int world_size,
                                                const std::string& master_addr, int master_port,
                                                std::chrono::milliseconds timeout);
+
+// Connects to the rendezvous store at master_addr:master_port as this rank (rank 0 serves
+// it), waiting at most rendezvous_timeout: where every multi-rank backend meets first.
+std::unique_ptr<TcpStore> ConnectRendezvousStore(const CommunicatorOptions& options);
 
 // Backends, for callers that know which one they want.
 std::unique_ptr<Communicator> MakeGlooCommunicator(const CommunicatorOptions& options);

@@ -96,13 +96,7 @@ void DispatchDtype(c10::ScalarType dtype, const char* op, F&& fn) {
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(const CommunicatorOptions& options) : options_(options) {
-    TcpStoreOptions store_options;
-    store_options.host = options.master_addr;
-    store_options.port = options.master_port;
-    store_options.rank = options.rank;
-    store_options.world_size = options.world_size;
-    store_options.timeout = options.rendezvous_timeout;
-    store_ = TcpStore::Connect(store_options);
+    store_ = ConnectRendezvousStore(options);
     // Meet first through our own barrier, so a missing rank is named in the error.
     store_->Rendezvous("gloo/join");
 
@@ -136,17 +130,13 @@ class GlooCommunicator final : public Communicator {
   std::string backend() const override { return "gloo"; }
 
   void all_reduce(torch::Tensor& tensor, ReduceOp op) override {
-    Run("all_reduce", [&] {
-      torch::Tensor work = Contiguous(tensor, "all_reduce");
-      DispatchDtype(work.scalar_type(), "all_reduce", [&](auto zero) {
-        using T = decltype(zero);
-        gloo::AllreduceOptions opts(context_);
-        opts.setOutput<T>(work.data_ptr<T>(), static_cast<size_t>(work.numel()));
-        opts.setReduceFunction(ReduceFunction<T>(op));
-        opts.setTag(NextTag());
-        gloo::allreduce(opts);
-      });
-      if (!work.is_same(tensor)) tensor.copy_(work);
+    InPlace("all_reduce", tensor, [&](auto zero, torch::Tensor& work) {
+      using T = decltype(zero);
+      gloo::AllreduceOptions opts(context_);
+      opts.setOutput<T>(work.data_ptr<T>(), static_cast<size_t>(work.numel()));
+      opts.setReduceFunction(ReduceFunction<T>(op));
+      opts.setTag(NextTag());
+      gloo::allreduce(opts);
     });
   }
 
@@ -183,17 +173,13 @@ class GlooCommunicator final : public Communicator {
       throw CommunicatorError("broadcast: root " + std::to_string(root) + " out of range for world size " +
                               std::to_string(options_.world_size));
     }
-    Run("broadcast", [&] {
-      torch::Tensor work = Contiguous(tensor, "broadcast");
-      DispatchDtype(work.scalar_type(), "broadcast", [&](auto zero) {
-        using T = decltype(zero);
-        gloo::BroadcastOptions opts(context_);
-        opts.setOutput<T>(work.data_ptr<T>(), static_cast<size_t>(work.numel()));
-        opts.setRoot(root);
-        opts.setTag(NextTag());
-        gloo::broadcast(opts);
-      });
-      if (!work.is_same(tensor)) tensor.copy_(work);
+    InPlace("broadcast", tensor, [&](auto zero, torch::Tensor& work) {
+      using T = decltype(zero);
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput<T>(work.data_ptr<T>(), static_cast<size_t>(work.numel()));
+      opts.setRoot(root);
+      opts.setTag(NextTag());
+      gloo::broadcast(opts);
     });
   }
 
@@ -226,6 +212,17 @@ class GlooCommunicator final : public Communicator {
                               " of " + std::to_string(options_.world_size) + " (a peer died, or did not answer within " +
                               std::to_string(options_.collective_timeout.count()) + " ms): " + e.what());
     }
+  }
+
+  // Runs `collective(T{}, work)` (T: the element type) on `tensor` itself when it is
+  // contiguous, else on a contiguous copy whose result is then written back.
+  template <typename F>
+  void InPlace(const char* op, torch::Tensor& tensor, F&& collective) {
+    Run(op, [&] {
+      torch::Tensor work = Contiguous(tensor, op);
+      DispatchDtype(work.scalar_type(), op, [&](auto zero) { collective(zero, work); });
+      if (!work.is_same(tensor)) tensor.copy_(work);
+    });
   }
 
   static torch::Tensor Contiguous(const torch::Tensor& t, const char* op) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 namespace headroom::worker {
 namespace {
@@ -32,24 +33,18 @@ void CudaCheck(cudaError_t err, const std::string& what) {
 }  // namespace
 
 ncclDataType_t NcclDataType(c10::ScalarType dtype) {
-  switch (dtype) {
-    case torch::kFloat32:
-      return ncclFloat32;
-    case torch::kFloat64:
-      return ncclFloat64;
-    case torch::kFloat16:
-      return ncclFloat16;
-    case torch::kBFloat16:
-      return ncclBfloat16;
-    case torch::kInt64:
-      return ncclInt64;
-    case torch::kInt32:
-      return ncclInt32;
-    case torch::kUInt8:
-      return ncclUint8;
-    default:
-      throw CommunicatorError("nccl: dtype " + std::string(c10::toString(dtype)) + " is not supported");
+  static constexpr std::pair<c10::ScalarType, ncclDataType_t> kTypes[] = {
+      {torch::kFloat32, ncclFloat32},
+      {torch::kFloat64, ncclFloat64},
+      {torch::kFloat16, ncclFloat16},
+      {torch::kBFloat16, ncclBfloat16},
+      {torch::kInt64, ncclInt64},
+      {torch::kInt32, ncclInt32},
+      {torch::kUInt8, ncclUint8},  };
+  for (const auto& [torch_type, nccl_type] : kTypes) {
+    if (torch_type == dtype) return nccl_type;
   }
+  throw CommunicatorError("nccl: dtype " + std::string(c10::toString(dtype)) + " is not supported");
 }
 
 NcclCommunicator::NcclCommunicator(const CommunicatorOptions& options) : options_(options) {
@@ -65,13 +60,7 @@ NcclCommunicator::NcclCommunicator(const CommunicatorOptions& options) : options
   }
   CudaCheck(cudaSetDevice(options.local_rank), "cudaSetDevice(" + std::to_string(options.local_rank) + ")");
 
-  TcpStoreOptions store_options;
-  store_options.host = options.master_addr;
-  store_options.port = options.master_port;
-  store_options.rank = options.rank;
-  store_options.world_size = options.world_size;
-  store_options.timeout = options.rendezvous_timeout;
-  store_ = TcpStore::Connect(store_options);
+  store_ = ConnectRendezvousStore(options);
 
   ncclUniqueId id;
   if (options.rank == 0) {
@@ -217,6 +206,16 @@ void NcclCommunicator::CheckTensor(const torch::Tensor& t, const char* what) con
   if (!t.is_contiguous()) throw CommunicatorError(std::string("nccl ") + what + ": tensor must be contiguous");
 }
 
+void NcclCommunicator::CheckChunked(const torch::Tensor& whole, const char* whole_name, const torch::Tensor& chunk,
+                                    const char* chunk_name, const char* what) const {
+  CheckTensor(whole, what);
+  CheckTensor(chunk, what);
+  if (whole.numel() != chunk.numel() * options_.world_size || whole.scalar_type() != chunk.scalar_type()) {
+    throw CommunicatorError(std::string("nccl ") + what + ": " + whole_name + " must have world size x " + chunk_name +
+                            "'s elements, same dtype");
+  }
+}
+
 // Blocking forms: order after the default stream, run, wait.
 void NcclCommunicator::all_reduce(torch::Tensor& tensor, ReduceOp op) {
   CheckTensor(tensor, "all_reduce");
@@ -226,11 +225,7 @@ void NcclCommunicator::all_reduce(torch::Tensor& tensor, ReduceOp op) {
 }
 
 void NcclCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) {
-  CheckTensor(input, "reduce_scatter");
-  CheckTensor(output, "reduce_scatter");
-  if (input.numel() != output.numel() * options_.world_size || input.scalar_type() != output.scalar_type()) {
-    throw CommunicatorError("nccl reduce_scatter: input must have world size x output's elements, same dtype");
-  }
+  CheckChunked(input, "input", output, "output", "reduce_scatter");
   WaitFor(cudaStreamLegacy);
   ReduceScatterAsync(input.data_ptr(), output.data_ptr(), static_cast<size_t>(output.numel()),
                      NcclDataType(output.scalar_type()), op);
@@ -238,11 +233,7 @@ void NcclCommunicator::reduce_scatter(const torch::Tensor& input, torch::Tensor&
 }
 
 void NcclCommunicator::all_gather(const torch::Tensor& input, torch::Tensor& output) {
-  CheckTensor(input, "all_gather");
-  CheckTensor(output, "all_gather");
-  if (output.numel() != input.numel() * options_.world_size || input.scalar_type() != output.scalar_type()) {
-    throw CommunicatorError("nccl all_gather: output must have world size x input's elements, same dtype");
-  }
+  CheckChunked(output, "output", input, "input", "all_gather");
   WaitFor(cudaStreamLegacy);
   AllGatherAsync(input.data_ptr(), output.data_ptr(), static_cast<size_t>(input.numel()),
                  NcclDataType(input.scalar_type()));

@@ -75,6 +75,10 @@ class NcclCommunicator final : public Communicator {
   [[noreturn]] void Fail(const std::string& message);
   void CheckUsable(const char* what) const;
   void CheckTensor(const torch::Tensor& t, const char* what) const;
+  // Both tensors pass CheckTensor, and `whole` holds world_size() chunks of `chunk`'s size
+  // and dtype (reduce_scatter's input, all_gather's output).
+  void CheckChunked(const torch::Tensor& whole, const char* whole_name, const torch::Tensor& chunk,
+                    const char* chunk_name, const char* what) const;
 
   CommunicatorOptions options_;
   std::unique_ptr<TcpStore> store_;

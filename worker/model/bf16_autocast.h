@@ -11,14 +11,14 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::worker {
 
-class Bf16Autocast {
+class Bf16Autocast : NonCopyable {
  public:
   explicit Bf16Autocast(const c10::Device& device);
   ~Bf16Autocast();
-  Bf16Autocast(const Bf16Autocast&) = delete;
-  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
 
  private:
   bool active_ = false;

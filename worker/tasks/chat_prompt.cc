@@ -36,9 +36,7 @@ size_t CharacterStart(const std::string& text, size_t end) {
 }  // namespace
 
 std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name) {
-  const std::optional<size_t> at = spec::PositionOfName(spec::PromptFormatNames(), name);
-  if (!at) return std::nullopt;
-  return static_cast<PromptFormatKind>(*at);
+  return spec::ValueNamed<PromptFormatKind>(spec::PromptFormatNames(), name);
 }
 
 std::string PythonStrip(const std::string& text) {

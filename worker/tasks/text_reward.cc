@@ -62,9 +62,7 @@ std::string RewriteFractions(const std::string& s) {
 }  // namespace
 
 std::optional<TextReward> ParseTextReward(const std::string& name) {
-  const std::optional<size_t> at = spec::PositionOfName(spec::TextRewardNames(), name);
-  if (!at) return std::nullopt;
-  return static_cast<TextReward>(*at);
+  return spec::ValueNamed<TextReward>(spec::TextRewardNames(), name);
 }
 
 std::optional<std::string> LastBoxed(const std::string& text) {

@@ -8,18 +8,17 @@
 #include <memory>
 #include <string>
 
+#include "core/base/non_copyable.h"
 #include "core/protocol/step_record.h"
 
 namespace headroom::worker {
 
-class StepLogWriter {
+class StepLogWriter : NonCopyable {
  public:
   // path "" or "-" writes to stdout; otherwise appends to the file (a resumed run keeps
   // its earlier lines). Throws std::runtime_error when the file cannot be opened.
   explicit StepLogWriter(const std::string& path);
   ~StepLogWriter();
-  StepLogWriter(const StepLogWriter&) = delete;
-  StepLogWriter& operator=(const StepLogWriter&) = delete;
 
   void Write(const protocol::StepRecord& record);
 

@@ -122,18 +122,13 @@ void PreTokenizer::SplitPiece(const Step& step, std::string_view piece, std::vec
       }
       break;
     case Behavior::kContiguous:
-      for (const Span& s : spans) {
-        if (!kept.empty() && s.match == previous_match) {
-          kept.back().end = s.end;
-        } else {
-          kept.push_back(s);
-        }
-        previous_match = s.match;
-      }
-      break;
     case Behavior::kMergedWithPrevious:
       for (const Span& s : spans) {
-        if (!kept.empty() && s.match && !previous_match) {
+        // Contiguous glues a span to an equal neighbour; MergedWithPrevious glues a match
+        // to the non-match before it.
+        const bool glue = step.behavior == Behavior::kContiguous ? s.match == previous_match
+                                                                 : s.match && !previous_match;
+        if (!kept.empty() && glue) {
           kept.back().end = s.end;
         } else {
           kept.push_back(s);

@@ -5,27 +5,36 @@
 namespace headroom::worker::utf8 {
 namespace {
 
+// What a lead byte of a multi-byte sequence promises: the sequence's length (0 when the
+// byte cannot lead one) and the allowed range of its second byte (Unicode's table 3-7).
+struct LeadByte {
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;
+};
+
+LeadByte ClassifyLead(unsigned char lead) {
+  LeadByte b;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    b.length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    b.length = 3;
+    if (lead == 0xE0) b.low = 0xA0;
+    if (lead == 0xED) b.high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    b.length = 4;
+    if (lead == 0xF0) b.low = 0x90;
+    if (lead == 0xF4) b.high = 0x8F;
+  }
+  return b;
+}
+
 // Length of a well-formed sequence at s[pos], or 0 when the bytes there are not one.
 std::size_t SequenceLength(std::string_view s, std::size_t pos) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   const unsigned char lead = byte(pos);
   if (lead < 0x80) return 1;
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (pos + length > s.size()) return 0;
+  const auto [length, low, high] = ClassifyLead(lead);
+  if (length == 0 || pos + length > s.size()) return 0;
   if (byte(pos + 1) < low || byte(pos + 1) > high) return 0;
   for (std::size_t i = 2; i < length; ++i) {
     if (byte(pos + i) < 0x80 || byte(pos + i) > 0xBF) return 0;
@@ -104,20 +113,7 @@ std::string Lossy(std::string_view s) {
     }
     // Invalid: skip the longest prefix of a well-formed sequence (at least one byte) and
     // replace it with one U+FFFD: Unicode's "maximal subpart" rule, which Rust follows.
-    const unsigned char lead = byte(pos);
-    std::size_t length_wanted = 0;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length_wanted = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length_wanted = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length_wanted = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    }
+    const auto [length_wanted, low, high] = ClassifyLead(byte(pos));
     std::size_t consumed = 1;
     for (std::size_t i = 1; i < length_wanted && pos + i < s.size(); ++i) {
       const unsigned char b = byte(pos + i);
