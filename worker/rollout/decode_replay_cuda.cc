@@ -14,17 +14,17 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::worker {
 namespace {
 
 // Autocast keeps casts of the weights for the length of its region; inside a capture they
 // would be cached tensors of the graph's pool, read by later eager code. Off while capturing.
-class AutocastCacheOff {
+class AutocastCacheOff : NonCopyable {
  public:
   AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) { at::autocast::set_autocast_cache_enabled(false); }
   ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(was_); }
-  AutocastCacheOff(const AutocastCacheOff&) = delete;
-  AutocastCacheOff& operator=(const AutocastCacheOff&) = delete;
 
  private:
   bool was_;

@@ -43,6 +43,7 @@
 
 #include <torch/torch.h>
 
+#include "core/base/non_copyable.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/kv_cache.h"
 #include "worker/model/causal_lm.h"
@@ -63,13 +64,11 @@ struct Rollout {
   torch::Tensor responses() const { return sequences.narrow(1, prompt_length, response_width); }
 };
 
-class RolloutEngine {
+// Not copyable: kept decode steps point at this engine's cache.
+class RolloutEngine : NonCopyable {
  public:
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
                 torch::Device device);
-  // Kept decode steps point at this engine's cache: it stays where it was made.
-  RolloutEngine(const RolloutEngine&) = delete;
-  RolloutEngine& operator=(const RolloutEngine&) = delete;
 
   // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
   // every row is P long); one key per row.
