@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/protocol/model_fetch_record.h"
 #include "core/protocol/step_record.h"
 
 namespace headroom::worker {
@@ -22,8 +23,12 @@ class StepLogWriter {
   StepLogWriter& operator=(const StepLogWriter&) = delete;
 
   void Write(const protocol::StepRecord& record);
+  // The model download before the first step (core/protocol/model_fetch_record.h).
+  void Write(const protocol::ModelFetchRecord& record);
 
  private:
+  void WriteLine(const std::string& json);  // plus a newline, flushed
+
   std::FILE* file_;
   bool owned_;
 };

@@ -22,6 +22,7 @@
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/gpu_memory_source.h"
+#include "worker/telemetry/step_log.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/final_export.h"
 #include "worker/train/grpo_trainer.h"
@@ -219,12 +220,18 @@ class SimulatedGpuOom {
 // The hub model's snapshot directory, fetched into the Hugging Face cache unless it is
 // complete there; every rank calls this and one downloads while the others wait (see
 // core/hf/hub_fetch.h). Progress is logged every tenth of the bytes.
-std::string FetchHubModel(const spec::HubModelSpec& hub) {
-  int logged_tenth = -1;
+// Progress goes into the step log (its supervisor's view and status) every hundredth of the
+// bytes, and to the output every tenth.
+std::string FetchHubModel(const spec::HubModelSpec& hub, const std::string& log_path) {
+  StepLogWriter log(log_path);
+  int logged_tenth = -1, recorded_hundredth = -1;
   return hf::ResolveHubModel(hub.repo, hub.revision, hub.endpoint, [&](const hf::HubFetchProgress& p) {
-    const int tenth = p.total_bytes > 0 ? static_cast<int>(10 * p.done_bytes / p.total_bytes) : 10;
-    if (tenth == logged_tenth) return;
-    logged_tenth = tenth;
+    const int hundredth = p.total_bytes > 0 ? static_cast<int>(100 * p.done_bytes / p.total_bytes) : 100;
+    if (hundredth == recorded_hundredth) return;
+    recorded_hundredth = hundredth;
+    log.Write(protocol::ModelFetchRecord{hub.repo, hub.revision, p.file, p.done_bytes, p.total_bytes});
+    if (hundredth / 10 == logged_tenth) return;
+    logged_tenth = hundredth / 10;
     spdlog::info("model {}@{}: fetched {} of {} bytes ({})", hub.repo, hub.revision, p.done_bytes, p.total_bytes, p.file);
   });
 }
@@ -240,7 +247,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   if (!job.spec.model.hub.repo.empty()) {
     // A hub model becomes its snapshot directory here, once; everything after reads model.path.
     try {
-      job.spec.model.path = FetchHubModel(job.spec.model.hub);
+      job.spec.model.path = FetchHubModel(job.spec.model.hub, options.log_path);
     } catch (const hf::HubFetchError& e) {
       std::cerr << "spec.model.hub: " << e.what() << "\n";
       return protocol::kExitInvalidSpec;
