@@ -22,7 +22,7 @@
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/gpu_memory_source.h"
-#include "worker/telemetry/step_log.h"
+#include "worker/telemetry/model_fetch_report.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/final_export.h"
 #include "worker/train/grpo_trainer.h"
@@ -219,20 +219,14 @@ class SimulatedGpuOom {
 
 // The hub model's snapshot directory, fetched into the Hugging Face cache unless it is
 // complete there; every rank calls this and one downloads while the others wait (see
-// core/hf/hub_fetch.h). Progress is logged every tenth of the bytes.
-// Progress goes into the step log (its supervisor's view and status) every hundredth of the
-// bytes, and to the output every tenth.
-std::string FetchHubModel(const spec::HubModelSpec& hub, const std::string& log_path) {
-  StepLogWriter log(log_path);
-  int logged_tenth = -1, recorded_hundredth = -1;
+// core/hf/hub_fetch.h). Progress goes where the supervisors look
+// (worker/telemetry/model_fetch_report.h).
+std::string FetchHubModel(const spec::TrainingJob& job, const WorkerOptions& options) {
+  const spec::HubModelSpec& hub = job.spec.model.hub;
+  ModelFetchReport report({job.metadata.name, options.rank, options.log_path, options.metrics_port,
+                           options.metrics_bind, hub.repo, hub.revision});
   return hf::ResolveHubModel(hub.repo, hub.revision, hub.endpoint, [&](const hf::HubFetchProgress& p) {
-    const int hundredth = p.total_bytes > 0 ? static_cast<int>(100 * p.done_bytes / p.total_bytes) : 100;
-    if (hundredth == recorded_hundredth) return;
-    recorded_hundredth = hundredth;
-    log.Write(protocol::ModelFetchRecord{hub.repo, hub.revision, p.file, p.done_bytes, p.total_bytes});
-    if (hundredth / 10 == logged_tenth) return;
-    logged_tenth = hundredth / 10;
-    spdlog::info("model {}@{}: fetched {} of {} bytes ({})", hub.repo, hub.revision, p.done_bytes, p.total_bytes, p.file);
+    report.Progress(p.file, p.done_bytes, p.total_bytes);
   });
 }
 
@@ -247,7 +241,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   if (!job.spec.model.hub.repo.empty()) {
     // A hub model becomes its snapshot directory here, once; everything after reads model.path.
     try {
-      job.spec.model.path = FetchHubModel(job.spec.model.hub, options.log_path);
+      job.spec.model.path = FetchHubModel(job, options);
     } catch (const hf::HubFetchError& e) {
       std::cerr << "spec.model.hub: " << e.what() << "\n";
       return protocol::kExitInvalidSpec;
