@@ -78,6 +78,8 @@ class Fetch {
   FileMeta Head(const std::string& file);
   void Download(const FileMeta& meta, const fs::path& incomplete);
   void AppendBody(http::http_response& r, const FileMeta& meta, const fs::path& incomplete, bool restart);
+  [[noreturn]] void WriteFailed(int error, const FileMeta& meta, const fs::path& incomplete) const;
+  void WriteRef() const;
   void Verify(const FileMeta& meta, const fs::path& incomplete) const;
   void Place(const FileMeta& meta);
   std::vector<std::string> Shards();
@@ -179,6 +181,21 @@ FileMeta Fetch::Head(const std::string& file) {
   return meta;
 }
 
+// What is written stays in `incomplete`, a prefix of the file: the next fetch resumes from
+// it (as huggingface_hub keeps its .incomplete files).
+void Fetch::WriteFailed(int error, const FileMeta& meta, const fs::path& incomplete) const {
+  std::error_code ec;
+  const auto kept = fs::exists(incomplete, ec) ? static_cast<int64_t>(fs::file_size(incomplete, ec)) : 0;
+  const std::string where = std::to_string(kept) + " of " + std::to_string(meta.size) + " bytes kept in " +
+                            incomplete.string() + " to resume";
+  if (error == ENOSPC || error == EDQUOT) {
+    throw HubFetchError(Prefix() + meta.name + ": the cache " + o_.cache_dir + " is full (" + std::strerror(error) +
+                        "); " + where + " once there is space");
+  }
+  throw HubFetchError(Prefix() + meta.name + ": cannot write to the cache " + o_.cache_dir + " (" +
+                      std::strerror(error) + "); " + where);
+}
+
 void Fetch::AppendBody(http::http_response& r, const FileMeta& meta, const fs::path& incomplete, bool restart) {
   std::ofstream out(incomplete, std::ios::binary | (restart ? std::ios::trunc : std::ios::app));
   if (!out) throw HubFetchError(Prefix() + "cannot write " + incomplete.string() + ": " + std::strerror(errno));
@@ -187,11 +204,7 @@ void Fetch::AppendBody(http::http_response& r, const FileMeta& meta, const fs::p
   while (true) {
     const size_t n = body.getn(reinterpret_cast<uint8_t*>(chunk.data()), chunk.size()).get();
     if (n == 0) break;
-    if (!out.write(chunk.data(), static_cast<std::streamsize>(n)).flush()) {
-      const int error = errno;
-      throw HubFetchError(Prefix() + "writing " + incomplete.string() + ": " + std::strerror(error) + " (" +
-                          meta.name + " needs " + std::to_string(meta.size) + " bytes)");
-    }
+    if (!out.write(chunk.data(), static_cast<std::streamsize>(n)).flush()) WriteFailed(errno, meta, incomplete);
     done_ += static_cast<int64_t>(n);
     Report(meta.name);
   }
@@ -301,13 +314,30 @@ std::string Fetch::Run() {
   for (const FileMeta& m : metas) total_ += m.size;
   total_ += done_;
   for (const FileMeta& m : metas) Place(m);
-  if (o_.revision != commit_) {
-    const fs::path ref = repo_dir_ / "refs" / o_.revision;
-    std::error_code ec;
-    fs::create_directories(ref.parent_path(), ec);
-    std::ofstream(ref, std::ios::binary | std::ios::trunc) << commit_;  // no newline, as huggingface_hub writes it
-  }
+  if (o_.revision != commit_) WriteRef();
   return (repo_dir_ / "snapshots" / commit_).string();
+}
+
+// refs/<revision> = the commit, no newline (as huggingface_hub writes it), whole or not at
+// all: written beside and renamed over, so a full disk never leaves a truncated ref.
+void Fetch::WriteRef() const {
+  const fs::path ref = repo_dir_ / "refs" / o_.revision;
+  const fs::path partial = ref.string() + ".incomplete";
+  std::error_code ec;
+  fs::create_directories(ref.parent_path(), ec);
+  bool written = false;
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    written = out && (out << commit_).flush();
+  }
+  if (!written) {
+    const int error = errno;
+    fs::remove(partial, ec);
+    throw HubFetchError(Prefix() + "cannot write " + ref.string() + " in the cache " + o_.cache_dir + ": " +
+                        std::strerror(error));
+  }
+  fs::rename(partial, ref, ec);
+  if (ec) throw HubFetchError(Prefix() + "cannot rename " + partial.string() + ": " + ec.message());
 }
 
 }  // namespace

@@ -24,6 +24,11 @@ inline constexpr const char* kWorkerTokensTotal = "headroom_worker_tokens_total"
 inline constexpr const char* kWorkerStepDurationSeconds = "headroom_worker_step_duration_seconds";  // histogram
 // Beyond docs/design.md's list (added, not renamed): text tasks' held-out evaluation.
 inline constexpr const char* kWorkerHeldoutReward = "headroom_worker_heldout_reward";
+// Beyond docs/design.md's list (added, not renamed): a spec.model.hub model's download
+// before the first step (core/protocol/model_fetch_record.h), labelled {repo, revision, file}
+// besides {job, rank}; served only while the worker fetches.
+inline constexpr const char* kWorkerModelFetchDoneBytes = "headroom_worker_model_fetch_done_bytes";
+inline constexpr const char* kWorkerModelFetchTotalBytes = "headroom_worker_model_fetch_total_bytes";
 
 // --- operator -----------------------------------------------------------------------
 inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}
@@ -39,6 +44,9 @@ inline constexpr const char* kOperatorWorkqueueProcessing = "headroom_operator_w
 inline constexpr const char* kLabelJob = "job";
 inline constexpr const char* kLabelRank = "rank";
 inline constexpr const char* kLabelResource = "resource";
+inline constexpr const char* kLabelRepo = "repo";
+inline constexpr const char* kLabelRevision = "revision";
+inline constexpr const char* kLabelFile = "file";
 inline constexpr const char* kResourceHost = "host";
 inline constexpr const char* kResourceGpu = "gpu";
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/protocol/model_fetch_record.h"
+
 namespace headroom::protocol {
 
 namespace {
@@ -120,6 +122,7 @@ std::vector<StepRecord> ParseStepLog(const std::string& text, const std::string&
   for (std::string line; std::getline(in, line);) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (ParseModelFetchLine(line)) continue;  // the model download before the first step
     std::string why;
     std::optional<StepRecord> r = ParseStepLogLine(line, &why);
     if (!r) throw std::runtime_error(source + ":" + std::to_string(number) + ": not a step record: " + why);

@@ -41,7 +41,9 @@
 // "step"; every other key is optional (absent numbers keep their defaults) and unknown
 // keys are ignored, so the worker may add keys without breaking a supervisor. A line that
 // is not a step record (a banner, a half-written line, an object without "step") yields
-// std::nullopt and the explanation in *why when why is non-null.
+// std::nullopt and the explanation in *why when why is non-null. Before its first step a
+// worker that fetches its model also writes model-fetch lines into the step log
+// (model_fetch_record.h); they carry no "step" and so yield std::nullopt here.
 #pragma once
 
 #include <cstdint>
@@ -93,7 +95,8 @@ struct StepRecord {
 
 std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string* why = nullptr);
 
-// A whole step log (one rank's --log file): every line a record; blank lines skipped.
+// A whole step log (one rank's --log file): every line a record; blank lines and
+// model-fetch lines (model_fetch_record.h) skipped.
 // Throws std::runtime_error naming the file, the 1-based line and why for any other line.
 std::vector<StepRecord> ParseStepLog(const std::string& text, const std::string& source = "step log");
 std::vector<StepRecord> ReadStepLogFile(const std::string& path);

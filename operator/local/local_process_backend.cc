@@ -296,7 +296,7 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
   }
 }
 
-void LocalProcessBackend::TailLog(Rank& r, std::vector<protocol::StepRecord>& out) {
+void LocalProcessBackend::TailLog(Rank& r, runtime::Observation& obs) {
   const int fd = open(r.log_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char buf[1 << 16];
@@ -309,11 +309,18 @@ void LocalProcessBackend::TailLog(Rank& r, std::vector<protocol::StepRecord>& ou
   close(fd);
   size_t start = 0;
   for (size_t nl; (nl = r.partial_line.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::optional<protocol::StepRecord> rec = protocol::ParseStepLogLine(r.partial_line.substr(start, nl - start));
+    const std::string line = r.partial_line.substr(start, nl - start);
+    if (std::optional<protocol::ModelFetchRecord> fetch = protocol::ParseModelFetchLine(line)) {
+      fetch->rank = r.rank;
+      fetch->generation = generation_;
+      obs.model_fetch = *fetch;
+      continue;
+    }
+    std::optional<protocol::StepRecord> rec = protocol::ParseStepLogLine(line);
     if (!rec) continue;  // not a step line (the worker may log other JSON)
     rec->rank = r.rank;
     rec->generation = generation_;
-    out.push_back(*rec);
+    obs.new_steps.push_back(*rec);
   }
   r.partial_line.erase(0, start);
 }
@@ -349,7 +356,7 @@ runtime::Observation LocalProcessBackend::Observe() {
         kill(r.pid, SIGKILL);
       }
     }
-    TailLog(r, obs.new_steps);
+    TailLog(r, obs);
     runtime::RankObservation ro;
     ro.rank = r.rank;
     ro.running = !r.exit;

@@ -3,7 +3,8 @@
 //
 // Per generation g, under the work directory:
 //   gen-000g/job.yaml             the spec this generation runs (--job points here)
-//   gen-000g/rank-R.log           the rank's step log (--log), tailed for StepRecords
+//   gen-000g/rank-R.log           the rank's step log (--log), tailed for StepRecords and
+//                                 model-fetch records
 //   gen-000g/rank-R.out           its stdout and stderr
 //   gen-000g/rank-R.termination   HEADROOM_TERMINATION_LOG (core/protocol/termination_message.h)
 //   checkpoints/                  --checkpoint-dir, shared by every generation
@@ -86,7 +87,9 @@ class LocalProcessBackend : public runtime::WorkerBackend {
     std::optional<runtime::RankExit> exit;
   };
 
-  void TailLog(Rank& r, std::vector<protocol::StepRecord>& out);
+  // The rank's new step-log lines: step records into obs.new_steps, model-fetch records
+  // into obs.model_fetch.
+  void TailLog(Rank& r, runtime::Observation& obs);
   void ReapAll();
   void DestroyCgroups();
   void Notice(const std::string& message);

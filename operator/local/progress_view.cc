@@ -38,6 +38,11 @@ std::string ForecastText(const runtime::MemoryStatus& m) {
 
 }  // namespace
 
+std::string ModelFetchLine(const protocol::ModelFetchRecord& f) {
+  return (f.complete() ? "fetched model " : "fetching model ") + f.repo + "@" + f.revision + ": " +
+         FormatBytes(f.done_bytes) + " of " + FormatBytes(f.total_bytes) + (f.complete() ? "" : " (" + f.file + ")");
+}
+
 ProgressView::ProgressView(std::ostream& out, bool terminal, std::string job_name)
     : out_(out), terminal_(terminal), job_name_(std::move(job_name)) {}
 
@@ -63,6 +68,7 @@ std::vector<std::string> ProgressView::Block(const runtime::JobStatus& s) const 
                 static_cast<long long>(s.total_steps), Bar(fraction, 24).c_str(),
                 s.final_reward ? std::to_string(*s.final_reward).substr(0, 5).c_str() : "-");
   lines.push_back(buf);
+  if (s.model_fetch && latest_.empty()) lines.push_back("  " + ModelFetchLine(*s.model_fetch));
   for (const auto& [rank, r] : latest_) {
     std::snprintf(buf, sizeof buf, "  worker %d  host %s of %s %s %s   gpu %s", rank, FormatBytes(r.host_bytes).c_str(),
                   r.host_limit_bytes > 0 ? FormatBytes(r.host_limit_bytes).c_str() : "-",
@@ -107,6 +113,7 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protoco
     const runtime::ActionRecord& a = s.actions[actions_shown_];
     out_ << "[step " << a.step << "] " << runtime::ToWireName(a.type) << ": " << a.reason << "\n";
   }
+  if (!terminal_) PrintModelFetch(s);
   for (const protocol::StepRecord& r : new_steps) {
     if (r.generation == generation_) latest_[r.rank] = r;
     if (!terminal_ && r.rank == 0) {
@@ -128,6 +135,16 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protoco
   if (new_action || !new_steps.empty() || drawn_lines_ == 0 || now - last_draw_ > std::chrono::milliseconds(500)) {
     if (now - last_draw_ >= std::chrono::milliseconds(200) || new_action || drawn_lines_ == 0) Draw(s);
   }
+}
+
+void ProgressView::PrintModelFetch(const runtime::JobStatus& s) {
+  if (!s.model_fetch) return;
+  const protocol::ModelFetchRecord& f = *s.model_fetch;
+  const int tenth = f.total_bytes > 0 ? static_cast<int>(10 * f.done_bytes / f.total_bytes) : 0;
+  if (f.repo == fetch_repo_shown_ && tenth == fetch_tenth_shown_) return;
+  fetch_repo_shown_ = f.repo;
+  fetch_tenth_shown_ = tenth;
+  out_ << ModelFetchLine(f) << "\n";
 }
 
 void ProgressView::Finish(const runtime::JobStatus& s) {

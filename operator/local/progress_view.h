@@ -7,6 +7,9 @@
 // scrolls above the block as a permanent line.
 // Not on a terminal (a pipe, a CI log): plain lines, one per completed step and one per
 // action, nothing redrawn.
+// A spec.model.hub download (JobStatus::model_fetch) shows as "fetching model REPO@REV:
+// X of Y (FILE)": in the block until the generation's first step, as a plain line every
+// tenth of the bytes.
 #pragma once
 
 #include <chrono>
@@ -35,6 +38,7 @@ class ProgressView {
   void Clear();
   void Draw(const runtime::JobStatus& status);
   std::vector<std::string> Block(const runtime::JobStatus& status) const;
+  void PrintModelFetch(const runtime::JobStatus& status);  // plain mode: a line per tenth
 
   std::ostream& out_;
   bool terminal_;
@@ -43,11 +47,16 @@ class ProgressView {
   size_t actions_shown_ = 0;
   std::map<int, protocol::StepRecord> latest_;  // per rank, current generation
   int generation_ = 0;
+  std::string fetch_repo_shown_;  // the model fetch the plain lines last showed, per tenth
+  int fetch_tenth_shown_ = -1;
   std::chrono::steady_clock::time_point last_draw_{};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 // "512 MiB", "1.5 GiB"
 std::string FormatBytes(int64_t bytes);
+// "fetching model org/name@main: 12 MiB of 942 MiB (model.safetensors)", or "fetched model
+// org/name@main: 942 MiB of 942 MiB" once complete.
+std::string ModelFetchLine(const protocol::ModelFetchRecord& fetch);
 
 }  // namespace headroom::local

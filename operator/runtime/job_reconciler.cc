@@ -153,6 +153,9 @@ NextStep JobReconciler::Finish(JobPhase phase, const std::string& message) {
 }
 
 void JobReconciler::Ingest(const Observation& observed) {
+  if (observed.model_fetch && observed.model_fetch->generation == status_.generation) {
+    status_.model_fetch = observed.model_fetch;
+  }
   bool any = false;
   for (const protocol::StepRecord& r : observed.new_steps) {
     if (r.generation != status_.generation) continue;  // a straggler from an old generation

@@ -67,6 +67,13 @@ nlohmann::json ToJson(const JobStatus& s) {
   }
   j["conditions"] = conditions;
   if (!s.message.empty()) j["message"] = s.message;
+  if (s.model_fetch) {
+    j["modelFetch"] = {{"repo", s.model_fetch->repo},
+                       {"revision", s.model_fetch->revision},
+                       {"file", s.model_fetch->file},
+                       {"doneBytes", s.model_fetch->done_bytes},
+                       {"totalBytes", s.model_fetch->total_bytes}};
+  }
   return j;
 }
 

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/protocol/model_fetch_record.h"
 #include "operator/runtime/action_type.h"
 
 namespace headroom::runtime {
@@ -65,6 +66,9 @@ struct JobStatus {
   std::vector<ActionRecord> actions;
   std::vector<Condition> conditions;
   std::string message;             // why it failed / what it is waiting for
+  // The newest spec.model.hub download progress a worker reported (status.modelFetch);
+  // none for a model from a path, or when every rank found the model already cached.
+  std::optional<protocol::ModelFetchRecord> model_fetch;
 };
 
 nlohmann::json ToJson(const JobStatus& status);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/protocol/exit_codes.h"
+#include "core/protocol/model_fetch_record.h"
 #include "core/protocol/step_record.h"
 #include "core/spec/training_job.h"
 
@@ -61,6 +62,9 @@ struct Observation {
   std::chrono::steady_clock::time_point now{};
   std::vector<RankObservation> ranks;  // every rank of the current generation
   std::vector<protocol::StepRecord> new_steps;   // arrived since the previous Observe(), all ranks
+  // The newest model-fetch record (spec.model.hub's download) that arrived since the
+  // previous Observe(), any rank; none when none arrived.
+  std::optional<protocol::ModelFetchRecord> model_fetch;
   // The newest complete checkpoint the backend can see (DIR/latest), if it can see one.
   std::optional<int64_t> checkpoint_step;
 };

@@ -391,9 +391,17 @@ void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::O
     const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
-    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(*body));
-    if (!r) continue;
+    const std::vector<MetricSample> samples = ParsePrometheusText(*body);
+    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(samples);
+    std::optional<protocol::ModelFetchRecord> fetch = WorkerModelFetchFromMetrics(samples);
+    if (!r && !fetch) continue;
     std::lock_guard<std::mutex> lock(mu_);
+    if (fetch && o.generation == generation_) {
+      fetch->rank = t.rank;
+      fetch->generation = generation_;
+      o.model_fetch = *fetch;
+    }
+    if (!r) continue;
     auto it = ranks_.find(t.rank);
     if (it == ranks_.end() || o.generation != generation_ || r->step <= it->second.last_step) continue;
     it->second.last_step = r->step;

@@ -11,7 +11,8 @@
 //   Observe = the job's pods as the operator's informer last saw them (OnPodEvent feeds
 //             them; no API read), each rank's end from containerStatuses[0].state.
 //             terminated {exitCode, reason "OOMKilled", message = termination message};
-//             step records by scraping each running pod's /metrics at its pod IP and the
+//             step records (and, before a worker's first step, its model download) by
+//             scraping each running pod's /metrics at its pod IP and the
 //             port in its prometheus.io/port annotation (each step reported once, per
 //             rank; all ranks scraped at once, so one Observe waits at most one
 //             scrape_timeout); a rank whose pod vanished without a recorded end reads as killed

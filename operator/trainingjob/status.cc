@@ -75,6 +75,12 @@ runtime::JobStatus JobStatusFromJson(const json& j) {
                                             Get<std::string>(a, "time", "")};
     }
   }
+  if (j.contains("modelFetch") && j["modelFetch"].is_object()) {
+    const json& f = j["modelFetch"];
+    s.model_fetch = protocol::ModelFetchRecord{Get<std::string>(f, "repo", ""), Get<std::string>(f, "revision", ""),
+                                               Get<std::string>(f, "file", ""), Get<int64_t>(f, "doneBytes", 0),
+                                               Get<int64_t>(f, "totalBytes", 0)};
+  }
   if (j.contains("conditions") && j["conditions"].is_array()) {
     for (const json& c : j["conditions"]) {
       s.conditions.push_back({Get<std::string>(c, "type", ""), Get<std::string>(c, "status", ""),

@@ -116,4 +116,25 @@ std::optional<protocol::StepRecord> WorkerStepFromMetrics(const std::vector<Metr
   return r;
 }
 
+std::optional<protocol::ModelFetchRecord> WorkerModelFetchFromMetrics(const std::vector<MetricSample>& samples) {
+  const MetricSample* done = nullptr;
+  const MetricSample* total = nullptr;
+  for (const MetricSample& s : samples) {
+    if (s.name == metrics::kWorkerModelFetchDoneBytes && done == nullptr) done = &s;
+    if (s.name == metrics::kWorkerModelFetchTotalBytes && total == nullptr) total = &s;
+  }
+  if (done == nullptr || total == nullptr || !std::isfinite(total->value) || total->value <= 0) return std::nullopt;
+  auto label = [&](const char* name) {
+    auto it = done->labels.find(name);
+    return it == done->labels.end() ? std::string() : it->second;
+  };
+  protocol::ModelFetchRecord r;
+  r.repo = label(metrics::kLabelRepo);
+  r.revision = label(metrics::kLabelRevision);
+  r.file = label(metrics::kLabelFile);
+  r.done_bytes = std::isfinite(done->value) ? static_cast<int64_t>(done->value) : 0;
+  r.total_bytes = static_cast<int64_t>(total->value);
+  return r;
+}
+
 }  // namespace headroom::trainingjob

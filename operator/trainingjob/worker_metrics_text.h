@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/protocol/model_fetch_record.h"
 #include "core/protocol/step_record.h"
 
 namespace headroom::trainingjob {
@@ -29,5 +30,11 @@ struct MetricSample {
 std::vector<MetricSample> ParsePrometheusText(const std::string& text);
 
 std::optional<protocol::StepRecord> WorkerStepFromMetrics(const std::vector<MetricSample>& samples);
+
+// The model download a worker serves before its first step (the
+// headroom_worker_model_fetch_{done,total}_bytes series, labelled {repo, revision, file});
+// nullopt when it serves none or the total is not positive. Rank and generation are the
+// caller's.
+std::optional<protocol::ModelFetchRecord> WorkerModelFetchFromMetrics(const std::vector<MetricSample>& samples);
 
 }  // namespace headroom::trainingjob

@@ -1,14 +1,21 @@
 // The Hub client against a local hub that speaks the Hub's HTTP API (tests/helpers/
 // hub_test_server.h): the standard cache layout huggingface_hub reads, no network for a
 // complete snapshot, resumption with Range after a cut, the token only on the endpoint's
-// origin and never on disk, and one clear line for 401, 404 and a checksum mismatch.
+// origin and never on disk, a connection dropped mid-file resumed with a Range, and one
+// clear line for 401, 404, a checksum mismatch and a full disk.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/hf/hub_fetch.h"
+#include "tests/helpers/dropping_http_host.h"
 #include "tests/helpers/hub_test_server.h"
 #include "tests/helpers/temp_dir.h"
 
@@ -93,6 +100,53 @@ TEST_F(HubFetchTest, ResumesACutDownloadWithARange) {
                                               fs::file_size(fs::path(Fixture()) / "config.json")));
 }
 
+// Unlike CutNextDownloadAfter (a short but complete response), the host announces the
+// whole file and the connection ends partway through its body. The HTTP client hands the
+// body over a read at a time (cpprest: 64 KiB), so the drop comes after the first read
+// and what that read brought is kept.
+TEST_F(HubFetchTest, ADroppedConnectionResumesWithARangeAndVerifies) {
+  const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
+  ASSERT_GT(weights.size(), (64u << 10) + 4096) << "the fixture must outlast one read";
+  const auto drop_at = static_cast<int64_t>(weights.size() - 4096);
+  headroom::testing::DroppingHttpHost content(server_.LfsContent());
+  server_.RedirectLfsTo(content.url());
+  content.DropNextBodyAfter(drop_at);
+  const std::string dir = FetchHubSnapshot(Options());
+  EXPECT_EQ(content.drops(), 1);
+  const std::vector<std::string> ranges = content.ranges();
+  ASSERT_EQ(ranges.size(), 2u) << "one cut GET, one resumed GET";
+  EXPECT_EQ(ranges[0], "");
+  ASSERT_EQ(ranges[1].rfind("bytes=", 0), 0u) << ranges[1];
+  const int64_t resumed_from = std::stoll(ranges[1].substr(6));
+  EXPECT_GT(resumed_from, 0) << "the bytes before the drop were kept";
+  EXPECT_LE(resumed_from, drop_at);
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"), fs::path("../../blobs") / HubTestServer::Sha256(weights));
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
+  for (const auto& entry : fs::recursive_directory_iterator(cache_.path())) {
+    EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
+  }
+}
+
+// A connection that drops on every attempt gives up with one line and keeps the partial
+// blob to resume from, with nothing in the snapshot.
+TEST_F(HubFetchTest, AConnectionThatKeepsDroppingKeepsThePartialBlobOnly) {
+  const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
+  headroom::testing::DroppingHttpHost content(server_.LfsContent());
+  server_.RedirectLfsTo(content.url());
+  HubFetchOptions o = Options();
+  o.attempts = 1;
+  content.DropNextBodyAfter(1000);
+  const std::string error = FetchError(o);
+  EXPECT_NE(error.find("model.safetensors: download interrupted"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(RepoDir() / "snapshots" / kCommit / "model.safetensors"));
+  const fs::path partial = RepoDir() / "blobs" / (HubTestServer::Sha256(weights) + ".incomplete");
+  ASSERT_TRUE(fs::exists(partial));
+  EXPECT_LE(fs::file_size(partial), 1000u);
+  EXPECT_EQ(FetchHubSnapshot(Options()), (RepoDir() / "snapshots" / kCommit).string());
+  EXPECT_EQ(Slurp(RepoDir() / "snapshots" / kCommit / "model.safetensors"), weights);
+}
+
 TEST_F(HubFetchTest, ResumesWhatAnEarlierProcessLeftIncomplete) {
   const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
   fs::create_directories(RepoDir() / "blobs");
@@ -158,6 +212,60 @@ TEST_F(HubFetchTest, AChecksumMismatchLeavesNoFileBehind) {
     EXPECT_NE(entry.path().filename().string(), HubTestServer::Sha256(Slurp(fs::path(Fixture()) / "model.safetensors")));
     EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
   }
+}
+
+// A tmpfs of a given size mounted on `dir` for the test's lifetime (needs CAP_SYS_ADMIN).
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
+    fs::create_directories(dir);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) error_ = std::strerror(errno);
+  }
+  ~SmallTmpfs() {
+    if (error_.empty()) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  const std::string& error() const { return error_; }  // "" = mounted
+  bool Resize(const std::string& size) {
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT, ("size=" + size).c_str()) == 0;
+  }
+
+ private:
+  std::string dir_;
+  std::string error_;
+};
+
+TEST_F(HubFetchTest, AFullDiskIsOneLineNamingTheCacheAndTheNextFetchResumes) {
+  const std::string cache = (fs::path(cache_.path()) / "small").string();
+  SmallTmpfs tmpfs(cache, "48k");  // config.json fits, half of model.safetensors (88 KiB) does not
+  if (!tmpfs.error().empty()) GTEST_SKIP() << "cannot mount a small tmpfs for the cache (needs root): " << tmpfs.error();
+  HubFetchOptions o = Options();
+  o.cache_dir = cache;
+  const std::string error = FetchError(o);
+  EXPECT_NE(error.find("model.safetensors"), std::string::npos) << error;
+  EXPECT_NE(error.find("the cache " + cache + " is full"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
+  const fs::path repo = fs::path(cache) / "models--org--qwen2-fixture";
+  EXPECT_FALSE(fs::exists(repo / "snapshots" / kCommit / "model.safetensors")) << "no half file in the snapshot";
+  EXPECT_FALSE(fs::exists(repo / "blobs" / HubTestServer::Sha256(weights)));
+  EXPECT_FALSE(fs::exists(repo / "refs" / "main"));
+  // As huggingface_hub does: the partial download stays as blobs/<etag>.incomplete to resume.
+  const fs::path partial = repo / "blobs" / (HubTestServer::Sha256(weights) + ".incomplete");
+  ASSERT_TRUE(fs::exists(partial));
+  const auto kept = static_cast<int64_t>(fs::file_size(partial));
+  EXPECT_GT(kept, 0);
+
+  ASSERT_TRUE(tmpfs.Resize("1m")) << std::strerror(errno);
+  const size_t before = server_.requests().size();
+  const std::string dir = FetchHubSnapshot(o);
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
+  EXPECT_FALSE(fs::exists(partial));
+  bool resumed = false;
+  const std::vector<headroom::testing::HubRequestSeen> seen = server_.requests();
+  for (size_t i = before; i < seen.size(); ++i) {
+    resumed |= seen[i].listener == "content" && seen[i].range == "bytes=" + std::to_string(kept) + "-";
+  }
+  EXPECT_TRUE(resumed) << "the next fetch resumes from the kept bytes";
 }
 
 }  // namespace

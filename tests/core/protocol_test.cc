@@ -1,5 +1,5 @@
 // What worker and supervisor agree on (core/protocol/): the step record's JSON both ways
-// and what the guard reads from it, the GPU out-of-memory report, the reason line picked
+// and what the guard reads from it, the model-fetch line beside it in the step log, the GPU out-of-memory report, the reason line picked
 // from a crashed worker's output, exit reasons, and where the termination message goes.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
+#include "core/protocol/model_fetch_record.h"
 #include "core/protocol/step_record.h"
 #include "core/protocol/termination_message.h"
 
@@ -113,6 +114,45 @@ TEST(StepRecord, ReadsOldAndPartialLinesAndRefusesWhatIsNoRecord) {
   EXPECT_FALSE(ParseStepLogLine(R"({"host_bytes":1})", &why));
   EXPECT_EQ(why, "no integer \"step\"");
   EXPECT_FALSE(ParseStepLogLine(R"({"step":3,"host_b)"));
+}
+
+TEST(ModelFetchRecord, RoundTripsAndIsToldApartFromAStepRecord) {
+  ModelFetchRecord f;
+  f.repo = "Qwen/Qwen2.5-0.5B-Instruct";
+  f.revision = "main";
+  f.file = "model.safetensors";
+  f.done_bytes = 1 << 20;
+  f.total_bytes = 988097824;
+  f.rank = 3;
+  const std::string line = f.ToJson();
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.find("rank"), std::string::npos) << "the rank is the supervisor's, not the record's";
+  const std::optional<ModelFetchRecord> back = ParseModelFetchLine(line);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->repo, f.repo);
+  EXPECT_EQ(back->revision, f.revision);
+  EXPECT_EQ(back->file, f.file);
+  EXPECT_EQ(back->done_bytes, f.done_bytes);
+  EXPECT_EQ(back->total_bytes, f.total_bytes);
+  EXPECT_FALSE(back->complete());
+  f.done_bytes = f.total_bytes;
+  EXPECT_TRUE(f.complete());
+  EXPECT_FALSE(ParseStepLogLine(line)) << "a model-fetch line is no step";
+  EXPECT_FALSE(ParseModelFetchLine(FilledRecord().ToJson())) << "a step is no model-fetch line";
+  EXPECT_FALSE(ParseModelFetchLine(R"({"model_fetch":"half)"));
+  EXPECT_FALSE(ParseModelFetchLine(R"({"model_fetch":3})"));
+}
+
+TEST(ModelFetchRecord, AStepLogWithAModelDownloadStillReadsAsItsSteps) {
+  ModelFetchRecord f;
+  f.repo = "org/name";
+  f.done_bytes = 10;
+  f.total_bytes = 20;
+  const std::string log = f.ToJson() + "\n" + FilledRecord().ToJson() + "\n";
+  const std::vector<StepRecord> steps = ParseStepLog(log, "rank-0.log");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 12);
+  EXPECT_THROW(ParseStepLog("{\"model\":1}\n", "rank-0.log"), std::runtime_error) << "other lines are still refused";
 }
 
 TEST(StepRecord, GuardReadsReservedGpuBytesAgainstTheDeviceTotal) {

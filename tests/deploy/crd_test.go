@@ -479,6 +479,8 @@ func TestCRDStatusAcceptsWhatTheOperatorWrites(t *testing.T) {
 			"step": int64(118), "time": "2026-01-02T03:04:05Z"},
 		"conditions": []interface{}{map[string]interface{}{"type": "MemoryPressure", "status": "True",
 			"reason": "ForecastOverThreshold", "message": "restarting", "lastTransitionTime": "2026-01-02T03:04:05Z"}},
+		"modelFetch": map[string]interface{}{"repo": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "main",
+			"file": "model.safetensors", "doneBytes": int64(1 << 20), "totalBytes": int64(988097824)},
 		"message":            "",
 		"observedGeneration": int64(4),
 		"selector":           "headroom.dev/job-name=x",

@@ -3,13 +3,15 @@
 // example model's files and requires a token: HF_ENDPOINT points at it, HF_HUB_CACHE is a
 // temporary directory, and the weights' download is cut short once. The run fetches the
 // model into the standard cache layout, resumes the cut download with a Range request,
-// trains, and writes the token nowhere (its output, its workdir, the cache).
+// shows the download in its view, trains, and writes the token nowhere (its output, its
+// workdir, the cache).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -88,9 +90,14 @@ TEST(HubJobE2E, FetchesTheModelFromAHubResumingACutDownloadAndTrains) {
     EXPECT_EQ(r.authorization, r.listener == "hub" ? "Bearer " + kToken : "") << r.listener << " " << r.path;
   }
   EXPECT_TRUE(resumed) << "the cut download was not resumed with a Range request";
-  // The worker logs the download's progress into its own output file.
+  // The worker logs the download's progress into its own output file, and its model-fetch
+  // lines into the step log, which `headroom run` shows (a pipe: plain lines).
   const std::string worker_output = ReadAll(workdir / "gen-0001" / "rank-0.out");
   EXPECT_NE(worker_output.find("fetched"), std::string::npos) << worker_output;
+  EXPECT_NE(ReadAll(workdir / "gen-0001" / "rank-0.log").find(R"({"model_fetch":{"repo":"headroom-test/qwen2-tiny-addition")"),
+            std::string::npos);
+  EXPECT_TRUE(std::regex_search(output, std::regex(R"(fetched model headroom-test/qwen2-tiny-addition@main: (\S+ \S+) of \1\n)")))
+      << output;
   EXPECT_EQ(output.find(kToken), std::string::npos);
   for (const fs::path& dir : {workdir, cache}) {
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {

@@ -4,7 +4,9 @@
 // hub points to its CDN). Headers as the hub sends them: X-Repo-Commit, ETag (a git blob
 // sha1 for small files), X-Linked-Etag (sha256) and X-Linked-Size for LFS files,
 // X-Error-Code on 404s; Range requests answer 206. It can require a token, cut one
-// download short after N bytes, and serve corrupt bytes, and it records every request.
+// download short after N bytes (a complete but short response), redirect LFS downloads to
+// another host (tests/helpers/dropping_http_host.h drops a connection mid-body), and serve
+// corrupt bytes, and it records every request.
 #pragma once
 
 #include <cpprest/http_listener.h>
@@ -75,6 +77,17 @@ class HubTestServer {
   void RequireToken(const std::string& token) { Locked([&] { token_ = token; }); }
   // The next download from the content host stops after `bytes` bytes (the body ends early).
   void CutNextDownloadAfter(int64_t bytes) { Locked([&] { cut_after_ = bytes; }); }
+  // LFS files redirect to this content host instead of the server's own (e.g. a
+  // DroppingHttpHost serving LfsContent()); "" restores the own one.
+  void RedirectLfsTo(const std::string& url) { Locked([&] { lfs_host_ = url; }); }
+  // What the content host serves: "/lfs/<sha256>/<name>" -> the LFS file's bytes.
+  std::map<std::string, std::string> LfsContent() const {
+    std::map<std::string, std::string> paths;
+    for (const auto& [name, file] : files_) {
+      if (file.lfs) paths["/lfs/" + Sha256(file.contents) + "/" + name] = file.contents;
+    }
+    return paths;
+  }
   // Content downloads serve these bytes instead of the file's (a checksum mismatch).
   void CorruptContent(bool corrupt) { Locked([&] { corrupt_ = corrupt; }); }
   std::vector<HubRequestSeen> requests() const {
@@ -190,7 +203,9 @@ class HubTestServer {
     if (file.lfs) {
       web::http::http_response r(302);
       const std::string sha = Sha256(file.contents);
-      r.headers().add("Location", content_url_ + "/lfs/" + sha + "/" + name);
+      std::string host;
+      Locked([&] { host = lfs_host_.empty() ? content_url_ : lfs_host_; });
+      r.headers().add("Location", host + "/lfs/" + sha + "/" + name);
       r.headers().add("X-Repo-Commit", commit_);
       r.headers().add("X-Linked-Etag", "\"" + sha + "\"");
       r.headers().add("X-Linked-Size", std::to_string(file.contents.size()));
@@ -245,6 +260,7 @@ class HubTestServer {
   std::string hub_url_, content_url_;
   mutable std::mutex mu_;
   std::string token_;
+  std::string lfs_host_;
   int64_t cut_after_ = -1;
   bool corrupt_ = false;
   std::vector<HubRequestSeen> requests_;

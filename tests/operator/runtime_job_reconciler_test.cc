@@ -57,6 +57,25 @@ TEST(JobReconciler, StepsMakeItRunningAndAllZeroExitsSucceed) {
   EXPECT_TRUE(rec.status().actions.empty());
 }
 
+TEST(JobReconciler, ModelFetchProgressOfTheRunningGenerationReachesTheStatus) {
+  JobReconciler rec(MakeJob(1), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 1};
+  Observation o = s.Running();
+  o.model_fetch = protocol::ModelFetchRecord{"org/name", "main", "model.safetensors", 300, 1000};
+  o.model_fetch->generation = 0;  // a straggler from before this launch
+  rec.Reconcile(o);
+  EXPECT_FALSE(rec.status().model_fetch);
+  o.model_fetch->generation = 1;
+  rec.Reconcile(o);
+  ASSERT_TRUE(rec.status().model_fetch);
+  EXPECT_EQ(rec.status().model_fetch->done_bytes, 300);
+  EXPECT_EQ(rec.status().model_fetch->file, "model.safetensors");
+  rec.Reconcile(s.Running({1}));
+  ASSERT_TRUE(rec.status().model_fetch) << "the fetch stays on record once training runs";
+  EXPECT_EQ(rec.status().model_fetch->total_bytes, 1000);
+}
+
 TEST(JobReconciler, GuardRestartRelaunchesTheSameSpecWithNoStepLost) {
   JobReconciler rec(MakeJob(), Options());
   rec.Reconcile(Observation{});

@@ -43,6 +43,21 @@ TEST(TrainingJobStatus, RoundTripsWhatRestoreNeeds) {
   EXPECT_EQ(back.last_action->type, runtime::ActionType::kReshard);
 }
 
+TEST(TrainingJobStatus, ModelFetchIsTheHubDownloadsBytesAndFile) {
+  EXPECT_FALSE(StatusJson(Sample(), 5).contains("modelFetch")) << "a model from a path fetches nothing";
+  runtime::JobStatus s = Sample();
+  s.model_fetch = protocol::ModelFetchRecord{"Qwen/Qwen2.5-0.5B-Instruct", "main", "model.safetensors", 1 << 20, 988097824};
+  const json written = StatusJson(s, 5);
+  ASSERT_TRUE(written.contains("modelFetch"));
+  EXPECT_EQ(written["modelFetch"],
+            (json{{"repo", "Qwen/Qwen2.5-0.5B-Instruct"}, {"revision", "main"}, {"file", "model.safetensors"},
+                  {"doneBytes", 1 << 20}, {"totalBytes", 988097824}}));
+  const runtime::JobStatus back = JobStatusFromJson(written);
+  ASSERT_TRUE(back.model_fetch);
+  EXPECT_EQ(back.model_fetch->done_bytes, 1 << 20);
+  EXPECT_EQ(StatusJson(back, 5), written) << "an operator restart keeps the download's progress";
+}
+
 TEST(TrainingJobStatus, StartAndCompletionTimesOnlyWhenKnown) {
   json j = StatusJson(Sample(), 1);
   EXPECT_FALSE(j.contains("startTime"));

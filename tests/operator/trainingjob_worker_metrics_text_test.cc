@@ -72,6 +72,26 @@ TEST(WorkerMetricsText, NoStepYetIsNoRecord) {
   EXPECT_FALSE(WorkerStepFromMetrics(ParsePrometheusText("process_cpu_seconds_total 3\n")));
 }
 
+TEST(WorkerMetricsText, AModelDownloadBeforeTheFirstStepIsItsFetchRecord) {
+  const std::vector<MetricSample> page = ParsePrometheusText(
+      "# TYPE headroom_worker_model_fetch_done_bytes gauge\n"
+      "headroom_worker_model_fetch_done_bytes{file=\"model.safetensors\",job=\"j\",rank=\"1\",repo=\"org/name\","
+      "revision=\"main\"} 1048576\n"
+      "headroom_worker_model_fetch_total_bytes{file=\"model.safetensors\",job=\"j\",rank=\"1\",repo=\"org/name\","
+      "revision=\"main\"} 988097824\n");
+  EXPECT_FALSE(WorkerStepFromMetrics(page)) << "no step yet";
+  const std::optional<protocol::ModelFetchRecord> f = WorkerModelFetchFromMetrics(page);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->repo, "org/name");
+  EXPECT_EQ(f->revision, "main");
+  EXPECT_EQ(f->file, "model.safetensors");
+  EXPECT_EQ(f->done_bytes, 1048576);
+  EXPECT_EQ(f->total_bytes, 988097824);
+  EXPECT_FALSE(WorkerModelFetchFromMetrics(ParsePrometheusText(kWorkerPage))) << "a training worker fetches nothing";
+  EXPECT_FALSE(WorkerModelFetchFromMetrics(
+      ParsePrometheusText("headroom_worker_model_fetch_done_bytes 0\nheadroom_worker_model_fetch_total_bytes 0\n")));
+}
+
 // A one-shot server on a free loopback port: answers with `reply` (or never, when empty).
 class OneShotServer {
  public:

@@ -24,6 +24,7 @@
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/telemetry/step_log.h"
+#include "worker/telemetry/model_fetch_report.h"
 #include "worker/telemetry/worker_metrics.h"
 
 namespace headroom::worker {
@@ -115,6 +116,40 @@ TEST(WorkerMetrics, ABusyPortIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("--metrics-port"), std::string::npos) << e.what();
   }
+}
+
+TEST(ModelFetchReport, StepLogLinesPerHundredthAndOneMetricsSeriesPerFetch) {
+  const std::string log = (std::filesystem::temp_directory_path() / ("fetch-report-" + std::to_string(::getpid()))).string();
+  int port = 0;
+  {
+    ModelFetchReport report({"job", 1, log, 0, "127.0.0.1", "org/name", "main"});
+    port = report.port();
+    ASSERT_GT(port, 0);
+    report.Progress("config.json", 100, 1000);
+    report.Progress("model.safetensors", 500, 1000);
+    report.Progress("model.safetensors", 505, 1000);  // the same hundredth: no new line
+    const std::string body = HttpGet(port, "/metrics");
+    const std::string labels = R"({file="model.safetensors",job="job",rank="1",repo="org/name",revision="main"})";
+    EXPECT_NE(body.find(std::string(metrics::kWorkerModelFetchDoneBytes) + labels + " 505"), std::string::npos) << body;
+    EXPECT_NE(body.find(std::string(metrics::kWorkerModelFetchTotalBytes) + labels + " 1000"), std::string::npos) << body;
+    EXPECT_EQ(body.find("config.json"), std::string::npos) << "the finished file's series is gone: " << body;
+    EXPECT_NE(HttpGet(port, "/healthz").find("headroom_worker_up"), std::string::npos);
+  }
+  std::ifstream in(log);
+  std::vector<protocol::ModelFetchRecord> lines;
+  for (std::string line; std::getline(in, line);) {
+    std::optional<protocol::ModelFetchRecord> r = protocol::ParseModelFetchLine(line);
+    ASSERT_TRUE(r) << line;
+    lines.push_back(*r);
+  }
+  std::filesystem::remove(log);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].file, "model.safetensors");
+  EXPECT_EQ(lines[1].done_bytes, 500);
+  EXPECT_EQ(lines[1].total_bytes, 1000);
+  // The step telemetry takes the port over once the model is in place.
+  WorkerMetrics after("job", 1, port, "127.0.0.1");
+  EXPECT_EQ(after.port(), port);
 }
 
 TEST(DebugLeaks, HostLeakIsResidentAndHeld) {

@@ -21,8 +21,12 @@ StepLogWriter::~StepLogWriter() {
   if (owned_) std::fclose(file_);
 }
 
-void StepLogWriter::Write(const protocol::StepRecord& record) {
-  const std::string line = record.ToJson() + "\n";
+void StepLogWriter::Write(const protocol::StepRecord& record) { WriteLine(record.ToJson()); }
+
+void StepLogWriter::Write(const protocol::ModelFetchRecord& record) { WriteLine(record.ToJson()); }
+
+void StepLogWriter::WriteLine(const std::string& json) {
+  const std::string line = json + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }

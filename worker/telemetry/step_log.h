@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/base/non_copyable.h"
+#include "core/protocol/model_fetch_record.h"
 #include "core/protocol/step_record.h"
 
 namespace headroom::worker {
@@ -21,8 +22,12 @@ class StepLogWriter : NonCopyable {
   ~StepLogWriter();
 
   void Write(const protocol::StepRecord& record);
+  // The model download before the first step (core/protocol/model_fetch_record.h).
+  void Write(const protocol::ModelFetchRecord& record);
 
  private:
+  void WriteLine(const std::string& json);  // plus a newline, flushed
+
   std::FILE* file_;
   bool owned_;
 };

@@ -22,6 +22,7 @@
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/gpu_memory_source.h"
+#include "worker/telemetry/model_fetch_report.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/final_export.h"
 #include "worker/train/grpo_trainer.h"
@@ -218,14 +219,14 @@ class SimulatedGpuOom {
 
 // The hub model's snapshot directory, fetched into the Hugging Face cache unless it is
 // complete there; every rank calls this and one downloads while the others wait (see
-// core/hf/hub_fetch.h). Progress is logged every tenth of the bytes.
-std::string FetchHubModel(const spec::HubModelSpec& hub) {
-  int logged_tenth = -1;
+// core/hf/hub_fetch.h). Progress goes where the supervisors look
+// (worker/telemetry/model_fetch_report.h).
+std::string FetchHubModel(const spec::TrainingJob& job, const WorkerOptions& options) {
+  const spec::HubModelSpec& hub = job.spec.model.hub;
+  ModelFetchReport report({job.metadata.name, options.rank, options.log_path, options.metrics_port,
+                           options.metrics_bind, hub.repo, hub.revision});
   return hf::ResolveHubModel(hub.repo, hub.revision, hub.endpoint, [&](const hf::HubFetchProgress& p) {
-    const int tenth = p.total_bytes > 0 ? static_cast<int>(10 * p.done_bytes / p.total_bytes) : 10;
-    if (tenth == logged_tenth) return;
-    logged_tenth = tenth;
-    spdlog::info("model {}@{}: fetched {} of {} bytes ({})", hub.repo, hub.revision, p.done_bytes, p.total_bytes, p.file);
+    report.Progress(p.file, p.done_bytes, p.total_bytes);
   });
 }
 
@@ -240,7 +241,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   if (!job.spec.model.hub.repo.empty()) {
     // A hub model becomes its snapshot directory here, once; everything after reads model.path.
     try {
-      job.spec.model.path = FetchHubModel(job.spec.model.hub);
+      job.spec.model.path = FetchHubModel(job, options);
     } catch (const hf::HubFetchError& e) {
       std::cerr << "spec.model.hub: " << e.what() << "\n";
       return protocol::kExitInvalidSpec;
