@@ -37,6 +37,10 @@ torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
   return torch::where(medium, smoothed, scaled);
 }
 
+torch::Tensor AtLeastFp32(const torch::Tensor& x) {
+  return x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kFloat16 ? x.to(torch::kFloat32) : x;
+}
+
 torch::Dtype TorchDtype(const std::string& dtype, const std::string& what) {
   if (dtype == "BF16") return torch::kBFloat16;
   if (dtype == "F16") return torch::kFloat16;
@@ -247,7 +251,9 @@ torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& normed) {
 }
 
 torch::Tensor HfCausalLMImpl::Embed(const torch::Tensor& tokens, int64_t start, const torch::Tensor& padding) {
-  auto x = embed_tokens_(tokens);
+  // The residual stream stays at least fp32 when the tables are bf16 copies
+  // (inference_weights.h): only the table entries are rounded, as for every other weight.
+  auto x = AtLeastFp32(embed_tokens_(tokens));
   if (!embed_positions_) return x;
   auto positions = torch::arange(start, start + tokens.size(1), tokens.options());  // [t]
   if (padding.defined()) positions = (positions.unsqueeze(0) - padding.to(tokens.device()).unsqueeze(1)).clamp_min(0);
