@@ -10,7 +10,9 @@ InferenceWeightsScope::InferenceWeightsScope(ModelShards& shards)
     : shards_(shards), active_(shards.options().bf16_inference_weights) {
   if (!active_) return;
   shards_.UseInferenceWeights(true);
-  autocast_.emplace(shards_.device(), /*also_on_cpu=*/true);
+  // A CUDA forward autocasts itself (causal_lm.h), so what runs between forwards (the
+  // sampling) stays as it was; on the CPU the copies need autocast around the passes.
+  if (!shards_.device().is_cuda()) autocast_.emplace(shards_.device(), /*also_on_cpu=*/true);
 }
 
 InferenceWeightsScope::~InferenceWeightsScope() {

@@ -16,7 +16,7 @@
 //     that option directly.
 //   - InferenceWeightsScope is a no-op when the option is off: the passes run exactly as
 //     before. When on, for its lifetime the model reads the copies and its forwards
-//     autocast to bf16 (on the CPU too, which the copies need: fp32 activations times
+//     autocast to bf16 (on the CPU too, where the scope autocasts: fp32 activations times
 //     bf16 weights have no kernel). Run no backward inside one.
 //   - Scopes do not nest; stage 3: open the scope before Gather(), which then gathers
 //     the copies, and the scope's end releases them.
