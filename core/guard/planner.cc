@@ -73,6 +73,15 @@ void PlanCorrection::Observe(const Plan& plan, int64_t measured_host_peak, int64
   fold(gpu_scale, measured_gpu_peak, plan.gpu_total_bytes);
 }
 
+// The bf16 copies of the parameters the rollout and old log-probs read (see header):
+// 2 bytes per parameter this rank holds. `add` is PlanMemory's row adder.
+template <typename Add>
+void AddInferenceWeights(Add& add, bool kept, double parameters_held, bool on_gpu, int stage) {
+  if (!kept) return;
+  add("inference weights", 2 * parameters_held, on_gpu,
+      std::string("bf16 copies for rollout and old log-probs") + (stage >= 3 ? ", the owned shard" : ""), true);
+}
+
 Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
                 const PlanCorrection& correction) {
   if (workers < 1) throw std::invalid_argument("PlanMemory: workers must be >= 1, got " + std::to_string(workers));
@@ -171,6 +180,8 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * kv_bytes, gpu,
       std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
       true);
+  AddInferenceWeights(add, options.bf16_inference_weights.value_or(gpu), psi / (stage >= 3 ? n : 1.0),
+                      gpu && !offload_params, stage);
   if (s.grpo.kl_coef > 0) {
     add("reference model", p_bytes * psi, gpu && !offload_params, "frozen copy, parameters only", true);
   }

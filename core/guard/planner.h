@@ -18,6 +18,10 @@
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
 // Reference model (klCoef > 0): parameters only, replicated.
+// Inference weights (GPU jobs; PlanOptions::bf16_inference_weights): the bf16 copies the
+// rollout and the old log-probs read, 2 Psi (stage 3: 2 Psi / N, each rank's shard; its
+// bf16 gather of a layer is smaller than the fp32 one counted as "gathered layer"), placed
+// with the parameters.
 // Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
 // 200 MiB of host (kHostRuntimeBaselineBytes), plus ~512 MiB of CUDA context per GPU. Both
 // are estimates; PlanCorrection learns a measured/planned factor.
@@ -77,6 +81,9 @@ ModelShape JobModelShape(const spec::TrainingJobSpec& spec);
 struct PlanOptions {
   int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
   bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
+  // Whether the worker keeps bf16 copies for its passes without gradient; unset: for GPU
+  // jobs, as the worker decides (worker/sharding/inference_weights.h).
+  std::optional<bool> bf16_inference_weights;
   // The model's shape: JobModelShape(spec), read once by whoever plans. Unset:
   // PresetModelShape(spec), which is right only for jobs without spec.model.path.
   std::optional<ModelShape> model;
@@ -84,7 +91,8 @@ struct PlanOptions {
 
 struct PlanComponent {
   std::string name;             // "parameters", "gradients", "optimizer", "activations",
-                                // "logits", "generation cache", "reference model", "runtime"
+                                // "logits", "generation cache", "reference model",
+                                // "inference weights", "runtime"
   int64_t host_bytes = 0;
   int64_t gpu_bytes = 0;
   std::string note;             // how it was computed, e.g. "stage 2: fp32 Psi" 

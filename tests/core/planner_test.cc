@@ -115,6 +115,36 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   EXPECT_EQ(PlanMemory(s, workers).host_activation_bytes * 2, p.host_activation_bytes);
 }
 
+// A GPU worker keeps bf16 copies of its parameters for the rollout (worker/sharding/
+// inference_weights.h): 2 bytes per parameter it holds, placed with the parameters.
+TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
+  spec::TrainingJobSpec s = Job("base", 2, /*gpus=*/1);
+  const int64_t psi = Psi(s);
+  const Plan on = PlanMemory(s, 2);
+  EXPECT_EQ(GpuOf(on, "inference weights"), 2 * psi);
+  EXPECT_EQ(HostOf(on, "inference weights"), 0);
+  PlanOptions without_copies;
+  without_copies.bf16_inference_weights = false;
+  const Plan off = PlanMemory(s, 2, without_copies);
+  EXPECT_EQ(off.Find("inference weights"), nullptr);
+  EXPECT_EQ(on.gpu_total_bytes - off.gpu_total_bytes, 2 * psi);
+  EXPECT_EQ(on.gpu_state_bytes - off.gpu_state_bytes, 2 * psi) << "the copies stay between steps";
+  EXPECT_EQ(on.gpu_activation_bytes, off.gpu_activation_bytes);
+  EXPECT_EQ(on.host_total_bytes, off.host_total_bytes);
+
+  s.sharding.stage = 3;  // each rank's shard only
+  EXPECT_EQ(GpuOf(PlanMemory(s, 2), "inference weights"), psi);
+  s.sharding.offload_params = true;  // at the shard's home
+  EXPECT_EQ(HostOf(PlanMemory(s, 2), "inference weights"), psi);
+  EXPECT_EQ(GpuOf(PlanMemory(s, 2), "inference weights"), 0);
+
+  // A CPU worker keeps none unless asked to.
+  EXPECT_EQ(PlanMemory(Job("base", 2), 2).Find("inference weights"), nullptr);
+  PlanOptions with_copies;
+  with_copies.bf16_inference_weights = true;
+  EXPECT_EQ(HostOf(PlanMemory(Job("base", 2), 2, with_copies), "inference weights"), 2 * psi);
+}
+
 TEST(PlannerTest, TotalsAddUpAndStateExcludesActivations) {
   Plan p = PlanMemory(Job("small", 1, 1), 2, PlanOptions{80LL << 30});
   int64_t host = 0, gpu = 0;

@@ -30,7 +30,9 @@
 //     causal mask [t, start + t] (undefined for one cached position) or, with padding,
 //     [B, 1, t, start + t] (padded keys masked too); start = the cache's length or 0. A BlockExecutor, when set, runs every block of a forward (ZeRO stage 3
 //     gathers a block's parameters around it); the result must equal Block().
-//   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32.
+//   - On a CUDA device the forward passes run under bf16 autocast; on CPU in fp32. The
+//     parameters may be bf16 copies for a pass without gradient
+//     (worker/sharding/inference_weights.h): the residual stream then stays fp32.
 #pragma once
 
 #include <cstdint>

@@ -46,6 +46,10 @@ torch::Tensor RepeatKeyValueHeads(const torch::Tensor& x, int64_t groups) {
   return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
 }
 
+torch::Tensor AtLeastFp32(const torch::Tensor& x) {
+  return x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kFloat16 ? x.to(torch::kFloat32) : x;
+}
+
 torch::Dtype TorchDtype(const std::string& dtype, const std::string& what) {
   if (dtype == "BF16") return torch::kBFloat16;
   if (dtype == "F16") return torch::kFloat16;
@@ -270,7 +274,9 @@ torch::Tensor HfCausalLMImpl::Head(const torch::Tensor& normed) {
 }
 
 torch::Tensor HfCausalLMImpl::Embed(const torch::Tensor& tokens, int64_t start, const torch::Tensor& padding) {
-  auto x = embed_tokens_(tokens);
+  // The residual stream stays at least fp32 when the tables are bf16 copies
+  // (inference_weights.h): only the table entries are rounded, as for every other weight.
+  auto x = AtLeastFp32(embed_tokens_(tokens));
   if (!embed_positions_) return x;
   auto positions = torch::arange(start, start + tokens.size(1), tokens.options());  // [t]
   if (padding.defined()) positions = (positions.unsqueeze(0) - padding.to(tokens.device()).unsqueeze(1)).clamp_min(0);
@@ -279,7 +285,7 @@ torch::Tensor HfCausalLMImpl::Embed(const torch::Tensor& tokens, int64_t start, 
 
 torch::Tensor HfCausalLMImpl::EmbedAt(const torch::Tensor& tokens, const torch::Tensor& position,
                                       const torch::Tensor& padding) {
-  auto x = embed_tokens_(tokens);
+  auto x = AtLeastFp32(embed_tokens_(tokens));  // as Embed: the residual stream stays fp32
   if (!embed_positions_) return x;
   return x + embed_positions_((position.view({1, 1}) - padding.view({-1, 1})).clamp_min(0));  // [B, 1]
 }

@@ -19,7 +19,8 @@
 // model.layers.<l>.self_attn.q_proj.weight, ..., model.norm.weight, lm_head.weight), so
 // checkpoints and exports speak them. A tied model has no lm_head parameter.
 // Weights are held in fp32 (master weights); on a CUDA device forwards run under bf16
-// autocast. Positions are the cache length onwards, padding included: rotary attention
+// autocast. Passes without gradient may run on bf16 copies of them (causal_lm.h); the
+// embedding lookup then returns fp32, so only the weights are rounded. Positions are the cache length onwards, padding included: rotary attention
 // depends only on relative positions, so left padding (causal_lm.h) shifts nothing.
 // forward(tokens, first_output) computes the same values as the full forward without what
 // only earlier positions' outputs need (the last block's queries, MLP, final norm and

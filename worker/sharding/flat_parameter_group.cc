@@ -11,6 +11,12 @@ namespace {
 
 int64_t Bytes(const torch::Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0; }
 
+// What a collective moves: bf16 as its bytes (a gather copies bytes, and Gloo has no bf16),
+// every other dtype as it is.
+torch::Tensor OnTheWire(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 ? t.view(torch::kUInt8) : t;
+}
+
 }  // namespace
 
 FlatParameterGroup::FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params,
@@ -84,10 +90,33 @@ void FlatParameterGroup::Gather() {
   // be a normal tensor, since the same parameters later take part in autograd.
   c10::InferenceMode normal_tensors(false);
   torch::NoGradGuard no_grad;
-  flat_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(dtype_).device(device_));
-  AllGatherInto(param_shard_, flat_);
+  const torch::Tensor& shard = use_inference_ ? inference_ : param_shard_;
+  flat_ = torch::zeros({layout_.padded_numel()}, torch::TensorOptions().dtype(shard.scalar_type()).device(device_));
+  AllGatherInto(shard, flat_);
   PointParametersAt(flat_);
-  if (flat_grad_.defined()) AttachGradients();  // ZeroGrad() came first
+  if (flat_grad_.defined() && !use_inference_) AttachGradients();  // ZeroGrad() came first
+}
+
+void FlatParameterGroup::RefreshInferenceCopy() {
+  c10::InferenceMode normal_tensors(false);  // refreshed inside a rollout's scope too
+  torch::NoGradGuard no_grad;
+  const torch::Tensor& source = options_.stage == 3 ? param_shard_ : flat_;
+  if (!inference_.defined()) inference_ = torch::empty(source.sizes(), source.options().dtype(torch::kBFloat16));
+  inference_.copy_(source);  // round to nearest even, as autocast's cast of a weight
+  if (use_inference_ && options_.stage < 3) PointParametersAt(inference_);
+}
+
+void FlatParameterGroup::UseInferenceCopy(bool on) {
+  if (on && !inference_.defined()) throw std::logic_error("sharding: inference copy used before its first refresh");
+  if (on == use_inference_) return;
+  c10::InferenceMode normal_tensors(false);
+  if (options_.stage == 3) {
+    Release();
+    use_inference_ = on;
+    return;
+  }
+  use_inference_ = on;
+  PointParametersAt(on ? inference_ : flat_);
 }
 
 void FlatParameterGroup::Release() {
@@ -186,7 +215,8 @@ void FlatParameterGroup::AllGatherInto(const torch::Tensor& shard, torch::Tensor
     const int64_t len = std::min(options_.bucket_numel, n - off);
     auto input = shard.narrow(0, off, len).to(device_).contiguous();
     auto staged = torch::empty({world * len}, flat.options());
-    comm_.all_gather(input, staged);
+    torch::Tensor staged_wire = OnTheWire(staged);
+    comm_.all_gather(OnTheWire(input), staged_wire);
     by_rank.narrow(1, off, len).copy_(staged.view({world, len}));
   }
 }
@@ -210,6 +240,7 @@ ShardedBytes FlatParameterGroup::ResidentBytes() const {
   ShardedBytes b;
   b.parameters = Bytes(flat_) + Bytes(param_shard_);
   b.gradients = Bytes(flat_grad_) + Bytes(grad_shard_);
+  b.inference_weights = Bytes(inference_);
   return b;
 }
 

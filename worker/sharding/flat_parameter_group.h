@@ -46,7 +46,8 @@ struct ShardedBytes {
   int64_t parameters = 0;
   int64_t gradients = 0;
   int64_t optimizer = 0;
-  int64_t total() const { return parameters + gradients + optimizer; }
+  int64_t inference_weights = 0;  // the bf16 copies (FlatParameterGroup::RefreshInferenceCopy)
+  int64_t total() const { return parameters + gradients + optimizer + inference_weights; }
 };
 
 class FlatParameterGroup {
@@ -99,6 +100,23 @@ class FlatParameterGroup {
   // the full buffer; stage 3 releases a gathered (now stale) buffer; stage 0 nothing.
   void PublishOwnedParameters();
 
+  // bf16 copies of the parameters for the passes without gradient (rollout, old
+  // log-probs; see inference_weights.h). Neither call is collective.
+  // RefreshInferenceCopy() rounds the current parameters into the copy: stage 0-2 the full
+  // buffer on the device (2 bytes per element), stage 3 the owned range, at the shard's
+  // home (host when offloaded).
+  void RefreshInferenceCopy();
+  // true: the parameters read the copy (stage 0-2 now; stage 3 from the next Gather(),
+  // which gathers the bf16 shards: half the bytes of fp32). false: back to the fp32
+  // parameters. Either way stage 3 first releases what is gathered (the other kind).
+  // While on, no gradient is attached: run no backward. std::logic_error when the copy
+  // was never refreshed.
+  void UseInferenceCopy(bool on);
+  bool using_inference_copy() const { return use_inference_; }
+  // The copy: the full padded buffer (stage 0-2) or the owned range (stage 3); undefined
+  // before the first refresh.
+  const torch::Tensor& inference_copy() const { return inference_; }
+
   ShardedBytes ResidentBytes() const;  // .optimizer is left 0 (the optimizer adds it)
 
  private:
@@ -121,6 +139,8 @@ class FlatParameterGroup {
   torch::Tensor param_shard_;  // stage 3: the owned range, the parameters' home
   torch::Tensor flat_grad_;    // full padded gradients (stage 2/3: only during backward)
   torch::Tensor grad_shard_;   // stage 2/3: the reduced owned range
+  torch::Tensor inference_;    // bf16 copy: full padded (stage 0-2) or owned range (stage 3)
+  bool use_inference_ = false;
 };
 
 }  // namespace headroom::worker

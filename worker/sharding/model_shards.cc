@@ -16,6 +16,7 @@ void Add(ShardedBytes& into, const ShardedBytes& b) {
   into.parameters += b.parameters;
   into.gradients += b.gradients;
   into.optimizer += b.optimizer;
+  into.inference_weights += b.inference_weights;
 }
 
 }  // namespace
@@ -87,10 +88,23 @@ double ModelShards::Step(double max_grad_norm) {
   const double coef = max_grad_norm / (norm + 1e-6);
   const double scale = max_grad_norm > 0 && coef < 1.0 ? coef : 1.0;
   for (auto& o : optimizers_) o->ApplyScaled(scale);
+  ++parameters_version_;
   return norm;
 }
 
+void ModelShards::UseInferenceWeights(bool on) {
+  if (!options_.bf16_inference_weights) throw std::logic_error("model shards: bf16 inference weights are off");
+  if (on && inference_version_ != parameters_version_) {
+    for (auto& g : groups_) g->RefreshInferenceCopy();
+    inference_version_ = parameters_version_;
+    ++inference_refreshes_;
+  }
+  for (auto& g : groups_) g->UseInferenceCopy(on);
+  NotePeak();
+}
+
 std::vector<ShardedStatePart> ModelShards::parts() {
+  ++parameters_version_;
   std::vector<ShardedStatePart> out;
   for (size_t i = 0; i < groups_.size(); ++i) out.push_back({groups_[i].get(), optimizers_[i].get()});
   return out;

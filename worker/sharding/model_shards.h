@@ -71,8 +71,20 @@ class ModelShards : public BlockExecutor, private BlockRecomputer {
   double Step(double max_grad_norm);
   int64_t optimizer_step() const { return optimizers_.front()->step(); }
 
-  // For checkpoints (sharded_state_checkpoint.h).
+  // For checkpoints (sharded_state_checkpoint.h). Write access: the bf16 copies count as
+  // stale afterwards (a checkpoint load changes the parameters).
   std::vector<ShardedStatePart> parts();
+
+  // The bf16 copies of the parameters (options().bf16_inference_weights; see
+  // inference_weights.h, whose scope calls these). UseInferenceWeights(true) first
+  // refreshes every group's copy when the parameters changed since the last refresh (a
+  // Step(), a parts() call; initially stale), so the copies are refreshed at most once
+  // per optimizer step and only when used; then the model reads them (stage 3: gathers
+  // them). false: back to the fp32 parameters. Not collective. std::logic_error when the
+  // option is off.
+  void UseInferenceWeights(bool on);
+  int64_t inference_refreshes() const { return inference_refreshes_; }
+  torch::Device device() const { return groups_.front()->device(); }
 
   // Group buffers this rank holds now, and the most held at once since ResetPeak()
   // (tensor storage of parameters and gradients; .optimizer is the moments' bytes).
@@ -100,6 +112,9 @@ class ModelShards : public BlockExecutor, private BlockRecomputer {
   std::vector<std::unique_ptr<FlatParameterGroup>> groups_;
   std::vector<std::unique_ptr<ShardedAdamW>> optimizers_;  // one per group
   ShardedBytes peak_;
+  int64_t parameters_version_ = 0;  // bumped whenever the parameters may have changed
+  int64_t inference_version_ = -1;  // parameters_version_ at the last refresh of the copies
+  int64_t inference_refreshes_ = 0;
 };
 
 }  // namespace headroom::worker

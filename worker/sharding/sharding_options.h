@@ -16,6 +16,9 @@ struct ShardingOptions {
   // Elements per collective call when reducing gradients or gathering parameters: big
   // enough to amortise a call, small enough that the staging copy stays small.
   int64_t bucket_numel = int64_t{1} << 22;  // 16 MiB of fp32
+  // Keep bf16 copies of the parameters for the passes without gradient (rollout, old
+  // log-probs): inference_weights.h, which also says who turns it on.
+  bool bf16_inference_weights = false;
 };
 
 }  // namespace headroom::worker

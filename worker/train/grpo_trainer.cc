@@ -12,6 +12,7 @@
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/model/policy_model.h"
+#include "worker/sharding/inference_weights.h"
 #include "worker/sharding/sharded_state_checkpoint.h"
 #include "worker/tasks/counter_rng.h"
 #include "worker/tasks/task_factory.h"
@@ -126,6 +127,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   sharding.stage = spec_.sharding.stage;
   sharding.offload_params = spec_.sharding.offload_params;
   sharding.offload_optimizer = spec_.sharding.offload_optimizer;
+  sharding.bf16_inference_weights = Bf16InferenceWeightsByDefault(device_);
   AdamWConfig adamw;
   adamw.lr = g.learning_rate;
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
@@ -202,12 +204,18 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   const torch::Tensor& prompts = batch_prompts.prompts;
   const torch::Tensor& prompt_padding = batch_prompts.padding;
 
-  // 2. Rollout. Stage 3: the outer parameters stay gathered from here through the first
-  // mini-batch (its optimizer step releases them); blocks gather as they run.
+  // 2. Rollout, on the bf16 copies where they are kept (inference_weights.h). Stage 3:
+  // the outer parameters stay gathered from here through the first mini-batch (its
+  // optimizer step releases them), the copies' only until the scope ends; blocks gather
+  // as they run.
   auto t0 = std::chrono::steady_clock::now();
-  shards_->Gather();
-  model_->eval();
-  Rollout rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature, prompt_padding);
+  Rollout rollout;
+  {
+    InferenceWeightsScope bf16_weights(*shards_);
+    shards_->Gather();
+    model_->eval();
+    rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature, prompt_padding);
+  }
   result.rollout_seconds = SecondsSince(t0);
 
   // 3. Rewards, verified against each problem's answer.
@@ -235,6 +243,8 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   // own log-probs serve as the old ones (policy_update.h) and this forward is skipped.
   t0 = std::chrono::steady_clock::now();
   if (g.updates_per_step > 1) {
+    InferenceWeightsScope bf16_weights(*shards_);
+    shards_->Gather();
     batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
                                             g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
@@ -282,6 +292,7 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
   const int64_t per_rank = (total + world - 1) / world;
   const int64_t max_batch = local_prompts_ * spec_.grpo.group_size;  // what the generation cache holds
   double sum = 0, exact = 0, scored = 0;
+  InferenceWeightsScope bf16_weights(*shards_);
   shards_->Gather();
   model_->eval();
   for (int64_t first = 0; first < per_rank; first += max_batch) {
