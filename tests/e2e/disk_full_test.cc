@@ -79,6 +79,12 @@ TEST(DiskFullE2E, TheRunEndsNamingTheDiskKeepsItsRecordAndResumesOnceSpaceReturn
 
   const RunResult full = HeadroomRun(job, workdir, "--summary " + dir.path() + "/summary-copy.json");
   EXPECT_EQ(full.exit_code, 1) << full.output;
+  const size_t fail = full.output.find("fail: ");
+  ASSERT_NE(fail, std::string::npos) << full.output;
+  EXPECT_NE(full.output.substr(fail, full.output.find('\n', fail) - fail).find(std::strerror(ENOSPC)),
+            std::string::npos)
+      << "the failure line does not say the disk is full\n"
+      << full.output;
   std::string last = full.output.substr(0, full.output.find_last_not_of('\n') + 1);
   last = last.substr(last.find_last_of('\n') + 1);
   EXPECT_EQ(last.rfind("headroom: disk full: " + workdir + " is on the filesystem at " + workdir + " with ", 0), 0u)

@@ -105,6 +105,15 @@ CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world, 
   return manifest;
 }
 
+// `text` with the paths under `dir` shortened to their names below it: the message that
+// quotes them already names the step, and a supervisor shows the first 200 characters,
+// where the system's reason (No space left on device) must still be.
+std::string NamesBelow(std::string text, const std::filesystem::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
+  return text;
+}
+
 // A save that failed leaves no step-N.partial behind (the previous step and `latest` were
 // never touched, so nothing else needs undoing). Returns "" or why it could not be removed.
 std::string DiscardPartial(const std::filesystem::path& partial) {
@@ -178,7 +187,8 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
     if (t.contains("error")) {
       // Every rank is past its write (the gather above): rank 0 may remove the staging.
       throw CheckpointError(what + ": rank " + std::to_string(t["rank"].get<int>()) + " could not write its slices: " +
-                            t["error"].get<std::string>() + (rank == 0 ? DiscardPartial(partial) : ""));
+                            NamesBelow(t["error"].get<std::string>(), partial) +
+                            (rank == 0 ? DiscardPartial(partial) : ""));
     }
     stats.total_bytes += t["bytes"].get<uint64_t>();
   }
