@@ -20,6 +20,7 @@
 #include "core/checkpoint/checkpoint_layout.h"
 #include "core/checkpoint/checkpoint_manifest.h"
 #include "core/checkpoint/durable_file.h"
+#include "core/checkpoint/fault_point.h"
 #include "core/files/remove_tree.h"
 #include "core/hf/hf_config.h"
 #include "core/hf/safetensors.h"
@@ -356,6 +357,7 @@ ExportSummary ExportCheckpoint(const std::string& checkpoint_path, const std::st
   files::RemoveTree(partial);
   try {
     WriteExport(step, manifest, source, partial, max_shard_bytes, summary);
+    checkpoint::ReachedFaultPoint("export_written", manifest.step);
     RequireOwnedOrAbsent(out, source, step);  // nothing appeared there meanwhile
     checkpoint::PublishDirectory(partial, out);
   } catch (...) {

@@ -32,5 +32,9 @@ inline constexpr const char* kCollectiveTimeoutEnv = "HEADROOM_COLLECTIVE_TIMEOU
 // Makes the worker raise a CUDA out-of-memory error at the start of this (1-based)
 // step, on any device, so the GPU-OOM path (exit 77) is testable without a GPU.
 inline constexpr const char* kSimulateGpuOomAtStepEnv = "HEADROOM_SIMULATE_GPU_OOM_AT_STEP";
+// Makes the worker kill itself (SIGKILL) at a named point of a checkpoint save or of the
+// end-of-job export, "POINT" or "POINT@STEP" (the points: core/checkpoint/fault_point.h),
+// so a test can crash it exactly between two writes.
+inline constexpr const char* kKillAtPointEnv = "HEADROOM_KILL_AT";
 
 }  // namespace headroom::protocol

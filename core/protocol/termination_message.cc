@@ -14,6 +14,7 @@
 
 #include "core/guard/human_bytes.h"
 #include "core/protocol/environment.h"
+#include "core/protocol/step_record.h"
 
 namespace headroom::protocol {
 
@@ -53,7 +54,7 @@ std::string WriteTerminationMessage(const std::string& message) {
     return "";
   }
   std::ofstream out(path, std::ios::trunc);
-  out << message << "\n";
+  if (!message.empty()) out << message << "\n";
   out.flush();
   return out ? path : "";
 }
@@ -104,6 +105,17 @@ std::string GpuOomReport::Describe() const {
   return out.str();
 }
 
+std::string LoadedPhaseMessage(int64_t next_step) {
+  return nlohmann::json{{"phase", "loaded"}, {"next_step", next_step}}.dump();
+}
+
+std::optional<int64_t> LoadedPhaseNextStep(const std::string& message) {
+  const auto j = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("phase") || j["phase"] != "loaded") return std::nullopt;
+  const auto it = j.find("next_step");
+  return it != j.end() && it->is_number_integer() ? std::optional<int64_t>(it->get<int64_t>()) : std::nullopt;
+}
+
 int64_t RequestedBytesFromOomMessage(const std::string& message) {
   // CUDACachingAllocator: "Tried to allocate 2.00 GiB" (format_size: B, KiB, MiB, GiB).
   static const std::regex kTried(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|bytes|KiB|MiB|GiB|TiB))",
@@ -121,19 +133,34 @@ int64_t RequestedBytesFromOomMessage(const std::string& message) {
 }
 
 std::string CrashReasonLine(const std::string& output) {
-  std::vector<std::string> lines;
+  // spdlog's "[time] [logger] [level] message", by how surely the line says why: what the
+  // worker meant as its reason, then a line no logger wrote (a refusal's `FILE:LINE: ...`,
+  // the C++ runtime's "terminate called ..."), then a warning. Progress ([info] and below)
+  // and step records say what went right, never why it ended.
+  enum Rank { kNever = 0, kWarning, kUntagged, kError };
+  std::string best;
+  Rank best_rank = kNever;
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
     line = Trim(line);
-    if (!line.empty() && !IsLibraryNoise(line)) lines.push_back(line);
-  }
-  // spdlog's "[time] [logger] [error] message": the message the worker meant as its reason.
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    for (const char* tag : {"[error] ", "[critical] "}) {
-      if (size_t at = it->find(tag); at != std::string::npos) return Trim(it->substr(at + std::strlen(tag)));
+    if (line.empty() || IsLibraryNoise(line) || (line[0] == '{' && ParseStepLogLine(line))) continue;
+    Rank rank = kUntagged;
+    std::string message = line;
+    for (const auto& [tag, tag_rank] : {std::pair<const char*, Rank>{"[error] ", kError}, {"[critical] ", kError},
+                                        {"[warning] ", kWarning}, {"[info] ", kNever}, {"[debug] ", kNever},
+                                        {"[trace] ", kNever}}) {
+      if (size_t at = line.find(tag); at != std::string::npos) {
+        rank = tag_rank;
+        message = Trim(line.substr(at + std::strlen(tag)));
+        break;
+      }
+    }
+    if (rank != kNever && rank >= best_rank) {  // the last of the surest kind
+      best = message;
+      best_rank = rank;
     }
   }
-  return lines.empty() ? "" : lines.back();
+  return best;
 }
 
 }  // namespace headroom::protocol

@@ -7,6 +7,7 @@
 //   76  guard::Decision::ToJson()       the guard's decision
 //   77  GpuOomReport::ToJson()          the CUDA allocator's numbers at the failed request
 //   1   the worker's error line         plain text, one line
+//   a kill (137)  LoadedPhaseMessage()  when it came after loading, before or in a step
 // Kubernetes keeps at most 4 KiB of it; every message here is one line well below that.
 #pragma once
 
@@ -21,7 +22,8 @@ inline constexpr const char* kTerminationLogPath = "/dev/termination-log";
 // Writes `message` (plus a newline) to /dev/termination-log when it exists, else to
 // $HEADROOM_TERMINATION_LOG when set. Returns the path written, or "" when there is no
 // destination or it cannot be written (the exit code still tells the supervisor what
-// happened).
+// happened). An empty `message` empties the file (Kubernetes then shows a failed
+// container's log tail instead).
 std::string WriteTerminationMessage(const std::string& message);
 
 // A CUDA out-of-memory (exit 77). Byte counts are the caching allocator's for `device` at
@@ -46,15 +48,33 @@ struct GpuOomReport {
   std::string Describe() const;
 };
 
+// The phase a worker reached, for a supervisor to read after a kill that let it write
+// nothing (the kernel's OOM killer): once the model, tokenizer and dataset are loaded and
+// the checkpoint is resumed, just before its first step, a worker writes
+//   {"phase":"loaded","next_step":N}
+// as its termination message (N: the 1-based step it starts with), and empties it again
+// once that step is done (so a later crash that writes nothing leaves Kubernetes the log
+// tail). Any exit that has something to say replaces it; a worker killed while still
+// loading leaves none. So an
+// out-of-memory kill with this message happened in a step (memory the guard can act on),
+// one without it while reading the inputs (which more workers or smaller batches do not
+// change).
+std::string LoadedPhaseMessage(int64_t next_step);
+// The step the worker was about to start when `message` is a LoadedPhaseMessage, else
+// nullopt (another exit's message, or none).
+std::optional<int64_t> LoadedPhaseNextStep(const std::string& message);
+
 // The bytes a CUDA out-of-memory message says were requested ("Tried to allocate
 // 2.00 GiB"), or 0 when it names none.
 int64_t RequestedBytesFromOomMessage(const std::string& message);
 
-// The line of a crashed worker's output that says why it crashed: the last error line,
-// skipping what libraries print around it — LibTorch's C++ stack traces ("frame #26:
-// <unknown function> + 0xc21d5", "Exception raised from ..."), its "[W ...]" warnings,
-// and blank lines. Prefers a line spdlog marked "[error]"/"[critical]". "" when nothing
-// qualifies.
+// The line of a crashed worker's output that says why it crashed, skipping what libraries
+// print around it — LibTorch's C++ stack traces ("frame #26: <unknown function> +
+// 0xc21d5", "Exception raised from ..."), its "[W ...]" warnings, and blank lines. The
+// last line spdlog marked "[error]"/"[critical]" (its message, without the prefix); else
+// the last line no logger marked (a refusal's `FILE:LINE: ...`, "Segmentation fault");
+// else the last "[warning]" message. Never an "[info]"/"[debug]"/"[trace]" line or a step
+// record (progress, not a cause): "" when nothing else qualifies.
 std::string CrashReasonLine(const std::string& output);
 
 }  // namespace headroom::protocol

@@ -111,7 +111,11 @@ int RunRun(const RunFlags& flags) {
   if (result.exit_code == 130) {
     std::cout << "  resume with: headroom run " << flags.job_path << " --workdir " << options.workdir << "\n";
   }
-  if (!result.record_error.empty()) std::cerr << "headroom: " << result.record_error << "\n";
+  if (!result.disk_full.empty()) {
+    std::cerr << "headroom: " << result.disk_full << "\n";
+  } else if (!result.record_error.empty()) {
+    std::cerr << "headroom: " << result.record_error << "\n";
+  }
   if (!flags.summary_path.empty()) {
     try {
       local::WriteFileAtomically(flags.summary_path, result.summary.ToJson());

@@ -7,6 +7,7 @@
 
 #include "core/hf/hf_export.h"
 #include "operator/local/atomic_file.h"
+#include "operator/local/full_disk.h"
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
@@ -63,6 +64,15 @@ std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& 
     return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
   }
   return "";
+}
+
+// The run's last line when its disk filled up, with what became of its record; "" when not.
+std::string DiskFullLine(const std::string& workdir, const LocalRunResult& result) {
+  const std::string note = FullDiskNote(workdir, {result.status.message, result.record_error},
+                                        result.status.phase == runtime::JobPhase::kFailed);
+  if (note.empty()) return "";
+  return note + (result.record_error.empty() ? "; memory.csv, memory.svg and summary.json are written"
+                                             : "; memory.csv, memory.svg and summary.json keep their previous contents");
 }
 
 }  // namespace
@@ -132,6 +142,7 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     result.summary.export_dir = written ? exported : "";
   }
   result.record_error = WriteRunRecord(job, options, series, result);
+  result.disk_full = DiskFullLine(options.workdir, result);
 
   switch (result.status.phase) {
     case runtime::JobPhase::kSucceeded: result.exit_code = 0; break;

@@ -52,6 +52,10 @@ struct LocalRunResult {
   // Why the run's record (memory files, summary.json) could not be written, e.g. a full
   // disk; "" when it was. The summary above is complete either way.
   std::string record_error;
+  // When the disk under the workdir filled up (operator/local/full_disk.h): one line naming
+  // it and what was kept, the run's record included; "" otherwise. Shown last, in place of
+  // record_error.
+  std::string disk_full;
   // 0 Succeeded (or suspended by spec), 1 Failed or its record not written, 130 stopped by Ctrl-C.
   int exit_code = 0;
 };

@@ -35,14 +35,16 @@ std::string Percent(int64_t bytes, int64_t limit) {
 // message, else (a worker that wrote none, or on Kubernetes the log tail the pod falls
 // back to) its output. "" when it said nothing.
 std::string ReasonTheWorkerGave(const RankExit& e) {
-  return protocol::CrashReasonLine(e.termination_message.empty() ? e.last_output : e.termination_message)
-      .substr(0, 300);
+  const bool said = !e.termination_message.empty() && !protocol::LoadedPhaseNextStep(e.termination_message);
+  return protocol::CrashReasonLine(said ? e.termination_message : e.last_output).substr(0, 300);
 }
 
-// A rank OOM-killed before any step, this many generations in a row, ends the job: the
+// A rank OOM-killed while loading (before it reported the "loaded" phase,
+// core/protocol/termination_message.h), this many generations in a row, ends the job: the
 // memory went to loading the model or reading the dataset (a file far larger than its
-// records, say), not to training, so more workers and smaller batches cannot help. The
-// guard still gets two changes, since the first step itself may be what does not fit.
+// records, say), not to training, so more workers and smaller batches cannot help, and the
+// guard does not act on it (a plain restart, in case it was passing pressure). A kill in
+// the first step, after loading, is the guard's like any step's.
 constexpr int kOomKillsBeforeAStepLimit = 3;
 
 }  // namespace
@@ -407,8 +409,9 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   const std::string rank = "rank " + std::to_string(crashed.rank);
   std::string what;
   if (e.oom_killed) {
-    what = rank + " was OOM-killed by the kernel during step " + std::to_string(reached + 1) + " (limit " +
-           job_.spec.resources.memory + ")";
+    what = rank + " was OOM-killed by the kernel " +
+           (KilledWhileLoading(e) ? "while loading its model and data, before step " : "during step ") +
+           std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")";
   } else if (gpu_oom_exit) {
     what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit " +
            std::to_string(protocol::kExitGpuOom) + ")";
@@ -431,7 +434,7 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   const bool out_of_memory = e.oom_killed || gpu_oom_exit;
 
   if (EndsForInputsOutOfMemory(e)) return Finish(JobPhase::kFailed, OutOfMemoryReadingInputs(what));
-  if (!options_.guard_enabled) {
+  if (!options_.guard_enabled || KilledWhileLoading(e)) {
     NextStep next = Relaunch(reached, type, what + lost, true, false);
     if (next.kind == NextStep::Kind::kLaunch) {
       history_.RecordCrashRestart(static_cast<int>(checkpoint), out_of_memory);
@@ -461,8 +464,12 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   return next;
 }
 
+bool JobReconciler::KilledWhileLoading(const RankExit& e) const {
+  return e.oom_killed && !saw_step_this_generation_ && !protocol::LoadedPhaseNextStep(e.termination_message);
+}
+
 bool JobReconciler::EndsForInputsOutOfMemory(const RankExit& e) {
-  oom_kills_before_a_step_ = e.oom_killed && !saw_step_this_generation_ ? oom_kills_before_a_step_ + 1 : 0;
+  oom_kills_before_a_step_ = KilledWhileLoading(e) ? oom_kills_before_a_step_ + 1 : 0;
   return oom_kills_before_a_step_ >= kOomKillsBeforeAStepLimit;
 }
 

@@ -99,6 +99,10 @@ class JobReconciler {
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
   // Counts a kernel OOM kill before this generation's first step (any other end resets the
   // count); true once that happened kOomKillsBeforeAStepLimit generations in a row.
+  // An OOM kill before this generation's first step and before the worker said it had
+  // loaded its inputs: the inputs' memory, not a step's, so the guard does not act on it
+  // (loading takes what it takes whatever the guard changes).
+  bool KilledWhileLoading(const RankExit& e) const;
   bool EndsForInputsOutOfMemory(const RankExit& e);
   // The Failed message then: the cause (the inputs) first, `what` the last kill.
   std::string OutOfMemoryReadingInputs(const std::string& what) const;

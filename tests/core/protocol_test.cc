@@ -265,6 +265,33 @@ TEST(CrashReasonLine, WithoutAnErrorTagTheLastLineThatIsNotNoise) {
   EXPECT_EQ(CrashReasonLine("[Worker] lost its peer\n"), "[Worker] lost its peer");
 }
 
+TEST(CrashReasonLine, IsNeverAProgressLineWhenAReasonIsThere) {
+  const std::string info = "[2026-11-24 20:00:00.000] [headroom-worker] [info] ";
+  const std::string warning = "[2026-11-24 20:00:00.000] [headroom-worker] [warning] ";
+  // A refusal on stderr, then progress that was still buffered when the worker exited.
+  EXPECT_EQ(CrashReasonLine("/data/train.jsonl:3: expected a JSON object\n" + info + "step 0 of 5\n"),
+            "/data/train.jsonl:3: expected a JSON object");
+  // A warning is a likelier cause than the progress that followed it.
+  EXPECT_EQ(CrashReasonLine(info + "loading\n" + warning + "ignoring tensor x.inv_freq\n" + info + "loaded\n"),
+            "ignoring tensor x.inv_freq");
+  // An error still wins over a later refusal-looking line or warning.
+  EXPECT_EQ(CrashReasonLine("[2026-11-24] [w] [error] disk full\nplain\n" + warning + "w\n"), "disk full");
+  // A step record is progress too.
+  EXPECT_EQ(CrashReasonLine("Killed by rank 1\n{\"step\":3,\"loss\":0.5}\n"), "Killed by rank 1");
+  // Only progress: no reason at all, rather than a line that names none.
+  EXPECT_EQ(CrashReasonLine(info + "checkpoint step 3: 100 bytes\n{\"step\":3}\n"), "");
+}
+
+TEST(LoadedPhaseMessage, RoundTripsAndIsNoOtherExitsMessage) {
+  EXPECT_EQ(LoadedPhaseNextStep(LoadedPhaseMessage(1)), 1);
+  EXPECT_EQ(LoadedPhaseNextStep(LoadedPhaseMessage(42)), 42);
+  EXPECT_EQ(LoadedPhaseNextStep(""), std::nullopt);
+  EXPECT_EQ(LoadedPhaseNextStep("dataset.jsonl:3: invalid JSON"), std::nullopt);
+  EXPECT_EQ(LoadedPhaseNextStep(R"({"error":"gpu_oom","step":3})"), std::nullopt);
+  EXPECT_EQ(LoadedPhaseNextStep(R"({"phase":1,"next_step":3})"), std::nullopt);
+  EXPECT_EQ(LoadedPhaseNextStep(R"({"phase":"loaded","next_step":"3"})"), std::nullopt);
+}
+
 TEST(ExitCodes, ReasonsNameEveryWorkerCode) {
   EXPECT_EQ(ExitReason(kExitFinished, false), "Completed");
   EXPECT_EQ(ExitReason(kExitFailure, false), "Error");

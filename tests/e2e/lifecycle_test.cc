@@ -21,70 +21,14 @@
 #include <string>
 #include <thread>
 
+#include "tests/e2e/example_job_runs.h"
 #include "tests/helpers/temp_dir.h"
-#include "tests/operator/local_test_support.h"
 
 namespace headroom::e2e {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-const std::string kBin = std::string(HEADROOM_BINARY_DIR) + "/bin";
-const std::string kSource = HEADROOM_SOURCE_DIR;
-
-using headroom::local::testing::ReadAll;
-
-std::string Unrunnable() {
-  for (const char* bin : {"headroom", "headroom-worker"}) {
-    if (access((kBin + "/" + bin).c_str(), X_OK) != 0) return "no " + kBin + "/" + bin + " (build it)";
-  }
-  if (!fs::exists(kSource + "/configs/models/qwen2-tiny-addition/model.safetensors")) return "no example model weights";
-  return "";
-}
-
-// The example job, `steps` long with a checkpoint every step, paths absolute; `train` is
-// its training set.
-std::string WriteJob(const std::string& dir, int steps, const std::string& train) {
-  std::string job = ReadAll(kSource + "/configs/addition-text-qwen2.yaml");
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"steps: 150", "steps: " + std::to_string(steps)},
-                                 {"everySteps: 50", "everySteps: 1"},
-                                 {"configs/models/", kSource + "/configs/models/"},
-                                 {"configs/data/addition-text/train.jsonl", train},
-                                 {"configs/data/addition-text/heldout", kSource + "/configs/data/addition-text/heldout"}}) {
-    if (job.find(from) == std::string::npos) ADD_FAILURE() << from << " not in the example job";
-    for (size_t at = job.find(from); at != std::string::npos; at = job.find(from, at + to.size())) {
-      job.replace(at, from.size(), to);
-    }
-  }
-  const std::string path = dir + "/job.yaml";
-  std::ofstream(path) << job;
-  return path;
-}
-
-std::string Train() { return kSource + "/configs/data/addition-text/train.jsonl"; }
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-RunResult HeadroomRun(const std::string& job, const std::string& workdir, const std::string& flags = "") {
-  const std::string out = workdir + ".out";
-  const std::string cmd = kBin + "/headroom run " + job + " --workdir " + workdir + " " + flags + " > " + out + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), ReadAll(out)};
-}
-
-// Every checkpoint file with its size and modification time.
-std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> Checkpoints(const std::string& dir) {
-  std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    const std::string rel = fs::relative(e.path(), dir).string();
-    if (e.is_regular_file() && rel.rfind("hf-export", 0) != 0) files[rel] = {e.file_size(), e.last_write_time()};
-  }
-  return files;
-}
 
 TEST(LifecycleE2E, ARunKilledDuringItsExportIsCompletedByARerunThatRetrainsNothing) {
   if (const std::string why = Unrunnable(); !why.empty()) GTEST_SKIP() << why;

@@ -357,9 +357,9 @@ TEST(JobReconciler, AWorkerThatRefusesToStartFailsWithItsOwnReasonFirst) {
   EXPECT_EQ(rec.status().actions.back().reason, message);
 }
 
-// A worker the kernel kills while still reading its inputs (no step finished) is not a
-// memory problem the guard can solve: after the guard's two tries the job ends naming the
-// inputs, instead of resharding and shrinking through every setting.
+// A worker the kernel kills while still reading its inputs (no step finished, no "loaded"
+// phase written) is not a memory problem the guard can solve: after two plain restarts the
+// job ends naming the inputs, instead of resharding and shrinking through every setting.
 TEST(JobReconciler, OomKillsBeforeAnyStepEndPointingAtTheInputs) {
   JobReconciler rec(MakeJob(), Options());
   rec.Reconcile(Observation{});
@@ -375,6 +375,42 @@ TEST(JobReconciler, OomKillsBeforeAnyStepEndPointingAtTheInputs) {
   EXPECT_EQ(rec.status().message.rfind("out of memory before the first step, 3 times in a row", 0), 0u)
       << rec.status().message;
   EXPECT_NE(rec.status().message.find("spec.task.dataset"), std::string::npos) << rec.status().message;
+}
+
+// The worker's "loaded" phase tells a kill while loading (plain restarts, the job as it
+// was, named so) from one in the first step (the guard's, like any step's, and never the
+// inputs' limit).
+TEST(JobReconciler, AnOomKillWhileLoadingIsNotTheGuardsButOneInTheFirstStepIs) {
+  JobReconciler loading(MakeJob(), Options());
+  loading.Reconcile(Observation{});
+  for (int g = 1; g <= 2; ++g) {
+    Script s{.generation = g, .ranks = loading.status().workers};
+    std::vector<RankExit> exits(static_cast<size_t>(loading.status().workers), Exit(137, "", true));
+    const NextStep next = loading.Reconcile(s.Ended(exits));
+    ASSERT_EQ(next.kind, Kind::kLaunch) << g << ": " << loading.status().message;
+    EXPECT_EQ(next.launch.job, MakeJob()) << "the guard changed the job for a kill while loading";
+    EXPECT_EQ(loading.status().actions.back().type, ActionType::kRestartAfterOOMKill);
+    EXPECT_NE(loading.status().actions.back().reason.find(
+                  "OOM-killed by the kernel while loading its model and data, before step 1"),
+              std::string::npos)
+        << loading.status().actions.back().reason;
+  }
+
+  JobReconciler stepping(MakeJob(), Options());
+  stepping.Reconcile(Observation{});
+  bool guard_acted = false;
+  for (int g = 1; g <= 3; ++g) {
+    Script s{.generation = g, .ranks = stepping.status().workers};
+    std::vector<RankExit> exits(static_cast<size_t>(stepping.status().workers),
+                                Exit(137, protocol::LoadedPhaseMessage(1), true));
+    const NextStep next = stepping.Reconcile(s.Ended(exits));
+    ASSERT_EQ(next.kind, Kind::kLaunch) << g << ": " << stepping.status().message;
+    EXPECT_NE(stepping.status().actions.back().reason.find("OOM-killed by the kernel during step 1"),
+              std::string::npos)
+        << stepping.status().actions.back().reason;
+    guard_acted = guard_acted || !(next.launch.job == MakeJob());
+  }
+  EXPECT_TRUE(guard_acted) << "the guard never acted on kills in the first step";
 }
 
 // Kills during steps keep the guard's escalation: a step between two kills resets the count.

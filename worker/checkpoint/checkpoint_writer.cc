@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/checkpoint/fault_point.h"
 #include "core/files/remove_tree.h"
 #include "worker/checkpoint/checkpoint_format.h"
 #include "worker/checkpoint/rank_agreement.h"
@@ -104,6 +105,23 @@ CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world, 
   return manifest;
 }
 
+// `text` with the paths under `dir` shortened to their names below it: the message that
+// quotes them already names the step, and a supervisor shows the first 200 characters,
+// where the system's reason (No space left on device) must still be.
+std::string NamesBelow(std::string text, const std::filesystem::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
+  return text;
+}
+
+// A save that failed leaves no step-N.partial behind (the previous step and `latest` were
+// never touched, so nothing else needs undoing). Returns "" or why it could not be removed.
+std::string DiscardPartial(const std::filesystem::path& partial) {
+  std::error_code ec;
+  if (files::RemoveTree(partial, ec)) return "";
+  return " (" + partial.string() + " is left behind: " + ec.message() + ")";
+}
+
 }  // namespace
 
 TensorSlice WholeTensor(const std::string& name, const torch::Tensor& tensor) {
@@ -119,6 +137,11 @@ TensorSlice EvenSliceOf(const std::string& name, const torch::Tensor& tensor, in
 
 CheckpointWriter::CheckpointWriter(std::filesystem::path root, Communicator& comm, CheckpointWriterOptions options)
     : root_(std::move(root)), comm_(comm), options_(std::move(options)) {}
+
+void CheckpointWriter::Reached(const std::string& stage, const char* fault_point, int64_t step) const {
+  if (options_.on_stage) options_.on_stage(stage);
+  if (fault_point) checkpoint::ReachedFaultPoint(fault_point, step);
+}
 
 CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, const std::vector<TensorSlice>& slices,
                                            const std::string& rng_state) {
@@ -147,7 +170,7 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
   }
   if (!BroadcastOk(comm_, error.empty())) {
     throw CheckpointError(what + ": rank 0 could not create " + partial.string() +
-                          (error.empty() ? " (see rank 0's log)" : ": " + error));
+                          (error.empty() ? " (see rank 0's log)" : ": " + error + DiscardPartial(partial)));
   }
 
   // 2. This rank's slices, durable and verified before anyone hears of them.
@@ -155,15 +178,17 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
   const nlohmann::json table = WriteRankFile(partial / RankFileName(rank), rank, slices, rng_state, options_.on_stage);
   stats.write_seconds = SecondsSince(write_start);
   if (table.contains("bytes")) stats.bytes_written = table["bytes"].get<uint64_t>();
-  if (options_.on_stage) options_.on_stage("rank_file_written");
+  Reached("rank_file_written", table.contains("error") ? nullptr : "checkpoint_tensors_written", metadata.step);
 
   // 3. Every rank learns every rank's outcome.
   std::vector<nlohmann::json> tables;
   for (const auto& bytes : AllGatherBytes(comm_, table.dump())) tables.push_back(nlohmann::json::parse(bytes));
   for (const auto& t : tables) {
     if (t.contains("error")) {
+      // Every rank is past its write (the gather above): rank 0 may remove the staging.
       throw CheckpointError(what + ": rank " + std::to_string(t["rank"].get<int>()) + " could not write its slices: " +
-                            t["error"].get<std::string>());
+                            NamesBelow(t["error"].get<std::string>(), partial) +
+                            (rank == 0 ? DiscardPartial(partial) : ""));
     }
     stats.total_bytes += t["bytes"].get<uint64_t>();
   }
@@ -174,12 +199,14 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
     try {
       const CheckpointManifest manifest = BuildManifest(metadata, world, tables, what);
       ReplaceFileAtomically(partial / kManifestFileName, manifest.ToJson().dump(1));
-      if (options_.on_stage) options_.on_stage("manifest_written");
+      Reached("manifest_written", "checkpoint_manifest_written", metadata.step);
       checkpoint::PublishDirectory(partial, final_dir);
+      Reached("published", "checkpoint_published", metadata.step);
       WriteLatest(root_, metadata.step);
       PruneCheckpoints(root_, options_.keep);
     } catch (const std::exception& e) {
-      error = e.what();
+      // Gone already when the rename published it: a complete step is kept either way.
+      error = e.what() + DiscardPartial(partial);
     }
   }
 

@@ -14,7 +14,8 @@
 //      fsyncs DIR, points `latest` at it (atomic rename, fsync), then prunes to the
 //      newest `keep` steps (core/checkpoint/checkpoint_layout.h).
 //   5. rank 0 broadcasts the outcome; every rank returns or throws together.
-// A crash at any point leaves `latest` naming the previous complete step.
+// A crash at any point leaves `latest` naming the previous complete step (the next save
+// clears what it left); a save that fails removes its own step-N.partial.
 //
 // What a rank passes: the slices it owns (any contiguous range of a tensor's flattened
 // elements; together the ranks' slices must tile each tensor exactly), its RNG state
@@ -60,9 +61,11 @@ struct CheckpointMetadata {
 struct CheckpointWriterOptions {
   int keep = 2;  // newest complete steps retained
   // Test hook: called with "rank_file_synced" (this rank's data fsync'd, not yet read
-  // back), "rank_file_written" (after this rank's data is durable and verified) and
-  // "manifest_written" (rank 0, before `latest` moves), so a test can kill or damage
-  // mid-save.
+  // back), "rank_file_written" (after this rank's data is durable and verified, or its
+  // write failed), "manifest_written" (rank 0, before step-N.partial is renamed) and
+  // "published" (rank 0, step-N in place, before `latest` moves), so a test can kill or
+  // damage mid-save. The same points are drills for $HEADROOM_KILL_AT
+  // (core/checkpoint/fault_point.h).
   std::function<void(const std::string& stage)> on_stage;
 };
 
@@ -80,11 +83,16 @@ class CheckpointWriter {
  public:
   CheckpointWriter(std::filesystem::path root, Communicator& comm, CheckpointWriterOptions options = {});
 
-  // Collective. Throws CheckpointError (its own failure, or another rank's, named).
+  // Collective. Throws CheckpointError (its own failure, or another rank's, named); a
+  // failed save (a full disk, a write error on any rank) removes its step-N.partial and
+  // leaves the previous complete step and `latest` as they were.
   CheckpointSaveStats Save(const CheckpointMetadata& metadata, const std::vector<TensorSlice>& slices,
                            const std::string& rng_state);
 
  private:
+  // Tells options_.on_stage, then passes the fault point of that name (none when null).
+  void Reached(const std::string& stage, const char* fault_point, int64_t step) const;
+
   std::filesystem::path root_;
   Communicator& comm_;
   CheckpointWriterOptions options_;

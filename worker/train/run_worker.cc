@@ -287,6 +287,8 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
     std::cerr << e.what() << "\n";  // another run's checkpoint, or none intact: retrying cannot help
     return protocol::kExitInvalidSpec;
   }
+  // Loaded: an out-of-memory kill from here on is a step's, not the inputs'.
+  protocol::WriteTerminationMessage(protocol::LoadedPhaseMessage(first_step + 1));
 
   // 6. Steps. At every boundary the ranks agree whether to stop (a signal, or any rank's
   // guard); after every step the guard judges it and the checkpointer saves on cadence.
@@ -325,6 +327,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
       record.checkpoint_seconds = saved->seconds;
     }
     telemetry.Publish(record);
+    if (step == first_step) protocol::WriteTerminationMessage("");  // past the "loaded" phase
   }
   spdlog::info("finished {} steps", spec.grpo.steps);
   // After the final checkpoint (a resume at the last step lands here too, so a restart

@@ -1,0 +1,71 @@
+#include "operator/local/full_disk.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/checkpoint/checkpoint_layout.h"
+#include "core/guard/human_bytes.h"
+
+namespace headroom::local {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<dev_t> DeviceOf(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return st.st_dev;
+}
+
+uint64_t BytesUnder(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::optional<FilesystemSpace> SpaceOf(const std::string& path) {
+  fs::path p = fs::absolute(path).lexically_normal();
+  while (!DeviceOf(p) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  const std::optional<dev_t> device = DeviceOf(p);
+  struct statvfs vfs {};
+  if (!device || ::statvfs(p.c_str(), &vfs) != 0) return std::nullopt;
+  while (p.has_parent_path() && p != p.parent_path() && DeviceOf(p.parent_path()) == device) p = p.parent_path();
+  return FilesystemSpace{p.string(), static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize};
+}
+
+std::string FullDiskNote(const std::string& workdir, const std::vector<std::string>& failures, bool failed) {
+  const std::string checkpoints = workdir + "/checkpoints";
+  std::optional<fs::path> latest;
+  try {
+    latest = checkpoint::LatestCheckpoint(checkpoints);
+  } catch (const std::exception&) {
+    // A malformed `latest` is the resume's to report; here it only means no step is known.
+  }
+  const uint64_t step_bytes = latest ? BytesUnder(*latest) : 0;
+  const std::optional<FilesystemSpace> space = SpaceOf(workdir);
+  bool full = false;
+  for (const std::string& f : failures) full = full || f.find(std::strerror(ENOSPC)) != std::string::npos;
+  if (failed && latest && space && space->free_bytes < step_bytes) full = true;
+  if (!full) return "";
+
+  const std::optional<int64_t> step = latest ? checkpoint::ParseStepDirName(latest->filename().string()) : std::nullopt;
+  std::string note = "disk full: " + workdir + " is on the filesystem at " + (space ? space->mount_point : "?") +
+                     " with " + (space ? guard::HumanBytes(static_cast<double>(space->free_bytes)) : "?") + " free";
+  if (step_bytes > 0) note += " (a checkpoint takes " + guard::HumanBytes(static_cast<double>(step_bytes)) + ")";
+  note += step ? "; kept: the checkpoint at step " + std::to_string(*step) + " in " + checkpoints
+               : "; no checkpoint was saved yet";
+  return note + "; free space there (or use another --workdir) and run the same command again to " +
+         (step ? "resume from step " + std::to_string(*step) : "start");
+}
+
+}  // namespace headroom::local
