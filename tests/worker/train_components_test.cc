@@ -1,6 +1,7 @@
 // The step loop's two components: the checkpointer (resume, cadence, save at a stop,
-// another run's checkpoint refused, a new run started from a checkpoint's weights) and the step telemetry (the record of a step, and
-// that publishing it writes the step log).
+// another run's checkpoint refused, a new run started from a checkpoint's weights) and the
+// step telemetry (what it measures of a step, and that publishing the step's record writes
+// the step log).
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/grpo_trainer.h"
+#include "worker/train/step_report.h"
 #include "worker/train/step_telemetry.h"
 
 namespace headroom::worker {
@@ -137,7 +139,7 @@ TEST_F(TrainComponentsTest, NoDirectoryNoCheckpoints) {
   EXPECT_FALSE(none.Save(2));
 }
 
-TEST_F(TrainComponentsTest, TelemetryBuildsTheStepRecordAndPublishesItAsALogLine) {
+TEST_F(TrainComponentsTest, TelemetryMeasuresTheStepAndPublishesItsRecordAsALogLine) {
   const spec::TrainingJobSpec spec = SmallJob(2, 0);
   auto comm = MakeLocalCommunicator();
   GrpoTrainer trainer(spec, *comm, torch::kCPU);
@@ -151,17 +153,19 @@ TEST_F(TrainComponentsTest, TelemetryBuildsTheStepRecordAndPublishesItAsALogLine
   options.log_path = (dir_ / "steps.jsonl").string();
   StepTelemetry telemetry(options, torch::kCPU);
   telemetry.BeginStep();
-  const StepResult result = trainer.RunStep(0);
-  const protocol::StepRecord record = telemetry.EndStep(result, 99);
+  StepReport report;
+  report.training = trainer.RunStep(0);
+  report.measured = telemetry.EndStep();
+  report.next_step_tokens = 99;
+  EXPECT_EQ(report.measured.micro_batch_size, spec.grpo.micro_batch_size);
+  EXPECT_GT(report.measured.memory.host_bytes, 0);
+  EXPECT_GE(report.measured.memory.host_peak_bytes, report.measured.memory.host_bytes);
+  EXPECT_GT(report.measured.memory.host_limit_bytes, 0);
+  EXPECT_GT(report.measured.seconds, 0);
+  const protocol::StepRecord record = AssembleStepRecord(report);
   EXPECT_EQ(record.step, 1) << "records count finished steps";
-  EXPECT_EQ(record.tokens, result.tokens);
-  EXPECT_EQ(record.next_step_tokens, 99);
-  EXPECT_EQ(record.loss, result.loss);
-  EXPECT_EQ(record.micro_batch_size, spec.grpo.micro_batch_size);
-  EXPECT_GT(record.host_bytes, 0);
-  EXPECT_GE(record.host_peak_bytes, record.host_bytes);
-  EXPECT_GT(record.host_limit_bytes, 0);
-  EXPECT_GT(record.step_seconds, 0);
+  EXPECT_EQ(record.tokens, report.training.tokens);
+  EXPECT_EQ(record.loss, report.training.loss);
   telemetry.Publish(record);
   std::ifstream in(dir_ / "steps.jsonl");
   std::string line;

@@ -26,17 +26,14 @@ void MemoryMonitor::BeginStep() {
   gpu_->ResetPeak();
 }
 
-void MemoryMonitor::EndStep(protocol::StepRecord& record) {
+MemoryReading MemoryMonitor::EndStep() {
   const auto host = probe_.Read();
-  record.host_bytes = host.working_set_bytes;
-  record.host_peak_bytes = std::max(sampler_.TakePeak(), record.host_bytes);
-  record.host_limit_bytes = LimitOf(host);
-  const memory::GpuMemorySample gpu = gpu_->Read();
-  record.gpu_allocated_bytes = gpu.allocated_bytes;
-  record.gpu_reserved_bytes = gpu.reserved_bytes;
-  record.gpu_peak_bytes = gpu.peak_bytes;
-  record.gpu_total_bytes = gpu.total_bytes;
-  record.gpu_alloc_retries = gpu.alloc_retries;
+  MemoryReading reading;
+  reading.host_bytes = host.working_set_bytes;
+  reading.host_peak_bytes = std::max(sampler_.TakePeak(), reading.host_bytes);
+  reading.host_limit_bytes = LimitOf(host);
+  reading.gpu = gpu_->Read();
+  return reading;
 }
 
 }  // namespace headroom::worker

@@ -176,72 +176,104 @@ int64_t GrpoTrainer::TokensPerStep() const {
   return local_prompts_ * spec_.grpo.group_size * (task_->prompt_tokens() + spec_.grpo.max_response_length);
 }
 
-StepResult GrpoTrainer::RunStep(int64_t step) {
-  const auto& g = spec_.grpo;
-  const int64_t group = g.group_size;
-  StepResult result;
-  result.step = step;
-
-  // 1. Prompts: this rank's share of the step's global prompt range, each repeated G times,
-  // left-padded to the longest of them.
-  const int64_t n = local_prompts_ * group;
+// This rank's share of one step's prompts, each repeated groupSize times, left-padded to
+// the longest of them, with one sampling key per row.
+struct GrpoTrainer::StepPrompts {
   std::vector<Problem> problems;
   std::vector<uint64_t> keys;
+  PromptBatch batch;
+};
+
+struct GrpoTrainer::RolloutPhase {
+  Rollout rollout;
+  double seconds = 0;
+};
+
+// Rewards verified against each problem's answer, one per row.
+struct GrpoTrainer::RewardPhase {
+  torch::Tensor rewards;  // [rows] float32
+  double mean = 0;
+  double exact_fraction = 0;  // rows scored 1
+};
+
+struct GrpoTrainer::UpdatePhase {
+  PolicyUpdateStats stats;
+  double logprob_seconds = 0;
+  double seconds = 0;
+};
+
+GrpoTrainer::StepPrompts GrpoTrainer::PromptsOfStep(int64_t step) const {
+  const int64_t group = spec_.grpo.group_size;
+  StepPrompts out;
   for (int64_t i = 0; i < local_prompts_; ++i) {
     const int64_t global_prompt = GlobalPrompt(step, i);
-    problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
-    const int64_t length = static_cast<int64_t>(problems.back().prompt_tokens.size());
+    out.problems.push_back(task_->Make(static_cast<uint64_t>(global_prompt)));
+    const int64_t length = static_cast<int64_t>(out.problems.back().prompt_tokens.size());
     if (length < 1 || length > task_->prompt_tokens()) {
       throw std::runtime_error("task " + task_->name() + ": prompt " + std::to_string(global_prompt) + " has " +
                                std::to_string(length) + " tokens, outside [1, " +
                                std::to_string(task_->prompt_tokens()) + "]");
     }
-    for (int64_t s = 0; s < group; ++s) keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
+    for (int64_t s = 0; s < group; ++s) out.keys.push_back(SampleKey(spec_.task.seed, global_prompt * group + s));
   }
   std::vector<const Problem*> rows;
-  for (const auto& p : problems) rows.push_back(&p);
-  const PromptBatch batch_prompts = LeftPadded(rows, group, pad_token_);
-  const torch::Tensor& prompts = batch_prompts.prompts;
-  const torch::Tensor& prompt_padding = batch_prompts.padding;
+  for (const auto& p : out.problems) rows.push_back(&p);
+  out.batch = LeftPadded(rows, group, pad_token_);
+  return out;
+}
 
-  // 2. Rollout, on the bf16 copies where they are kept (inference_weights.h). Stage 3:
-  // the outer parameters stay gathered from here through the first mini-batch (its
-  // optimizer step releases them), the copies' only until the scope ends; blocks gather
-  // as they run.
-  auto t0 = std::chrono::steady_clock::now();
-  Rollout rollout;
+// The rollout reads the bf16 copies where they are kept (inference_weights.h). Stage 3:
+// the outer parameters stay gathered from here through the first mini-batch of the update
+// (its optimizer step releases them), the copies' only until the scope ends; blocks gather
+// as they run.
+GrpoTrainer::RolloutPhase GrpoTrainer::RollOut(const StepPrompts& prompts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RolloutPhase out;
   {
     InferenceWeightsScope bf16_weights(*shards_);
     shards_->Gather();
     model_->eval();
-    rollout = rollout_->Generate(model_, prompts.to(device_), keys, g.temperature, prompt_padding);
+    out.rollout = rollout_->Generate(model_, prompts.batch.prompts.to(device_), prompts.keys, spec_.grpo.temperature,
+                                     prompts.batch.padding);
   }
-  result.rollout_seconds = SecondsSince(t0);
+  out.seconds = SecondsSince(t0);
+  return out;
+}
 
-  // 3. Rewards, verified against each problem's answer.
-  auto responses = rollout.responses().cpu().contiguous();
+GrpoTrainer::RewardPhase GrpoTrainer::ScoreResponses(const StepPrompts& prompts, const Rollout& rollout) const {
+  const int64_t group = spec_.grpo.group_size;
+  const int64_t n = static_cast<int64_t>(prompts.keys.size());
+  const torch::Tensor responses = rollout.responses().cpu().contiguous();
   const int64_t* resp = responses.data_ptr<int64_t>();
   std::vector<float> scores(static_cast<size_t>(n));
   double exact = 0;
   for (int64_t j = 0; j < n; ++j) {
     scores[j] = static_cast<float>(
-        task_->Score(problems[j / group], resp + j * rollout.response_width, rollout.response_width));
+        task_->Score(prompts.problems[j / group], resp + j * rollout.response_width, rollout.response_width));
     exact += scores[j] == 1.0f;
   }
-  auto rewards = torch::tensor(scores, torch::kFloat32);
+  RewardPhase out;
+  out.rewards = torch::tensor(scores, torch::kFloat32);
+  out.mean = out.rewards.mean().item<double>();
+  out.exact_fraction = exact / static_cast<double>(n);
+  return out;
+}
 
-  // 4. Advantages, per group (a group never spans ranks: ranks own whole prompts).
+GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollout, const RewardPhase& rewards) {
+  const auto& g = spec_.grpo;
+  UpdatePhase out;
+  // Advantages, per group (a group never spans ranks: ranks own whole prompts).
   PolicyBatch batch;
   batch.sequences = rollout.sequences;
   batch.response_mask = rollout.response_mask;
   batch.prompt_length = rollout.prompt_length;
   batch.prompt_padding = rollout.prompt_padding;
-  batch.advantages = GroupAdvantages(rewards, group).to(device_);
+  batch.advantages = GroupAdvantages(rewards.rewards, g.group_size).to(device_);
 
-  // 5. Old (and reference) log-probs: once, without grad, before any update. With one
+  // Old (and reference) log-probs: once, without grad, before any update. With one
   // update per rollout the policy being updated is the one that sampled, so the update's
   // own log-probs serve as the old ones (policy_update.h) and this forward is skipped.
-  t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   if (g.updates_per_step > 1) {
     InferenceWeightsScope bf16_weights(*shards_);
     shards_->Gather();
@@ -252,33 +284,44 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
     batch.ref_logp = ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
                                             g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
-  result.logprob_seconds = SecondsSince(t0);
+  out.logprob_seconds = SecondsSince(t0);
 
-  // 6. Updates.
   t0 = std::chrono::steady_clock::now();
-  PolicyUpdateStats stats = updater_->Update(batch);
+  out.stats = updater_->Update(batch);
   shards_->Release();  // stage 3: a no-op after the last optimizer step released them; the
                       // step ends with only the shards whatever the optimizer does
-  result.update_seconds = SecondsSince(t0);
-  // A non-finite loss or gradient norm has just made the weights NaN: training on would
-  // only log reward 0. Stop (exit 1) before this step can be checkpointed.
-  if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
-    throw std::runtime_error("step " + std::to_string(step + 1) + ": loss " + std::to_string(stats.loss) +
-                             ", gradient norm " + std::to_string(stats.grad_norm) +
+  out.seconds = SecondsSince(t0);
+  // The weights are NaN now: stop (exit 1) before this step can be checkpointed.
+  if (!std::isfinite(out.stats.loss) || !std::isfinite(out.stats.grad_norm)) {
+    throw std::runtime_error("step " + std::to_string(step + 1) + ": loss " + std::to_string(out.stats.loss) +
+                             ", gradient norm " + std::to_string(out.stats.grad_norm) +
                              ": not finite, the weights are no longer usable; stopped (the last checkpoint is "
                              "from before this step)");
   }
+  return out;
+}
 
-  result.reward_mean = rewards.mean().item<double>();
-  result.exact_fraction = exact / static_cast<double>(n);
-  result.loss = stats.loss;
-  result.kl = stats.kl;
-  result.clip_fraction = stats.clip_fraction;
-  result.grad_norm = stats.grad_norm;
-  result.sequences = n;
-  result.tokens = n * (batch_prompts.longest + g.max_response_length);
-  result.generated_tokens = rollout.generated_tokens;
-  result.update_sequences = stats.sequences_run;
+StepResult GrpoTrainer::RunStep(int64_t step) {
+  const StepPrompts prompts = PromptsOfStep(step);
+  const RolloutPhase rollout = RollOut(prompts);
+  const RewardPhase rewards = ScoreResponses(prompts, rollout.rollout);
+  const UpdatePhase update = Update(step, rollout.rollout, rewards);
+
+  StepResult result;
+  result.step = step;
+  result.reward_mean = rewards.mean;
+  result.exact_fraction = rewards.exact_fraction;
+  result.loss = update.stats.loss;
+  result.kl = update.stats.kl;
+  result.clip_fraction = update.stats.clip_fraction;
+  result.grad_norm = update.stats.grad_norm;
+  result.sequences = static_cast<int64_t>(prompts.keys.size());
+  result.tokens = result.sequences * (prompts.batch.longest + spec_.grpo.max_response_length);
+  result.generated_tokens = rollout.rollout.generated_tokens;
+  result.update_sequences = update.stats.sequences_run;
+  result.rollout_seconds = rollout.seconds;
+  result.logprob_seconds = update.logprob_seconds;
+  result.update_seconds = update.seconds;
   return result;
 }
 

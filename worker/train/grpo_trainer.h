@@ -109,6 +109,18 @@ class GrpoTrainer {
   const spec::TrainingJobSpec& spec() const { return spec_; }
 
  private:
+  // RunStep's phases, each returning what it produced and measured (grpo_trainer.cc).
+  struct StepPrompts;
+  struct RolloutPhase;
+  struct RewardPhase;
+  struct UpdatePhase;
+  StepPrompts PromptsOfStep(int64_t step) const;
+  RolloutPhase RollOut(const StepPrompts& prompts);
+  RewardPhase ScoreResponses(const StepPrompts& prompts, const Rollout& rollout) const;
+  // Throws std::runtime_error when the update left the weights unusable (a non-finite
+  // loss or gradient norm): training on would only log reward 0.
+  UpdatePhase Update(int64_t step, const Rollout& rollout, const RewardPhase& rewards);
+
   spec::TrainingJobSpec spec_;
   Communicator& comm_;
   torch::Device device_;

@@ -26,6 +26,7 @@
 #include "worker/train/checkpointer.h"
 #include "worker/train/final_export.h"
 #include "worker/train/grpo_trainer.h"
+#include "worker/train/step_report.h"
 #include "worker/train/step_telemetry.h"
 #include "worker/train/stop_agreement.h"
 #include "worker/train/stop_request.h"
@@ -72,17 +73,18 @@ class WorkerGuard {
   WorkerGuard(const spec::TrainingJobSpec& spec, int world_size)
       : spec_(spec), world_size_(world_size), history_(guard::GuardHistory::FromEnvironment()) {}
 
-  // Judges the step `record` describes; writes the decision and the forecast into it.
-  guard::Decision AfterStep(protocol::StepRecord& record) {
+  // Judges the step `memory` describes (the memory part of its record, as `headroom
+  // replay` reads it back) before a step of `next_step_tokens`.
+  GuardVerdict AfterStep(const guard::StepMemory& memory, int64_t next_step_tokens) {
     if (!guard_) {
-      guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, record.host_limit_bytes,
-                                          record.gpu_total_bytes, record.gpu_total_bytes > 0);
+      guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, memory.host_limit_bytes,
+                                          memory.gpu_limit_bytes, memory.gpu_limit_bytes > 0);
     }
-    // What `headroom replay` computes from this record: the same object, fed the same way.
-    const guard::Decision decision = guard_->AfterStep(record.ToStepMemory(), record.next_step_tokens);
-    record.guard_action = guard::DecisionActionName(decision.action);
-    record.SetForecast(guard_->last_forecast());
-    return decision;
+    // What `headroom replay` computes from the logged record: the same object, fed the same way.
+    GuardVerdict verdict;
+    verdict.decision = guard_->AfterStep(memory, next_step_tokens);
+    verdict.forecast = guard_->last_forecast();
+    return verdict;
   }
 
  private:
@@ -164,15 +166,6 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
                held.gradients, held.optimizer);
 }
 
-// Text tasks: where the next unseen prompt lies in the dataset after `done` finished steps.
-void SetDatasetPosition(protocol::StepRecord& record, const GrpoTrainer& trainer, int64_t done) {
-  const auto state = trainer.DatasetAfter(done);
-  if (!state) return;
-  record.epoch = state->epoch;
-  record.cursor = state->cursor;
-  record.prompts_filtered = state->prompts_filtered;
-}
-
 // Where Run() is, for reporting an error that unwinds out of it.
 struct RunProgress {
   torch::Device device{torch::kCPU};
@@ -216,6 +209,72 @@ class SimulatedGpuOom {
   int64_t step_ = -1;
   std::filesystem::path marker_;
 };
+
+// What the step loop runs with, built once by Run().
+struct StepLoop {
+  const spec::TrainingJobSpec& spec;
+  int rank;
+  Communicator& comm;
+  GrpoTrainer& trainer;
+  StepTelemetry& telemetry;
+  DebugLeaks& leaks;
+  WorkerGuard& guard;
+  Checkpointer& checkpointer;
+  const SimulatedGpuOom& simulated_gpu_oom;
+  RunProgress& progress;
+};
+
+// Held-out problems are scored when a checkpoint is due (and after the last step): a
+// number beside each saved model, at the cost of one greedy pass. Collective.
+std::optional<HeldOutScore> EvaluateHeldOutIfDue(StepLoop& loop, int64_t done) {
+  if (!loop.trainer.has_held_out() || !loop.checkpointer.ShouldSave(done)) return std::nullopt;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<HeldOutScore> held = loop.trainer.EvaluateHeldOut();
+  if (held && loop.rank == 0) {
+    spdlog::info("step {}: held-out reward {:.4f} ({:.1f}% exact) over {} problems, {:.2f} s", done,
+                 held->reward_mean, 100.0 * held->exact_fraction, held->problems,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return held;
+}
+
+// Step `step` (0-based), phase by phase; each phase's value goes into the report the
+// step's record is assembled from.
+StepReport RunOneStep(StepLoop& loop, int64_t step) {
+  const int64_t done = step + 1;
+  loop.progress.step = done;
+  loop.simulated_gpu_oom.BeforeStep(done);
+  loop.telemetry.BeginStep();
+  loop.leaks.Step();
+  StepReport report;
+  report.training = loop.trainer.RunStep(step);
+  report.measured = loop.telemetry.EndStep();
+  report.next_step_tokens = done < loop.spec.grpo.steps ? loop.trainer.TokensPerStep() : 0;
+  report.dataset = loop.trainer.DatasetAfter(done);
+  report.held_out = EvaluateHeldOutIfDue(loop, done);
+  report.guard = loop.guard.AfterStep(AssembleStepRecord(report).ToStepMemory(), report.next_step_tokens);
+  report.checkpoint = loop.checkpointer.AfterStep(done);
+  return report;
+}
+
+// The steps from `first_step` on. At every boundary the ranks agree whether to stop (a
+// signal, or any rank's guard); a stop saves that boundary and returns the exit code.
+// Returns nullopt when every step ran.
+std::optional<int> RunSteps(StepLoop& loop, int64_t first_step) {
+  guard::Decision pending;  // this rank's guard decision after the last step
+  for (int64_t step = first_step; step < loop.spec.grpo.steps; ++step) {
+    const StopKind stop = AgreeOnStop(loop.comm, StopRequested(), pending.acts());
+    if (stop != StopKind::kNone) {
+      loop.checkpointer.Save(step);  // every rank agreed on this boundary
+      return ExitAtBoundary(stop, pending, step);
+    }
+    const StepReport report = RunOneStep(loop, step);
+    pending = report.guard->decision;  // acted on at the next boundary, with every rank
+    loop.telemetry.Publish(AssembleStepRecord(report));
+    if (step == first_step) protocol::WriteTerminationMessage("");  // past the "loaded" phase
+  }
+  return std::nullopt;
+}
 
 // The hub model's snapshot directory, fetched into the Hugging Face cache unless it is
 // complete there; every rank calls this and one downloads while the others wait (see
@@ -290,45 +349,10 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   // Loaded: an out-of-memory kill from here on is a step's, not the inputs'.
   protocol::WriteTerminationMessage(protocol::LoadedPhaseMessage(first_step + 1));
 
-  // 6. Steps. At every boundary the ranks agree whether to stop (a signal, or any rank's
-  // guard); after every step the guard judges it and the checkpointer saves on cadence.
-  const int64_t tokens_per_step = trainer->TokensPerStep();
-  guard::Decision pending;  // this rank's guard decision after the last step
-  for (int64_t step = first_step; step < spec.grpo.steps; ++step) {
-    const StopKind stop = AgreeOnStop(*comm, StopRequested(), pending.acts());
-    if (stop != StopKind::kNone) {
-      checkpointer.Save(step);  // every rank agreed on this boundary
-      return ExitAtBoundary(stop, pending, step);
-    }
-    progress.step = step + 1;
-    simulated_gpu_oom.BeforeStep(step + 1);
-    telemetry.BeginStep();
-    leaks.Step();
-    const StepResult result = trainer->RunStep(step);
-    protocol::StepRecord record = telemetry.EndStep(result, step + 1 < spec.grpo.steps ? tokens_per_step : 0);
-    SetDatasetPosition(record, *trainer, step + 1);
-    // Held-out problems are scored when a checkpoint is due (and after the last step): a
-    // number beside each saved model, at the cost of one greedy pass.
-    if (trainer->has_held_out() && checkpointer.ShouldSave(step + 1)) {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (const auto held = trainer->EvaluateHeldOut()) {
-        record.heldout_reward = held->reward_mean;
-        record.heldout_problems = held->problems;
-        if (options.rank == 0) {
-          spdlog::info("step {}: held-out reward {:.4f} ({:.1f}% exact) over {} problems, {:.2f} s", step + 1,
-                       held->reward_mean, 100.0 * held->exact_fraction, held->problems,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-      }
-    }
-    pending = guard.AfterStep(record);  // acted on at the next boundary, with every rank
-    if (const auto saved = checkpointer.AfterStep(record.step)) {
-      record.checkpoint_bytes = static_cast<int64_t>(saved->total_bytes);
-      record.checkpoint_seconds = saved->seconds;
-    }
-    telemetry.Publish(record);
-    if (step == first_step) protocol::WriteTerminationMessage("");  // past the "loaded" phase
-  }
+  // 6. Steps.
+  StepLoop loop{spec, options.rank, *comm, *trainer, telemetry, leaks, guard, checkpointer, simulated_gpu_oom,
+                progress};
+  if (const std::optional<int> stopped = RunSteps(loop, first_step)) return *stopped;
   spdlog::info("finished {} steps", spec.grpo.steps);
   // After the final checkpoint (a resume at the last step lands here too, so a restart
   // after a failed export retries it).

@@ -24,30 +24,16 @@ void StepTelemetry::BeginStep() {
   start_ = std::chrono::steady_clock::now();
 }
 
-protocol::StepRecord StepTelemetry::EndStep(const StepResult& r, int64_t next_step_tokens) {
+StepMeasurement StepTelemetry::EndStep() {
   ReturnFreedHeapToSystem(HeapTrimThreshold(host_limit_bytes_));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  protocol::StepRecord rec;
-  monitor_.EndStep(rec);
-  host_limit_bytes_ = rec.host_limit_bytes;
-  rec.step = r.step + 1;
-  rec.reward_mean = r.reward_mean;
-  rec.exact_fraction = r.exact_fraction;
-  rec.loss = r.loss;
-  rec.kl = r.kl;
-  rec.clip_fraction = r.clip_fraction;
-  rec.grad_norm = r.grad_norm;
-  rec.tokens = r.tokens;
-  rec.next_step_tokens = next_step_tokens;
-  rec.generated_tokens = r.generated_tokens;
-  rec.step_seconds = seconds;
-  rec.tokens_per_second = seconds > 0 ? static_cast<double>(r.tokens) / seconds : 0;
-  rec.rollout_seconds = r.rollout_seconds;
-  rec.update_seconds = r.update_seconds;
-  rec.world_size = options_.world_size;
-  rec.rank = options_.rank;
-  rec.micro_batch_size = options_.micro_batch_size;
-  return rec;
+  StepMeasurement measured;
+  measured.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  measured.memory = monitor_.EndStep();
+  host_limit_bytes_ = measured.memory.host_limit_bytes;
+  measured.world_size = options_.world_size;
+  measured.rank = options_.rank;
+  measured.micro_batch_size = options_.micro_batch_size;
+  return measured;
 }
 
 void StepTelemetry::Publish(const protocol::StepRecord& record) {

@@ -1,13 +1,13 @@
-// What a worker says about each step: it measures memory around the step (host working
-// set and peak, the GPU allocator), builds the step's protocol::StepRecord from the
-// trainer's result and that reading, and publishes it — one line of the step log and
-// the /metrics gauges.
+// What a worker measures about each step and where it says it: memory around the step
+// (host working set and peak, the GPU allocator) and its duration, returned as a
+// StepMeasurement; and the publishing of the step's record — one line of the step log
+// and the /metrics gauges. The record itself is assembled by worker/train/step_report.h.
 //
 //   telemetry.BeginStep();
-//   StepResult result = trainer.RunStep(step);
-//   protocol::StepRecord record = telemetry.EndStep(result, next_step_tokens);
-//   ... the guard and the checkpointer add their fields ...
-//   telemetry.Publish(record);
+//   report.training = trainer.RunStep(step);
+//   report.measured = telemetry.EndStep();
+//   ... the other phases report ...
+//   telemetry.Publish(AssembleStepRecord(report));
 #pragma once
 
 #include <chrono>
@@ -21,7 +21,6 @@
 #include "worker/telemetry/memory_monitor.h"
 #include "worker/telemetry/step_log.h"
 #include "worker/telemetry/worker_metrics.h"
-#include "worker/train/grpo_trainer.h"
 
 namespace headroom::worker {
 
@@ -36,16 +35,23 @@ struct StepTelemetryOptions {
   std::string metrics_bind = "0.0.0.0";
 };
 
+// What the telemetry measured about one step, and where that step ran.
+struct StepMeasurement {
+  MemoryReading memory;
+  double seconds = 0;  // BeginStep() to EndStep()
+  int world_size = 1, rank = 0;
+  int64_t micro_batch_size = 0;
+};
+
 class StepTelemetry {
  public:
   // Throws std::runtime_error when the log cannot be opened or the port bound.
   StepTelemetry(const StepTelemetryOptions& options, const torch::Device& device);
 
   void BeginStep();
-  // The record of the step that just ran (`result.step` is 0-based; the record's step
-  // counts finished steps). Returns freed heap to the system first when it matters
-  // against the limit, so the end-of-step reading is the level, not the peak.
-  protocol::StepRecord EndStep(const StepResult& result, int64_t next_step_tokens);
+  // The step that just ran, as measured. Returns freed heap to the system first when it
+  // matters against the limit, so the end-of-step reading is the level, not the peak.
+  StepMeasurement EndStep();
   void Publish(const protocol::StepRecord& record);
 
   const char* host_source() const { return monitor_.host_source(); }
