@@ -15,7 +15,6 @@
 // Exit: 0 all steps done; 1 failed (gave up, the build is stale, or the worker could not start); 2 a bad
 // spec or usage; 130 stopped by Ctrl-C after a clean drain (rerun to resume) — a second
 // Ctrl-C kills the workers at once.
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "core/protocol/stop_signals.h"
 #include "core/spec/training_job.h"
 #include "operator/cli/command_registry.h"
 #include "operator/local/atomic_file.h"
@@ -97,11 +97,7 @@ int RunRun(const RunFlags& flags) {
   options.terminal = isatty(STDOUT_FILENO) != 0;
   options.interrupts = &g_interrupts;
 
-  struct sigaction sa{};
-  sa.sa_handler = OnInterrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  protocol::HandleStopSignals(OnInterrupt);
 
   std::cout << "headroom: running " << job.metadata.name << " (" << job.spec.workers << " worker(s), "
             << job.spec.grpo.steps << " steps, memory limit " << job.spec.resources.memory << " per worker) in "

@@ -10,37 +10,30 @@ namespace {
 // The TrainingJob phases of docs/design.md: every one is exported (at 0 when empty), so a
 // dashboard's sum by phase never has holes.
 const char* kPhases[] = {"Pending", "Running", "Restarting", "Resharding", "Suspended", "Succeeded", "Failed"};
+
+// A metric family registered in `registry` under its fixed name and help text.
+template <typename Builder>
+auto* Register(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
+  return &builder.Name(name).Help(help).Register(registry);
+}
+
 }  // namespace
 
 OperatorMetrics::OperatorMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
-  reconcile_total_ = &prometheus::BuildCounter()
-                          .Name(metrics::kOperatorReconcileTotal)
-                          .Help("TrainingJob reconciles, by result (success, error, requeue)")
-                          .Register(*registry_);
-  reconcile_duration_ = &prometheus::BuildHistogram()
-                             .Name(metrics::kOperatorReconcileDurationSeconds)
-                             .Help("Time one TrainingJob reconcile took")
-                             .Register(*registry_);
-  guard_actions_ = &prometheus::BuildCounter()
-                        .Name(metrics::kOperatorGuardActionsTotal)
-                        .Help("Memory guard actions the operator applied, by action and reason")
-                        .Register(*registry_);
-  jobs_ = &prometheus::BuildGauge()
-               .Name(metrics::kOperatorJobs)
-               .Help("TrainingJobs by phase")
-               .Register(*registry_);
-  queue_depth_ = &prometheus::BuildGauge()
-                      .Name(metrics::kOperatorWorkqueueDepth)
-                      .Help("Keys ready in the controller's work queue")
-                      .Register(*registry_);
-  queue_waiting_ = &prometheus::BuildGauge()
-                        .Name(metrics::kOperatorWorkqueueWaiting)
-                        .Help("Keys delayed in the controller's work queue (backoff, requeue-after)")
-                        .Register(*registry_);
-  queue_processing_ = &prometheus::BuildGauge()
-                           .Name(metrics::kOperatorWorkqueueProcessing)
-                           .Help("Keys being reconciled")
-                           .Register(*registry_);
+  using prometheus::BuildCounter, prometheus::BuildGauge, prometheus::BuildHistogram;
+  reconcile_total_ = Register(BuildCounter(), metrics::kOperatorReconcileTotal,
+                              "TrainingJob reconciles, by result (success, error, requeue)", *registry_);
+  reconcile_duration_ = Register(BuildHistogram(), metrics::kOperatorReconcileDurationSeconds,
+                                 "Time one TrainingJob reconcile took", *registry_);
+  guard_actions_ = Register(BuildCounter(), metrics::kOperatorGuardActionsTotal,
+                            "Memory guard actions the operator applied, by action and reason", *registry_);
+  jobs_ = Register(BuildGauge(), metrics::kOperatorJobs, "TrainingJobs by phase", *registry_);
+  queue_depth_ = Register(BuildGauge(), metrics::kOperatorWorkqueueDepth,
+                          "Keys ready in the controller's work queue", *registry_);
+  queue_waiting_ = Register(BuildGauge(), metrics::kOperatorWorkqueueWaiting,
+                            "Keys delayed in the controller's work queue (backoff, requeue-after)", *registry_);
+  queue_processing_ = Register(BuildGauge(), metrics::kOperatorWorkqueueProcessing, "Keys being reconciled",
+                               *registry_);
   for (const char* result : {"success", "error", "requeue"}) reconcile_total_->Add({{"result", result}});
   for (const char* phase : kPhases) jobs_->Add({{"phase", phase}}).Set(0);
 }

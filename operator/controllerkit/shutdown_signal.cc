@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
+#include <stdexcept>
+
+#include "core/protocol/stop_signals.h"
 
 namespace headroom::controllerkit {
 namespace {
@@ -23,12 +25,7 @@ extern "C" void OnShutdownSignal(int) {
 
 ShutdownSignal::ShutdownSignal() {
   if (pipe2(g_pipe, O_CLOEXEC) != 0) throw std::runtime_error("shutdown signal: pipe2 failed");
-  struct sigaction sa {};
-  sa.sa_handler = OnShutdownSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  protocol::HandleStopSignals(OnShutdownSignal);
   watcher_ = std::thread([this] { Watch(); });
   watcher_.detach();  // lives as long as the process
 }

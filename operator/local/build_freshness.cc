@@ -1,14 +1,13 @@
 #include "operator/local/build_freshness.h"
 
-#include <openssl/evp.h>
-
 #include <fstream>
 #include <map>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+
+#include "core/hf/hub_digest.h"
 
 namespace headroom::local {
 namespace fs = std::filesystem;
@@ -91,29 +90,6 @@ std::string Summarise(const std::vector<std::string>& names, const char* what) {
 
 }  // namespace
 
-std::string Sha256OfFile(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + file.string());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("SHA-256 unavailable in OpenSSL");
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx.get(), buffer, static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) throw std::runtime_error("error reading " + file.string());
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
-
 BuildFreshness CheckBuildFreshness(const fs::path& bin_dir, const std::vector<std::string>& binaries) {
   std::error_code ec;
   const fs::path stamp_path = bin_dir / kStampName;
@@ -148,7 +124,7 @@ BuildFreshness CheckBuildFreshness(const fs::path& bin_dir, const std::vector<st
       continue;
     }
     try {
-      if (Sha256OfFile(file) != hash) changed.push_back(rel);
+      if (hf::FileSha256(file.string()) != hash) changed.push_back(rel);
     } catch (const std::exception&) {
       changed.push_back(rel);
     }

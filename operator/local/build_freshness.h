@@ -28,8 +28,4 @@ struct BuildFreshness {
 BuildFreshness CheckBuildFreshness(const std::filesystem::path& bin_dir,
                                    const std::vector<std::string>& binaries);
 
-// SHA-256 of a file's contents as 64 lowercase hex digits; throws std::runtime_error
-// naming the file when it cannot be read.
-std::string Sha256OfFile(const std::filesystem::path& file);
-
 }  // namespace headroom::local

@@ -148,7 +148,114 @@ void LocalProcessBackend::DestroyCgroups() {
   }
 }
 
+namespace {
+
+std::string Var(const char* name, const std::string& value) { return std::string(name) + "=" + value; }
+
+// This process's environment without the variables the launcher sets itself (the
+// protocol's and the template's): those are added after, so they replace ours.
+std::vector<std::string> InheritedEnvironment(const LocalPodTemplate& from_template) {
+  std::vector<std::string> ours;
+  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv, protocol::kMasterAddrEnv,
+                           protocol::kMasterPortEnv, protocol::kTerminationLogEnv, protocol::kMemoryLimitEnv,
+                           protocol::kGuardHistoryEnv}) {
+    ours.push_back(std::string(name) + "=");
+  }
+  for (const auto& [name, value] : from_template.env) ours.push_back(name + "=");
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    bool replaced = false;
+    for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
+    if (!replaced) env.push_back(kv);
+  }
+  return env;
+}
+
+// A forked child held before exec until the parent writes to `gate` (so the parent can
+// put it in its cgroup first); closing `gate` without a byte makes it exit 127.
+struct HeldChild {
+  pid_t pid;
+  int gate;
+};
+
+// In the child, between fork and exec: only async-signal-safe calls.
+[[noreturn]] void ExecWhenReleased(pid_t parent, int out_fd, const int gate[2], char* const argv[],
+                                   char* const envp[]) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(out_fd, STDERR_FILENO);
+  close(gate[1]);
+  char go = 0;
+  // Wait until the parent has put us in the cgroup: no byte = the parent gave up.
+  if (read(gate[0], &go, 1) != 1) _exit(127);
+  execve(argv[0], argv, envp);
+  const char msg[] = "headroom: cannot exec the worker binary\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(127);
+}
+
+// Forks `args` (with exactly `env`), its stdout and stderr to `out_path`, held before exec.
+HeldChild ForkHeld(std::vector<std::string> args, std::vector<std::string> env, const std::string& out_path) {
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out_fd < 0) throw std::runtime_error("cannot open " + out_path + ": " + std::strerror(errno));
+  int gate[2];
+  if (pipe2(gate, O_CLOEXEC) != 0) {
+    close(out_fd);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(out_fd);
+    close(gate[0]);
+    close(gate[1]);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) ExecWhenReleased(parent, out_fd, gate, argv.data(), envp.data());
+  close(out_fd);
+  close(gate[0]);
+  return {pid, gate[1]};
+}
+
+void Release(const HeldChild& child) {
+  const char go = 1;
+  (void)!write(child.gate, &go, 1);
+  close(child.gate);
+}
+
+}  // namespace
+
 void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
+  const std::string job_path = StartGeneration(request);
+  const spec::TrainingJob& job = request.job;
+  const std::vector<std::string> shared_env = SharedEnvironment(request, net::FreePort());
+  try {
+    for (int rank = 0; rank < job.spec.workers; ++rank) StartRank(job, rank, job_path, shared_env);
+  } catch (...) {
+    for (Rank& r : ranks_) {
+      if (r.pid > 0) kill(r.pid, SIGKILL);
+    }
+    ReapAll();
+    DestroyCgroups();
+    throw;
+  }
+}
+
+std::string LocalProcessBackend::StartGeneration(const runtime::LaunchRequest& request) {
   for (const Rank& r : ranks_) {
     if (!r.exit) throw std::logic_error("Launch while generation " + std::to_string(generation_) + " runs");
   }
@@ -159,140 +266,72 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
     throw std::runtime_error("worker binary " + options_.worker_binary + " is not an executable file");
   }
   generation_ = request.generation;
-  const spec::TrainingJob& job = request.job;
-  limit_bytes_ = job.spec.resources.memory_bytes;
+  limit_bytes_ = request.job.spec.resources.memory_bytes;
   const std::string dir = generation_dir(generation_);
   fs::create_directories(dir);
   const std::string job_path = dir + "/job.yaml";
-  {
-    std::ofstream out(job_path, std::ios::trunc);
-    out << spec::ToYaml(job);
-    if (!out) throw std::runtime_error("cannot write " + job_path);
-  }
-  const int port = net::FreePort();
-  const int world = job.spec.workers;
+  std::ofstream out(job_path, std::ios::trunc);
+  out << spec::ToYaml(request.job);
+  if (!out) throw std::runtime_error("cannot write " + job_path);
+  return job_path;
+}
 
-  // The environment every rank shares, then the per-rank part; the template's plain
-  // variables replace this process's own of the same name.
-  const LocalPodTemplate from_template = ApplicableOnOneMachine(job.spec.pod_template);
+std::vector<std::string> LocalProcessBackend::SharedEnvironment(const runtime::LaunchRequest& request, int port) {
+  const LocalPodTemplate from_template = ApplicableOnOneMachine(request.job.spec.pod_template);
   if (!template_noticed_) {
     template_noticed_ = true;
     if (std::string notice = IgnoredTemplateNotice(from_template); !notice.empty()) Notice(notice);
   }
-  std::vector<std::string> base_env;
-  std::vector<std::string> ours;
-  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv, protocol::kMasterAddrEnv,
-                           protocol::kMasterPortEnv, protocol::kTerminationLogEnv, protocol::kMemoryLimitEnv,
-                           protocol::kGuardHistoryEnv}) {
-    ours.push_back(std::string(name) + "=");
-  }
-  for (const auto& [name, value] : from_template.env) ours.push_back(name + "=");
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    bool replaced = false;
-    for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
-    if (!replaced) base_env.push_back(kv);
-  }
-  auto var = [](const char* name, const std::string& value) { return std::string(name) + "=" + value; };
-  base_env.push_back(var(protocol::kWorldSizeEnv, std::to_string(world)));
-  base_env.push_back(var(protocol::kMasterAddrEnv, "127.0.0.1"));
-  base_env.push_back(var(protocol::kMasterPortEnv, std::to_string(port)));
-  base_env.push_back(var(protocol::kMemoryLimitEnv, std::to_string(limit_bytes_)));
-  if (!request.guard_history_json.empty()) base_env.push_back(var(protocol::kGuardHistoryEnv, request.guard_history_json));
-  for (const auto& [name, value] : from_template.env) base_env.push_back(name + "=" + value);
-  for (const auto& [k, v] : options_.extra_env) base_env.push_back(k + "=" + v);
+  std::vector<std::string> env = InheritedEnvironment(from_template);
+  env.push_back(Var(protocol::kWorldSizeEnv, std::to_string(request.job.spec.workers)));
+  env.push_back(Var(protocol::kMasterAddrEnv, "127.0.0.1"));
+  env.push_back(Var(protocol::kMasterPortEnv, std::to_string(port)));
+  env.push_back(Var(protocol::kMemoryLimitEnv, std::to_string(limit_bytes_)));
+  if (!request.guard_history_json.empty()) env.push_back(Var(protocol::kGuardHistoryEnv, request.guard_history_json));
+  for (const auto& [name, value] : from_template.env) env.push_back(name + "=" + value);
+  for (const auto& [k, v] : options_.extra_env) env.push_back(k + "=" + v);
+  return env;
+}
 
+void LocalProcessBackend::StartRank(const spec::TrainingJob& job, int rank, const std::string& job_path,
+                                    const std::vector<std::string>& shared_env) {
+  Rank r;
+  r.rank = rank;
+  const std::string dir = generation_dir(generation_);
+  r.log_path = dir + "/rank-" + std::to_string(rank) + ".log";
+  r.termination_path = dir + "/rank-" + std::to_string(rank) + ".termination";
+  r.out_path = dir + "/rank-" + std::to_string(rank) + ".out";
+  fs::remove(r.log_path);
+  fs::remove(r.termination_path);
+  if (use_cgroups_) CreateCgroup(job, r);
+  std::vector<std::string> env = shared_env;
+  env.push_back(Var(protocol::kRankEnv, std::to_string(rank)));
+  env.push_back(Var(protocol::kLocalRankEnv, std::to_string(rank)));
+  env.push_back(Var(protocol::kTerminationLogEnv, r.termination_path));
+  const HeldChild child = ForkHeld({options_.worker_binary, "--job", job_path, "--checkpoint-dir", checkpoint_dir(),
+                                    "--metrics-port", "0", "--log", r.log_path},
+                                   std::move(env), r.out_path);
+  r.pid = child.pid;
   try {
-    for (int rank = 0; rank < world; ++rank) {
-      Rank r;
-      r.rank = rank;
-      r.log_path = dir + "/rank-" + std::to_string(rank) + ".log";
-      r.termination_path = dir + "/rank-" + std::to_string(rank) + ".termination";
-      r.out_path = dir + "/rank-" + std::to_string(rank) + ".out";
-      const std::string& out_path = r.out_path;
-      fs::remove(r.log_path);
-      fs::remove(r.termination_path);
-      if (use_cgroups_) {
-        r.cgroup = memory::MemoryCgroup::Create(
-            "headroom-" + job.metadata.name + "-" + std::to_string(getpid()) + "-g" + std::to_string(generation_) +
-                "-r" + std::to_string(rank),
-            limit_bytes_, options_.cgroup_root);
-        r.oom_kills_at_start = r.cgroup->OomKillCount();
-        if (!stale_cgroups_swept_) {
-          stale_cgroups_swept_ = true;
-          const int swept = RemoveStaleCgroups(fs::path(r.cgroup->dir()).parent_path().string());
-          if (swept > 0) Notice("removed " + std::to_string(swept) + " empty memory cgroup(s) of killed runs");
-        }
-      }
-      std::vector<std::string> env = base_env;
-      env.push_back(var(protocol::kRankEnv, std::to_string(rank)));
-      env.push_back(var(protocol::kLocalRankEnv, std::to_string(rank)));
-      env.push_back(var(protocol::kTerminationLogEnv, r.termination_path));
-      std::vector<std::string> args = {options_.worker_binary, "--job", job_path, "--checkpoint-dir", checkpoint_dir(),
-                                       "--metrics-port", "0", "--log", r.log_path};
-      // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-      std::vector<char*> argv, envp;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      for (std::string& e : env) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (out_fd < 0) throw std::runtime_error("cannot open " + out_path + ": " + std::strerror(errno));
-      int gate[2];
-      if (pipe2(gate, O_CLOEXEC) != 0) {
-        close(out_fd);
-        throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-      }
-      const pid_t parent = getpid();
-      const pid_t pid = fork();
-      if (pid < 0) {
-        close(out_fd);
-        close(gate[0]);
-        close(gate[1]);
-        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-      }
-      if (pid == 0) {
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, nullptr);
-        dup2(out_fd, STDOUT_FILENO);
-        dup2(out_fd, STDERR_FILENO);
-        close(gate[1]);
-        char go = 0;
-        // Wait until the parent has put us in the cgroup: no byte = the parent gave up.
-        if (read(gate[0], &go, 1) != 1) _exit(127);
-        execve(argv[0], argv.data(), envp.data());
-        const char msg[] = "headroom: cannot exec the worker binary\n";
-        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-        _exit(127);
-      }
-      close(out_fd);
-      close(gate[0]);
-      r.pid = pid;
-      try {
-        if (r.cgroup) r.cgroup->AddProcess(pid);
-      } catch (...) {
-        close(gate[1]);
-        ranks_.push_back(std::move(r));
-        throw;
-      }
-      const char go = 1;
-      (void)!write(gate[1], &go, 1);
-      close(gate[1]);
-      ranks_.push_back(std::move(r));
-    }
+    if (r.cgroup) r.cgroup->AddProcess(child.pid);
   } catch (...) {
-    for (Rank& r : ranks_) {
-      if (r.pid > 0) kill(r.pid, SIGKILL);
-    }
-    ReapAll();
-    DestroyCgroups();
+    close(child.gate);
+    ranks_.push_back(std::move(r));
     throw;
+  }
+  Release(child);
+  ranks_.push_back(std::move(r));
+}
+
+void LocalProcessBackend::CreateCgroup(const spec::TrainingJob& job, Rank& r) {
+  r.cgroup = memory::MemoryCgroup::Create("headroom-" + job.metadata.name + "-" + std::to_string(getpid()) + "-g" +
+                                              std::to_string(generation_) + "-r" + std::to_string(r.rank),
+                                          limit_bytes_, options_.cgroup_root);
+  r.oom_kills_at_start = r.cgroup->OomKillCount();
+  if (!stale_cgroups_swept_) {
+    stale_cgroups_swept_ = true;
+    const int swept = RemoveStaleCgroups(fs::path(r.cgroup->dir()).parent_path().string());
+    if (swept > 0) Notice("removed " + std::to_string(swept) + " empty memory cgroup(s) of killed runs");
   }
 }
 

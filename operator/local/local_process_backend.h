@@ -87,6 +87,15 @@ class LocalProcessBackend : public runtime::WorkerBackend {
     std::optional<runtime::RankExit> exit;
   };
 
+  // Launch's steps. StartGeneration: checks nothing runs, forgets the last generation,
+  // writes this one's job.yaml and returns its path. SharedEnvironment: what every rank
+  // of it gets. StartRank: forks one rank (in its cgroup, when there are cgroups) and adds
+  // it to ranks_, also when it fails after the fork (so the caller can kill it).
+  std::string StartGeneration(const runtime::LaunchRequest& request);
+  std::vector<std::string> SharedEnvironment(const runtime::LaunchRequest& request, int port);
+  void StartRank(const spec::TrainingJob& job, int rank, const std::string& job_path,
+                 const std::vector<std::string>& shared_env);
+  void CreateCgroup(const spec::TrainingJob& job, Rank& r);
   // The rank's new step-log lines: step records into obs.new_steps, model-fetch records
   // into obs.model_fetch.
   void TailLog(Rank& r, runtime::Observation& obs);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <ostream>
+#include <set>
 #include <sstream>
 
 namespace headroom::local {
@@ -71,33 +73,44 @@ std::string Pct(double v) {
   return buf;
 }
 
-}  // namespace
+// Steps and percentages of the limit to canvas coordinates. The x axis runs to the
+// job's last step (or the newest record beyond it), the y axis to the highest percentage
+// seen plus a margin, rounded up to 10%.
+struct Scale {
+  double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  int64_t max_step = 1;
+  double y_max = 100;
+  bool any_gpu = false;  // some record has GPU memory: thresholds, lines and legend for it
+  double X(double step) const { return kLeft + plot_w * step / static_cast<double>(max_step); }
+  double Y(double pct) const { return kTop + plot_h * (1 - pct / y_max); }
+};
 
-std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
-  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  int64_t max_step = std::max<int64_t>(in.total_steps, 1);
+double HostPct(const protocol::StepRecord& r, int64_t default_limit) {
+  const int64_t limit = r.host_limit_bytes > 0 ? r.host_limit_bytes : default_limit;
+  return limit > 0 ? 100.0 * r.host_bytes / limit : 0.0;
+}
+
+double GpuPct(const protocol::StepRecord& r) {
+  return r.gpu_total_bytes > 0 ? 100.0 * r.gpu_reserved_bytes / r.gpu_total_bytes : 0.0;
+}
+
+Scale FitScale(const MemoryChartInput& in) {
+  Scale s;
+  s.max_step = std::max<int64_t>(in.total_steps, 1);
   double max_pct = 100;
-  bool any_gpu = false;
-  auto host_pct = [&](const protocol::StepRecord& r) {
-    const int64_t limit = r.host_limit_bytes > 0 ? r.host_limit_bytes : in.host_limit_bytes;
-    return limit > 0 ? 100.0 * r.host_bytes / limit : 0.0;
-  };
-  auto gpu_pct = [](const protocol::StepRecord& r) {
-    return r.gpu_total_bytes > 0 ? 100.0 * r.gpu_reserved_bytes / r.gpu_total_bytes : 0.0;
-  };
   for (const auto& r : in.records) {
-    max_step = std::max(max_step, r.step);
-    max_pct = std::max(max_pct, host_pct(r));
+    s.max_step = std::max(s.max_step, r.step);
+    max_pct = std::max(max_pct, HostPct(r, in.host_limit_bytes));
     if (r.gpu_total_bytes > 0) {
-      any_gpu = true;
-      max_pct = std::max(max_pct, gpu_pct(r));
+      s.any_gpu = true;
+      max_pct = std::max(max_pct, GpuPct(r));
     }
   }
-  const double y_max = std::ceil((max_pct + 5) / 10) * 10;
-  auto X = [&](double step) { return kLeft + plot_w * step / static_cast<double>(max_step); };
-  auto Y = [&](double pct) { return kTop + plot_h * (1 - pct / y_max); };
+  s.y_max = std::ceil((max_pct + 5) / 10) * 10;
+  return s;
+}
 
-  std::ostringstream svg;
+void DrawTitle(std::ostream& svg, const MemoryChartInput& in) {
   svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
       << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight
@@ -108,112 +121,142 @@ std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
       << "<text x=\"" << kLeft << "\" y=\"46\" fill=\"#555\">memory per worker as % of its limit"
       << (in.host_limit_bytes > 0 ? " (" + Bytes(in.host_limit_bytes) + " host)" : std::string())
       << "; a restarted worker starts a new line where it resumed</text>\n";
+}
 
-  // Grid and axes.
-  const double y_tick = NiceStep(y_max, 6);
-  for (double p = 0; p <= y_max + 1e-9; p += y_tick) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << Num(Y(p)) << "\" y2=\""
-        << Num(Y(p)) << "\" stroke=\"#e5e5e5\"/>\n"
-        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(Y(p) + 4) << "\" text-anchor=\"end\">" << p
+void DrawGridAndAxes(std::ostream& svg, const Scale& sc) {
+  const double y_tick = NiceStep(sc.y_max, 6);
+  for (double p = 0; p <= sc.y_max + 1e-9; p += y_tick) {
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(p)) << "\" y2=\""
+        << Num(sc.Y(p)) << "\" stroke=\"#e5e5e5\"/>\n"
+        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(sc.Y(p) + 4) << "\" text-anchor=\"end\">" << p
         << "%</text>\n";
   }
-  const double x_tick = std::max(1.0, NiceStep(static_cast<double>(max_step), 10));
-  for (double s = 0; s <= max_step + 1e-9; s += x_tick) {
-    svg << "<line x1=\"" << Num(X(s)) << "\" x2=\"" << Num(X(s)) << "\" y1=\"" << kTop << "\" y2=\""
-        << kTop + plot_h << "\" stroke=\"#f0f0f0\"/>\n"
-        << "<text x=\"" << Num(X(s)) << "\" y=\"" << kTop + plot_h + 18 << "\" text-anchor=\"middle\">" << s
+  const double x_tick = std::max(1.0, NiceStep(static_cast<double>(sc.max_step), 10));
+  for (double s = 0; s <= sc.max_step + 1e-9; s += x_tick) {
+    svg << "<line x1=\"" << Num(sc.X(s)) << "\" x2=\"" << Num(sc.X(s)) << "\" y1=\"" << kTop << "\" y2=\""
+        << kTop + sc.plot_h << "\" stroke=\"#f0f0f0\"/>\n"
+        << "<text x=\"" << Num(sc.X(s)) << "\" y=\"" << kTop + sc.plot_h + 18 << "\" text-anchor=\"middle\">" << s
         << "</text>\n";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w << "\" height=\"" << plot_h
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << sc.plot_w << "\" height=\"" << sc.plot_h
       << "\" fill=\"none\" stroke=\"#888\"/>\n"
-      << "<text x=\"" << kLeft + plot_w / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">step</text>\n"
-      << "<text transform=\"translate(18," << kTop + plot_h / 2
+      << "<text x=\"" << kLeft + sc.plot_w / 2 << "\" y=\"" << kHeight - 12
+      << "\" text-anchor=\"middle\">step</text>\n"
+      << "<text transform=\"translate(18," << kTop + sc.plot_h / 2
       << ") rotate(-90)\" text-anchor=\"middle\">% of memory limit</text>\n";
+}
 
-  // The limit and the thresholds.
+void DrawLimitAndThresholds(std::ostream& svg, const Scale& sc, const MemoryChartInput& in) {
   auto hline = [&](double pct, const char* color, const char* dash, const std::string& label) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + plot_w << "\" y1=\"" << Num(Y(pct)) << "\" y2=\""
-        << Num(Y(pct)) << "\" stroke=\"" << color << "\" stroke-width=\"1.5\""
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(pct)) << "\" y2=\""
+        << Num(sc.Y(pct)) << "\" stroke=\"" << color << "\" stroke-width=\"1.5\""
         << (dash[0] ? std::string(" stroke-dasharray=\"") + dash + "\"" : std::string()) << "/>\n"
-        << "<text x=\"" << kLeft + plot_w + 6 << "\" y=\"" << Num(Y(pct) + 4) << "\" fill=\"" << color << "\">"
+        << "<text x=\"" << kLeft + sc.plot_w + 6 << "\" y=\"" << Num(sc.Y(pct) + 4) << "\" fill=\"" << color << "\">"
         << Escape(label) << "</text>\n";
   };
   hline(100, "#000", "", "limit 100%");
   hline(in.host_threshold * 100, "#d62728", "6 4", "host threshold " + Pct(in.host_threshold * 100));
-  if (any_gpu) hline(in.gpu_threshold * 100, "#ff7f0e", "6 4", "GPU threshold " + Pct(in.gpu_threshold * 100));
+  if (sc.any_gpu) hline(in.gpu_threshold * 100, "#ff7f0e", "6 4", "GPU threshold " + Pct(in.gpu_threshold * 100));
+}
 
-  // Actions: vertical lines, labels stacked so neighbours do not overlap; the same action
-  // repeated at the same step (a crash loop) is one label with a count.
-  struct Mark {
-    const runtime::ActionRecord* action;
-    int count;
-  };
+// One mark per run of the same action at the same step (a crash loop), with its count.
+struct Mark {
+  const runtime::ActionRecord* action;
+  int count;
+};
+
+std::vector<Mark> GroupRepeats(const std::vector<runtime::ActionRecord>& actions) {
   std::vector<Mark> marks;
-  for (const runtime::ActionRecord& a : in.actions) {
+  for (const runtime::ActionRecord& a : actions) {
     if (!marks.empty() && marks.back().action->step == a.step && marks.back().action->type == a.type) {
       ++marks.back().count;
     } else {
       marks.push_back({&a, 1});
     }
   }
+  return marks;
+}
+
+// Vertical lines, labels stacked in lanes so neighbours do not overlap.
+void DrawActions(std::ostream& svg, const Scale& sc, const std::vector<runtime::ActionRecord>& actions) {
   double last_x = -1e9;
   int lane = 0;
-  for (const Mark& m : marks) {
+  for (const Mark& m : GroupRepeats(actions)) {
     const runtime::ActionRecord& a = *m.action;
-    const double x = X(static_cast<double>(a.step));
+    const double x = sc.X(static_cast<double>(a.step));
     lane = (x - last_x < 110) ? std::min(lane + 1, 5) : 0;
     last_x = x;
     const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
     const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
     svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
-        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + plot_h
+        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + sc.plot_h
         << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
         << "<text x=\"" << Num(x + 3) << "\" y=\"" << kTop + 14 + 14 * lane << "\" fill=\"" << color
         << "\" font-weight=\"bold\">" << Escape(label) << "</text></g>\n";
   }
+}
 
-  // One polyline per (generation, rank) and resource.
+// One polyline per (generation, rank) and resource; returns the ranks drawn.
+std::set<int> DrawMemoryLines(std::ostream& svg, const Scale& sc, const MemoryChartInput& in) {
+  auto point = [&](const protocol::StepRecord& r, double pct) {
+    return Num(sc.X(static_cast<double>(r.step))) + ',' + Num(sc.Y(pct)) + ' ';
+  };
   std::map<std::pair<int, int>, std::vector<const protocol::StepRecord*>> lines;
   for (const auto& r : in.records) lines[{r.generation, r.rank}].push_back(&r);
-  std::map<int, bool> ranks_seen;
+  std::set<int> ranks;
   for (const auto& [key, recs] : lines) {
     const int rank = key.second;
-    ranks_seen[rank] = true;
+    ranks.insert(rank);
     const char* color = kRankColors[rank % 8];
-    std::ostringstream host, gpu;
+    std::string host, gpu;
     for (const auto* r : recs) {
-      host << Num(X(static_cast<double>(r->step))) << ',' << Num(Y(host_pct(*r))) << ' ';
-      if (r->gpu_total_bytes > 0) gpu << Num(X(static_cast<double>(r->step))) << ',' << Num(Y(gpu_pct(*r))) << ' ';
+      host += point(*r, HostPct(*r, in.host_limit_bytes));
+      if (r->gpu_total_bytes > 0) gpu += point(*r, GpuPct(*r));
     }
-    svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"" << host.str()
+    svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"" << host
         << "\"><title>rank " << rank << ", generation " << key.first << ", host</title></polyline>\n";
     if (recs.size() == 1) {
-      svg << "<circle cx=\"" << Num(X(static_cast<double>(recs[0]->step))) << "\" cy=\"" << Num(Y(host_pct(*recs[0])))
-          << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
+      svg << "<circle cx=\"" << Num(sc.X(static_cast<double>(recs[0]->step))) << "\" cy=\""
+          << Num(sc.Y(HostPct(*recs[0], in.host_limit_bytes))) << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
     }
-    if (!gpu.str().empty()) {
+    if (!gpu.empty()) {
       svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" stroke-dasharray=\"5 3\" points=\""
-          << gpu.str() << "\"><title>rank " << rank << ", generation " << key.first << ", GPU</title></polyline>\n";
+          << gpu << "\"><title>rank " << rank << ", generation " << key.first << ", GPU</title></polyline>\n";
     }
   }
+  return ranks;
+}
 
-  // Legend.
-  double ly = kTop + plot_h - 20.0 * (ranks_seen.size() + (any_gpu ? 2 : 1)) - 10;
-  for (const auto& [rank, unused] : ranks_seen) {
-    (void)unused;
-    svg << "<line x1=\"" << kLeft + plot_w + 8 << "\" x2=\"" << kLeft + plot_w + 30 << "\" y1=\"" << ly << "\" y2=\""
-        << ly << "\" stroke=\"" << kRankColors[rank % 8] << "\" stroke-width=\"2\"/>"
-        << "<text x=\"" << kLeft + plot_w + 36 << "\" y=\"" << ly + 4 << "\">worker " << rank << " host</text>\n";
+void DrawLegend(std::ostream& svg, const Scale& sc, const std::set<int>& ranks) {
+  const double x = kLeft + sc.plot_w;
+  double ly = kTop + sc.plot_h - 20.0 * (ranks.size() + (sc.any_gpu ? 2 : 1)) - 10;
+  for (const int rank : ranks) {
+    svg << "<line x1=\"" << x + 8 << "\" x2=\"" << x + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\""
+        << kRankColors[rank % 8] << "\" stroke-width=\"2\"/>"
+        << "<text x=\"" << x + 36 << "\" y=\"" << ly + 4 << "\">worker " << rank << " host</text>\n";
     ly += 20;
   }
-  if (any_gpu) {
-    svg << "<line x1=\"" << kLeft + plot_w + 8 << "\" x2=\"" << kLeft + plot_w + 30 << "\" y1=\"" << ly << "\" y2=\""
-        << ly << "\" stroke=\"#333\" stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
-        << "<text x=\"" << kLeft + plot_w + 36 << "\" y=\"" << ly + 4 << "\">dashed: GPU</text>\n";
+  if (sc.any_gpu) {
+    svg << "<line x1=\"" << x + 8 << "\" x2=\"" << x + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly
+        << "\" stroke=\"#333\" stroke-width=\"2\" stroke-dasharray=\"5 3\"/>"
+        << "<text x=\"" << x + 36 << "\" y=\"" << ly + 4 << "\">dashed: GPU</text>\n";
     ly += 20;
   }
-  svg << "<text x=\"" << kLeft + plot_w + 8 << "\" y=\"" << ly + 4 << "\" fill=\"#1f4e9c\">guard action</text>"
-      << "<text x=\"" << kLeft + plot_w + 96 << "\" y=\"" << ly + 4 << "\" fill=\"#d62728\">OOM/crash</text>\n";
+  svg << "<text x=\"" << x + 8 << "\" y=\"" << ly + 4 << "\" fill=\"#1f4e9c\">guard action</text>"
+      << "<text x=\"" << x + 96 << "\" y=\"" << ly + 4 << "\" fill=\"#d62728\">OOM/crash</text>\n";
+}
+
+}  // namespace
+
+std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
+  const Scale scale = FitScale(in);
+  std::ostringstream svg;
+  DrawTitle(svg, in);
+  DrawGridAndAxes(svg, scale);
+  DrawLimitAndThresholds(svg, scale, in);
+  DrawActions(svg, scale, in.actions);
+  const std::set<int> ranks = DrawMemoryLines(svg, scale, in);
+  DrawLegend(svg, scale, ranks);
   svg << "</svg>\n";
   return svg.str();
 }

@@ -381,53 +381,17 @@ void JobReconciler::Resume(const std::string& reason) { resume_requested_ = reas
 
 NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {
   const RankExit& e = *crashed.exit;
-  // A CUDA out-of-memory is the GPU's OOM kill: counted with the kernel's, named apart.
-  const std::optional<protocol::GpuOomReport> gpu_oom =
-      e.exit_code == protocol::kExitGpuOom ? protocol::GpuOomReport::FromJson(e.termination_message) : std::nullopt;
-  const bool gpu_oom_exit = e.exit_code == protocol::kExitGpuOom;
-  status_.oom_kills += oom_kills;
-  for (const RankObservation& r : observed.ranks) {
-    if (r.exit && r.exit->exit_code == protocol::kExitGpuOom && !r.exit->oom_killed) ++status_.gpu_oom_kills;
-  }
+  CountOutOfMemoryEnds(observed, oom_kills);
   const int64_t reached = status_.step;
   const int64_t checkpoint = observed.checkpoint_step.value_or(generation_resumed_from_);
-  std::string lost;
-  if (observed.checkpoint_step) {
-    const int64_t l = std::max<int64_t>(0, reached - *observed.checkpoint_step);
-    status_.steps_lost += l;
-    unsettled_loss_from_step_ = std::min(reached, *observed.checkpoint_step);
-    lost = "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " +
-           std::to_string(l) + " step(s) lost";
-  } else {
-    unsettled_loss_from_step_ = reached;
-    lost = "; resuming from the last checkpoint";
-  }
+  const std::string lost = CountStepsLost(observed);
   if (stop_requested_) {
     return Finish(JobPhase::kSuspended, *stop_requested_ + " (rank " + std::to_string(crashed.rank) +
                                             " ended with " + e.reason + " while draining)");
   }
-  const std::string rank = "rank " + std::to_string(crashed.rank);
-  std::string what;
-  if (e.oom_killed) {
-    what = rank + " was OOM-killed by the kernel " +
-           (KilledWhileLoading(e) ? "while loading its model and data, before step " : "during step ") +
-           std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")";
-  } else if (gpu_oom_exit) {
-    what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit " +
-           std::to_string(protocol::kExitGpuOom) + ")";
-    if (gpu_oom) {
-      what += ": " + gpu_oom->Describe();
-    } else if (!e.last_output.empty()) {
-      what += ": " + e.last_output.substr(0, 200);
-    }
-  } else {
-    what = rank + " crashed during step " + std::to_string(reached + 1) + " (" + e.reason + ", exit " +
-           std::to_string(e.exit_code) + ")";
-    // On Kubernetes a worker that wrote no message has its log's tail there instead
-    // (FallbackToLogsOnError): the reason is its error line, not a frame or a warning.
-    const std::string said = ReasonTheWorkerGave(e);
-    if (!said.empty()) what += ": " + said.substr(0, 200);
-  }
+  const std::string what = DescribeCrash(crashed, reached);
+  // A CUDA out-of-memory is the GPU's OOM kill: counted with the kernel's, named apart.
+  const bool gpu_oom_exit = e.exit_code == protocol::kExitGpuOom;
   const ActionType type = e.oom_killed    ? ActionType::kRestartAfterOOMKill
                           : gpu_oom_exit ? ActionType::kRestartAfterGpuOOM
                                          : ActionType::kRestartAfterCrash;
@@ -466,6 +430,53 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
 
 bool JobReconciler::KilledWhileLoading(const RankExit& e) const {
   return e.oom_killed && !saw_step_this_generation_ && !protocol::LoadedPhaseNextStep(e.termination_message);
+}
+
+void JobReconciler::CountOutOfMemoryEnds(const Observation& observed, int oom_kills) {
+  status_.oom_kills += oom_kills;
+  for (const RankObservation& r : observed.ranks) {
+    if (r.exit && r.exit->exit_code == protocol::kExitGpuOom && !r.exit->oom_killed) ++status_.gpu_oom_kills;
+  }
+}
+
+std::string JobReconciler::CountStepsLost(const Observation& observed) {
+  const int64_t reached = status_.step;
+  if (!observed.checkpoint_step) {
+    unsettled_loss_from_step_ = reached;
+    return "; resuming from the last checkpoint";
+  }
+  const int64_t l = std::max<int64_t>(0, reached - *observed.checkpoint_step);
+  status_.steps_lost += l;
+  unsettled_loss_from_step_ = std::min(reached, *observed.checkpoint_step);
+  return "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " +
+         std::to_string(l) + " step(s) lost";
+}
+
+std::string JobReconciler::DescribeCrash(const RankObservation& crashed, int64_t reached) const {
+  const RankExit& e = *crashed.exit;
+  const std::string rank = "rank " + std::to_string(crashed.rank);
+  if (e.oom_killed) {
+    return rank + " was OOM-killed by the kernel " +
+           (KilledWhileLoading(e) ? "while loading its model and data, before step " : "during step ") +
+           std::to_string(reached + 1) + " (limit " + job_.spec.resources.memory + ")";
+  }
+  if (e.exit_code == protocol::kExitGpuOom) {
+    std::string what = rank + " ran out of GPU memory during step " + std::to_string(reached + 1) + " (exit " +
+                       std::to_string(protocol::kExitGpuOom) + ")";
+    if (const auto report = protocol::GpuOomReport::FromJson(e.termination_message)) {
+      what += ": " + report->Describe();
+    } else if (!e.last_output.empty()) {
+      what += ": " + e.last_output.substr(0, 200);
+    }
+    return what;
+  }
+  std::string what = rank + " crashed during step " + std::to_string(reached + 1) + " (" + e.reason + ", exit " +
+                     std::to_string(e.exit_code) + ")";
+  // On Kubernetes a worker that wrote no message has its log's tail there instead
+  // (FallbackToLogsOnError): the reason is its error line, not a frame or a warning.
+  const std::string said = ReasonTheWorkerGave(e);
+  if (!said.empty()) what += ": " + said.substr(0, 200);
+  return what;
 }
 
 bool JobReconciler::EndsForInputsOutOfMemory(const RankExit& e) {

@@ -97,6 +97,15 @@ class JobReconciler {
   NextStep Finish(JobPhase phase, const std::string& message);
   NextStep OnGenerationEnded(const Observation& observed);
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
+  // Adds a generation's out-of-memory ends to the status (kernel kills, and of those the
+  // CUDA out-of-memory exits).
+  void CountOutOfMemoryEnds(const Observation& observed, int oom_kills);
+  // Adds the steps a crash lost since the checkpoint to the status and marks where the
+  // next generation's loss is settled from; returns the reason's "; resuming from ..." part.
+  std::string CountStepsLost(const Observation& observed);
+  // What happened to `crashed` during the step after `reached`, in the words of its exit
+  // (the kernel's kill, CUDA's report, or the worker's own error line).
+  std::string DescribeCrash(const RankObservation& crashed, int64_t reached) const;
   // Counts a kernel OOM kill before this generation's first step (any other end resets the
   // count); true once that happened kOomKillsBeforeAStepLimit generations in a row.
   // An OOM kill before this generation's first step and before the worker said it had

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/hf/hub_digest.h"
 #include "operator/local/build_freshness.h"
 #include "tests/operator/local_test_support.h"
 
@@ -115,8 +116,8 @@ TEST_F(BuildFreshnessTest, Sha256AgreesWithCMake) {
   Write(src() / "core/blob.bin", std::string("\0\xff headroom \n", 13));
   auto [out, status] = Shell("cmake -E sha256sum " + (src() / "core/blob.bin").string());
   ASSERT_EQ(status, 0) << out;
-  EXPECT_EQ(out.substr(0, 64), Sha256OfFile(src() / "core/blob.bin"));
-  EXPECT_THROW(Sha256OfFile(src() / "missing"), std::runtime_error);
+  EXPECT_EQ(out.substr(0, 64), hf::FileSha256((src() / "core/blob.bin").string()));
+  EXPECT_THROW(hf::FileSha256((src() / "missing").string()), std::runtime_error);
 }
 
 // The command itself: a copy of the real `headroom` in a build tree whose build never

@@ -1,7 +1,8 @@
 #include "worker/train/stop_request.h"
 
 #include <atomic>
-#include <csignal>
+
+#include "core/protocol/stop_signals.h"
 
 namespace headroom::worker {
 namespace {
@@ -12,14 +13,7 @@ extern "C" void HandleStopSignal(int signal_number) { g_stop_signal.store(signal
 
 }  // namespace
 
-void InstallStopSignalHandlers() {
-  struct sigaction action {};
-  action.sa_handler = HandleStopSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-}
+void InstallStopSignalHandlers() { protocol::HandleStopSignals(HandleStopSignal); }
 
 bool StopRequested() { return g_stop_signal.load() != 0; }
 int StopSignal() { return g_stop_signal.load(); }

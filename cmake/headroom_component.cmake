@@ -1,0 +1,16 @@
+# headroom_component(<target> <folder> [deps...]): the library of one concept folder, its
+# .cc files compiled into a static library (an INTERFACE library while the folder has only
+# headers), with the repository root as include path and <deps> linked publicly. One
+# library per folder, so a half-written file in one never breaks another part's build.
+function(headroom_component name dir)
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cc)
+  if(_srcs)
+    add_library(${name} STATIC ${_srcs})
+    target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} PUBLIC ${ARGN})
+  else()
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} INTERFACE ${ARGN})
+  endif()
+endfunction()
