@@ -33,11 +33,13 @@ Decision MemoryGuard::AfterStep(const StepMemory& measured, int64_t next_step_to
 }
 
 MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history,
-                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured) {
+                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured,
+                                std::optional<ModelShape> model) {
   if (host_limit_bytes > 0) spec.resources.memory_bytes = host_limit_bytes;
   if (gpu_measured && spec.resources.gpus == 0) spec.resources.gpus = 1;
   PlanOptions plan_options;
   plan_options.gpu_total_bytes = gpu_limit_bytes;
+  plan_options.model = std::move(model);
   return MemoryGuard(std::move(spec), workers, std::move(history), plan_options);
 }
 

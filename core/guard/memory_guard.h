@@ -55,8 +55,10 @@ class MemoryGuard {
 // spec asked for), a measured GPU makes the job a GPU job for the planner, and the
 // device's size is the planner's GPU limit. The worker builds its guard with this after
 // its first step and `headroom replay` with a trace's limits, so a replay of a worker's
-// step log decides what the worker decided.
+// step log decides what the worker decided. `model`: the job's shape when the caller has
+// resolved it already (the worker's ModelSource); unset, JobModelShape(spec) reads it.
 MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history,
-                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured);
+                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured,
+                                std::optional<ModelShape> model = std::nullopt);
 
 }  // namespace headroom::guard

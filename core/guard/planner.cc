@@ -73,123 +73,146 @@ void PlanCorrection::Observe(const Plan& plan, int64_t measured_host_peak, int64
   fold(gpu_scale, measured_gpu_peak, plan.gpu_total_bytes);
 }
 
-// The bf16 copies of the parameters the rollout and old log-probs read (see header):
-// 2 bytes per parameter this rank holds. `add` is PlanMemory's row adder.
-template <typename Add>
-void AddInferenceWeights(Add& add, bool kept, double parameters_held, bool on_gpu, int stage) {
-  if (!kept) return;
-  add("inference weights", 2 * parameters_held, on_gpu,
-      std::string("bf16 copies for rollout and old log-probs") + (stage >= 3 ? ", the owned shard" : ""), true);
-}
+namespace {
 
-Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
-                const PlanCorrection& correction) {
-  if (workers < 1) throw std::invalid_argument("PlanMemory: workers must be >= 1, got " + std::to_string(workers));
-  const ModelShape model = options.model ? *options.model : PresetModelShape(s);
-  const bool gpu = s.resources.gpus > 0;
-  const double n = workers;
-  const int stage = std::clamp(s.sharding.stage, 0, 3);
-
-  Plan plan;
-  plan.workers = workers;
-  plan.parameters = model.parameters;
-  plan.host_limit_bytes = s.resources.memory_bytes;
-  plan.gpu_limit_bytes = gpu ? options.gpu_total_bytes : 0;
-  const double psi = static_cast<double>(plan.parameters);
-
-  // Bytes per parameter (see planner.h).
-  const double p_bytes = options.bf16_params && gpu ? 2 : 4;
-  const double g_bytes = p_bytes;
-  const double k_bytes = options.bf16_params && gpu ? 12 : 8;
-  const double params = p_bytes * psi / (stage >= 3 ? n : 1.0);
-  const double grads = g_bytes * psi / (stage >= 2 ? n : 1.0);
-  const double optim = k_bytes * psi / (stage >= 1 ? n : 1.0);
-
-  const bool offload_params = gpu && s.sharding.offload_params;
-  const bool offload_optim = gpu && s.sharding.offload_optimizer;
-  // One row per component; a component with bytes on both sides (runtime) shares a row.
-  auto add = [&](const std::string& name, double bytes, bool on_gpu, std::string note, bool state) {
-    auto it = std::find_if(plan.components.begin(), plan.components.end(),
+// The plan being filled in: one row per component; a component with bytes on both sides
+// (runtime) shares a row. `state`: it stays between steps (else token-driven).
+class PlanRows {
+ public:
+  explicit PlanRows(Plan& plan) : plan_(plan) {}
+  void Add(const std::string& name, double bytes, bool on_gpu, std::string note, bool state) {
+    auto it = std::find_if(plan_.components.begin(), plan_.components.end(),
                            [&](const PlanComponent& c) { return c.name == name; });
-    if (it == plan.components.end()) {
-      plan.components.push_back(PlanComponent{name, 0, 0, std::move(note)});
-      it = plan.components.end() - 1;
+    if (it == plan_.components.end()) {
+      plan_.components.push_back(PlanComponent{name, 0, 0, std::move(note)});
+      it = plan_.components.end() - 1;
     } else {
       it->note += "; " + note;
     }
     (on_gpu ? it->gpu_bytes : it->host_bytes) += Round(bytes);
-    int64_t& total = on_gpu ? (state ? plan.gpu_state_bytes : plan.gpu_activation_bytes)
-                            : (state ? plan.host_state_bytes : plan.host_activation_bytes);
+    int64_t& total = on_gpu ? (state ? plan_.gpu_state_bytes : plan_.gpu_activation_bytes)
+                            : (state ? plan_.host_state_bytes : plan_.host_activation_bytes);
     total += Round(bytes);
-  };
+  }
 
-  const std::string sharding = StageNote(stage, workers);
-  add("parameters", params, gpu && !offload_params,
-      sharding + (stage >= 3 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_params ? ", offloaded" : ""), true);
-  if (stage >= 3) {
+ private:
+  Plan& plan_;
+};
+
+// What the planned step needs to know besides the spec.
+struct PlanInputs {
+  const spec::TrainingJobSpec& spec;
+  const ModelShape& model;
+  int workers;
+  int stage;       // spec.sharding.stage clamped to [0, 3]
+  bool gpu;        // spec.resources.gpus > 0
+  double p_bytes;  // bytes per parameter (see planner.h), and per gradient element
+  double k_bytes;  // optimizer bytes per parameter
+  bool inference_weights;  // bf16 copies kept for the passes without gradient (see header)
+};
+
+// Parameters, the gathered layer (stage 3), gradients and optimizer state: the ZeRO
+// arithmetic of planner.h, with offload moving them to host.
+void AddShardedState(PlanRows& rows, const PlanInputs& in) {
+  const spec::TrainingJobSpec& s = in.spec;
+  const double n = in.workers;
+  const double psi = static_cast<double>(in.model.parameters);
+  const double params = in.p_bytes * psi / (in.stage >= 3 ? n : 1.0);
+  const double grads = in.p_bytes * psi / (in.stage >= 2 ? n : 1.0);
+  const double optim = in.k_bytes * psi / (in.stage >= 1 ? n : 1.0);
+  const bool offload_params = in.gpu && s.sharding.offload_params;
+  const bool offload_optim = in.gpu && s.sharding.offload_optimizer;
+  const std::string sharding = StageNote(in.stage, in.workers);
+  rows.Add("parameters", params, in.gpu && !offload_params,
+           sharding + (in.stage >= 3 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_params ? ", offloaded" : ""), true);
+  if (in.stage >= 3) {
     // Stage 3 gathers one layer's full parameters at a time for forward and backward.
-    add("gathered layer", p_bytes * static_cast<double>(model.layer_parameters), gpu,
-        "stage 3: one full layer gathered at a time", true);
+    rows.Add("gathered layer", in.p_bytes * static_cast<double>(in.model.layer_parameters), in.gpu,
+             "stage 3: one full layer gathered at a time", true);
   }
   // With offloaded optimizer the fp32 gradient shard the optimizer steps on lives on host.
-  add("gradients", grads, gpu && !offload_optim,
-      sharding + (stage >= 2 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_optim ? ", offloaded" : ""), true);
-  add("optimizer", optim, gpu && !offload_optim,
-      sharding + ": AdamW 2 fp32 moments" + std::string(k_bytes > 8 ? " + fp32 master" : "") +
-          (stage >= 1 ? " /N" : "") + (offload_optim ? ", offloaded" : ""),
-      true);
+  rows.Add("gradients", grads, in.gpu && !offload_optim,
+           sharding + (in.stage >= 2 ? ": fp32 Psi/N" : ": fp32 Psi") + (offload_optim ? ", offloaded" : ""), true);
+  rows.Add("optimizer", optim, in.gpu && !offload_optim,
+           sharding + ": AdamW 2 fp32 moments" + std::string(in.k_bytes > 8 ? " + fp32 master" : "") +
+               (in.stage >= 1 ? " /N" : "") + (offload_optim ? ", offloaded" : ""),
+           true);
+}
 
+// The token-driven part: activations of one micro-batch and one chunk of logits.
+void AddActivations(PlanRows& rows, const PlanInputs& in) {
+  const spec::TrainingJobSpec& s = in.spec;
+  const ModelShape& model = in.model;
   // Activations: one micro-batch of full-length sequences kept for backward.
   const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
   const double micro = std::max(1, s.grpo.micro_batch_size);
-  const double act_bytes = gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
+  const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
   const double per_token_layer =
       kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
-  add("activations", micro * seq * model.layers * per_token_layer * act_bytes, gpu,
-      "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
-          " x layers x (17 h + 2.5 heads seq)",
-      false);
+  rows.Add("activations", micro * seq * model.layers * per_token_layer * act_bytes, in.gpu,
+           "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
+               " x layers x (17 h + 2.5 heads seq)",
+           false);
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
   // (logsumexp forward; the gradient in backward), and on GPU the bf16 product they are
   // converted from. A micro-batch smaller than a chunk is one chunk of its own size.
   const double chunk = std::min(micro * s.grpo.max_response_length,
                                 static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
-  add("logits", (gpu ? 2.5 : 2.0) * chunk * model.vocab * 4, gpu,
-      "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
-          std::to_string(model.vocab) + ", fp32 logits and exponentials" + (gpu ? " + bf16 product" : ""),
-      false);
+  rows.Add("logits", (in.gpu ? 2.5 : 2.0) * chunk * model.vocab * 4, in.gpu,
+           "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
+               std::to_string(model.vocab) + ", fp32 logits and exponentials" + (in.gpu ? " + bf16 product" : ""),
+           false);
+}
 
+// The bf16 copies of the parameters the rollout and old log-probs read (see header): 2
+// bytes per parameter this rank holds, where the parameters are.
+void AddInferenceWeights(PlanRows& rows, const PlanInputs& in) {
+  if (!in.inference_weights) return;
+  const double held = static_cast<double>(in.model.parameters) / (in.stage >= 3 ? in.workers : 1.0);
+  rows.Add("inference weights", 2 * held, in.gpu && !in.spec.sharding.offload_params,
+           std::string("bf16 copies for rollout and old log-probs") + (in.stage >= 3 ? ", the owned shard" : ""), true);
+}
+
+// What else stays between steps: the head's gradient, the generation cache, the reference
+// model and the process itself.
+void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
+  const spec::TrainingJobSpec& s = in.spec;
+  const ModelShape& model = in.model;
   // The head's gradient, [vocab, hidden] fp32, exists whole in backward beside its
   // accumulated value; a tied head also receives the embedding lookup's dense gradient of
   // the same shape, and autograd sums the two before they reach the gradient buffer. On
   // hf_grpo_bench's CPU smoke shape (tied, hidden 896) the step's transient memory beyond
   // activations and logits was 2 x vocab x hidden x 4 at vocabularies of 32000 and 151936.
   const double head_matrices = model.tied_head ? 2 : 1;
-  add("head gradient", head_matrices * model.vocab * model.hidden * 4, gpu,
-      std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
-          std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
-      true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
+  rows.Add("head gradient", head_matrices * model.vocab * model.hidden * 4, in.gpu,
+           std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
+               std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
+           true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
-  const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / n);
+  const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / in.workers);
   const double batch = local_prompts * s.grpo.group_size;
   // fp32 on every device: the rollout allocates its cache in fp32 (worker/rollout), also
   // under bf16 autocast (hf_grpo_bench measured twice a bf16 estimate on an H100).
   const double kv_bytes = 4;
-  add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * kv_bytes, gpu,
-      std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
-      true);
-  AddInferenceWeights(add, options.bf16_inference_weights.value_or(gpu), psi / (stage >= 3 ? n : 1.0),
-                      gpu && !offload_params, stage);
+  rows.Add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * kv_bytes, in.gpu,
+           std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
+           true);
+  AddInferenceWeights(rows, in);
   if (s.grpo.kl_coef > 0) {
-    add("reference model", p_bytes * psi, gpu && !offload_params, "frozen copy, parameters only", true);
+    rows.Add("reference model", in.p_bytes * static_cast<double>(model.parameters),
+             in.gpu && !s.sharding.offload_params, "frozen copy, parameters only", true);
   }
-  add("runtime", static_cast<double>(kHostRuntimeBaselineBytes), false, "process baseline (LibTorch, allocator)",
-      true);
-  if (gpu) add("runtime", static_cast<double>(kGpuRuntimeBaselineBytes), true, "CUDA context per GPU", true);
+  rows.Add("runtime", static_cast<double>(kHostRuntimeBaselineBytes), false, "process baseline (LibTorch, allocator)",
+           true);
+  if (in.gpu) rows.Add("runtime", static_cast<double>(kGpuRuntimeBaselineBytes), true, "CUDA context per GPU", true);
+}
 
-  // Measurements correct the estimate: every component scales by measured/planned.
+// Measurements correct the estimate: every component scales by measured/planned. Then the
+// totals per side.
+void CorrectAndTotal(Plan& plan, const PlanCorrection& correction) {
   if (correction.host_scale != 1.0 || correction.gpu_scale != 1.0) {
     plan.host_state_bytes = plan.gpu_state_bytes = plan.host_activation_bytes = plan.gpu_activation_bytes = 0;
     for (PlanComponent& c : plan.components) {
@@ -204,6 +227,30 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
     plan.host_total_bytes += c.host_bytes;
     plan.gpu_total_bytes += c.gpu_bytes;
   }
+}
+
+}  // namespace
+
+Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
+                const PlanCorrection& correction) {
+  if (workers < 1) throw std::invalid_argument("PlanMemory: workers must be >= 1, got " + std::to_string(workers));
+  const ModelShape model = options.model ? *options.model : PresetModelShape(s);
+  const bool gpu = s.resources.gpus > 0;
+  // Bytes per parameter (see planner.h).
+  const bool bf16 = options.bf16_params && gpu;
+  const PlanInputs in{s,   model, workers, std::clamp(s.sharding.stage, 0, 3), gpu, bf16 ? 2.0 : 4.0, bf16 ? 12.0 : 8.0,
+                      options.bf16_inference_weights.value_or(gpu)};
+
+  Plan plan;
+  plan.workers = workers;
+  plan.parameters = model.parameters;
+  plan.host_limit_bytes = s.resources.memory_bytes;
+  plan.gpu_limit_bytes = gpu ? options.gpu_total_bytes : 0;
+  PlanRows rows(plan);
+  AddShardedState(rows, in);
+  AddActivations(rows, in);
+  AddResidentExtras(rows, in);
+  CorrectAndTotal(plan, correction);
   return plan;
 }
 

@@ -14,6 +14,7 @@
 
 #include "worker/model/hf_causal_lm.h"
 #include "worker/rollout/rollout_engine.h"
+#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 namespace {
@@ -28,7 +29,7 @@ class CudaDecodeGraphTest : public ::testing::TestWithParam<std::string> {
 
 Rollout Decode(CausalLM model, RolloutEngine::DecodeMode mode, const torch::Tensor& prompts,
                const torch::Tensor& padding, double temperature, bool* graphed = nullptr) {
-  RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 24, torch::kCUDA);
+  RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 24, torch::kCUDA, CharTokenizer::Format());
   engine.set_decode_mode(mode);
   std::vector<uint64_t> keys;
   for (int64_t i = 0; i < prompts.size(0); ++i) keys.push_back(1000 + static_cast<uint64_t>(i));
@@ -60,7 +61,7 @@ TEST_P(CudaDecodeGraphTest, LaterRolloutsReplayTheGraphWithTheirOwnInputsAndWeig
   model->to(torch::kCUDA);
   torch::manual_seed(4);
   auto prompts = torch::randint(3, 30, {8, 6}, torch::kInt64).to(torch::kCUDA);
-  RolloutEngine kept(model->kv_cache_shape(), 8, 6, 24, torch::kCUDA);
+  RolloutEngine kept(model->kv_cache_shape(), 8, 6, 24, torch::kCUDA, CharTokenizer::Format());
   kept.set_decode_mode(RolloutEngine::DecodeMode::kGraph);
   const std::vector<uint64_t> keys{1, 2, 3, 4, 5, 6, 7, 8};
   (void)kept.Generate(model, prompts, keys, 1.0);
@@ -73,7 +74,7 @@ TEST_P(CudaDecodeGraphTest, LaterRolloutsReplayTheGraphWithTheirOwnInputsAndWeig
   const std::vector<uint64_t> other_keys{11, 12, 13, 14, 15, 16, 17, 18};
   const Rollout replayed = kept.Generate(model, other, other_keys, 1.0);
   EXPECT_TRUE(kept.last_decode_graphed());
-  RolloutEngine fresh(model->kv_cache_shape(), 8, 6, 24, torch::kCUDA);
+  RolloutEngine fresh(model->kv_cache_shape(), 8, 6, 24, torch::kCUDA, CharTokenizer::Format());
   fresh.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
   const Rollout eager = fresh.Generate(model, other, other_keys, 1.0);
   EXPECT_TRUE(torch::equal(replayed.sequences, eager.sequences));

@@ -19,6 +19,7 @@
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/kv_cache.h"
 #include "worker/rollout/rollout_engine.h"
+#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 namespace {
@@ -150,7 +151,7 @@ TEST_P(PaddedHfModel, CachedGreedyGenerationEqualsEachRowAlone) {
   }
 
   // The rollout engine, greedy: each row's response is the one it gets alone.
-  RolloutEngine engine(model->kv_cache_shape(), rows, b.longest, steps, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), rows, b.longest, steps, torch::kCPU, CharTokenizer::Format());
   const Rollout all = engine.Generate(model, b.tokens, {1, 2, 3}, 0.0, b.padding);
   EXPECT_TRUE(torch::equal(all.prompt_padding, b.padding));
   EXPECT_EQ(all.prompt_length, b.longest);

@@ -14,7 +14,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/kv_cache.h"
-#include "worker/model/policy_model.h"
+#include "worker/model/model_source.h"
 #include "worker/sharding/flat_parameter_group.h"
 
 namespace headroom::worker {
@@ -63,7 +63,7 @@ TEST(PresetModel, IsTheSpecsArchitectureWithItsExactParameterCount) {
     s.model.preset = preset;
     s.grpo.max_prompt_length = 16;
     s.grpo.max_response_length = 8;
-    CausalLM model = MakePolicyModel(s);
+    CausalLM model = ModelSource(s).LoadPolicy();
     EXPECT_EQ(FlatLayout(model->OrderedParameters(), 1).numel(), spec::ParameterCount(spec::ResolvedModelSpec(s)))
         << preset;
     EXPECT_EQ(model->max_seq_len(), 24);
@@ -71,7 +71,7 @@ TEST(PresetModel, IsTheSpecsArchitectureWithItsExactParameterCount) {
     EXPECT_NE(model->Describe().find("LlamaForCausalLM"), std::string::npos) << model->Describe();
   }
   spec::TrainingJobSpec s;
-  const auto names = MakePolicyModel(s)->OrderedParameters();
+  const auto names = ModelSource(s).LoadPolicy()->OrderedParameters();
   EXPECT_EQ(names.front().first, "model.embed_tokens.weight");
   EXPECT_EQ(names[1].first, "model.embed_positions.weight");
   EXPECT_EQ(names[2].first, "model.layers.0.self_attn.q_proj.weight");
@@ -83,7 +83,7 @@ TEST(PresetModel, SeededFromTheSpecsModelSeedElseTheTaskSeed) {
     spec::TrainingJobSpec s;
     s.model.seed = model_seed;
     s.task.seed = task_seed;
-    return MakePolicyModel(s)->OrderedParameters();
+    return ModelSource(s).LoadPolicy()->OrderedParameters();
   };
   const auto from_task = weights(0, 7), from_model = weights(7, 8), other = weights(0, 8);
   for (size_t i = 0; i < from_task.size(); ++i) {
@@ -177,7 +177,7 @@ TEST(PresetModel, UnusableDimensionsAreNamed) {
     s.model.hidden = hidden;
     s.model.heads = heads;
     try {
-      MakePolicyModel(s);
+      ModelSource(s).LoadPolicy();
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }

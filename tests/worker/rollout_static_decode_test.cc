@@ -95,11 +95,11 @@ TEST_P(StaticDecode, GenerateGivesTheSameTokensInEveryMode) {
   const auto prompts = Prompts(model->vocab_size());
   const std::vector<uint64_t> keys{101, 102, 103};
   for (double temperature : {0.0, 1.0}) {
-    RolloutEngine dynamic(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+    RolloutEngine dynamic(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
     dynamic.set_decode_mode(RolloutEngine::DecodeMode::kDynamic);
-    RolloutEngine fixed(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+    RolloutEngine fixed(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
     fixed.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
-    RolloutEngine graph(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+    RolloutEngine graph(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
     graph.set_decode_mode(RolloutEngine::DecodeMode::kGraph);  // no CUDA here: replayed eagerly
     const Rollout a = dynamic.Generate(model, prompts.tokens, keys, temperature, prompts.padding);
     const Rollout b = fixed.Generate(model, prompts.tokens, keys, temperature, prompts.padding);
@@ -120,12 +120,12 @@ INSTANTIATE_TEST_SUITE_P(Models, StaticDecode, ::testing::Values("preset", "qwen
 TEST(StaticDecodeKept, LaterRolloutsEqualAFreshEngine) {
   CausalLM model = Model("preset");
   const auto prompts = Prompts(model->vocab_size());
-  RolloutEngine kept(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+  RolloutEngine kept(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
   kept.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
   (void)kept.Generate(model, prompts.tokens, {1, 2, 3}, 1.0, prompts.padding);
   const auto unpadded = prompts.tokens.narrow(1, 2, 3).contiguous();  // 3 tokens, no padding
   for (const auto& [tokens, padding] : {std::pair{unpadded, torch::Tensor()}, std::pair{prompts.tokens, prompts.padding}}) {
-    RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+    RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
     fresh.set_decode_mode(RolloutEngine::DecodeMode::kDynamic);
     const Rollout want = fresh.Generate(model, tokens, {7, 8, 9}, 1.0, padding);
     const Rollout got = kept.Generate(model, tokens, {7, 8, 9}, 1.0, padding);
@@ -133,7 +133,7 @@ TEST(StaticDecodeKept, LaterRolloutsEqualAFreshEngine) {
     EXPECT_TRUE(torch::equal(got.response_mask, want.response_mask));
   }
   // Two rows of the same prompts: another batch size.
-  RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+  RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
   fresh.set_decode_mode(RolloutEngine::DecodeMode::kDynamic);
   const auto two = prompts.tokens.narrow(0, 0, 2), two_padding = prompts.padding.narrow(0, 0, 2);
   EXPECT_TRUE(torch::equal(kept.Generate(model, two, {4, 5}, 1.0, two_padding).sequences,
@@ -144,7 +144,7 @@ TEST(StaticDecodeKept, LaterRolloutsEqualAFreshEngine) {
 TEST(StaticDecodeKept, ReadsWeightsUpdatedInPlace) {
   CausalLM model = Model("preset");
   const auto prompts = Prompts(model->vocab_size());
-  RolloutEngine kept(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+  RolloutEngine kept(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
   kept.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
   const Rollout before = kept.Generate(model, prompts.tokens, {1, 2, 3}, 0.0, prompts.padding);
   {
@@ -152,7 +152,7 @@ TEST(StaticDecodeKept, ReadsWeightsUpdatedInPlace) {
     torch::manual_seed(5);
     for (auto& p : model->parameters()) p.add_(torch::randn_like(p));
   }
-  RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU);
+  RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
   fresh.set_decode_mode(RolloutEngine::DecodeMode::kDynamic);
   const Rollout want = fresh.Generate(model, prompts.tokens, {1, 2, 3}, 0.0, prompts.padding);
   const Rollout got = kept.Generate(model, prompts.tokens, {1, 2, 3}, 0.0, prompts.padding);

@@ -39,7 +39,7 @@ torch::Tensor EosBias(float bias) {
 TEST(Rollout, SampleDependsOnlyOnItsKey) {
   HfCausalLM model = testing::PresetModel(Config());
   model->eval();
-  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU, CharTokenizer::Format());
   torch::manual_seed(3);
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys{11, 12, 13, 14, 15, 16, 17, 18};
@@ -56,7 +56,7 @@ TEST(Rollout, SampleDependsOnlyOnItsKey) {
 
 TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
   HfCausalLM model = testing::PresetModel(Config());
-  RolloutEngine engine(model->kv_cache_shape(), 16, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 16, 4, 6, torch::kCPU, CharTokenizer::Format());
   // Make EOS overwhelmingly likely at every step: a logit bias (the head has none).
   auto bias = torch::zeros({CharTokenizer::kVocabSize});
   bias[CharTokenizer::kEos] = 4.0;
@@ -87,7 +87,7 @@ TEST(Rollout, MaskCoversTokensUpToEosAndPadsAfter) {
 
 TEST(Rollout, GreedyIsDeterministicAndCacheIsReused) {
   HfCausalLM model = testing::PresetModel(Config());
-  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU, CharTokenizer::Format());
   const void* cache = engine.cache().data_ptr();
   auto prompts = Prompts(8);
   std::vector<uint64_t> keys(8, 1), other(8, 2);
@@ -112,7 +112,7 @@ TEST(Rollout, StopCheckIntervalDoesNotChangeOutputs) {
   std::vector<uint64_t> keys;
   for (uint64_t i = 0; i < 16; ++i) keys.push_back(300 + i);
   for (double temperature : {1.0, 0.0}) {
-    RolloutEngine every_token(model->kv_cache_shape(), 16, 4, response, torch::kCPU);
+    RolloutEngine every_token(model->kv_cache_shape(), 16, 4, response, torch::kCPU, CharTokenizer::Format());
     every_token.set_logit_bias(EosBias(4.0));
     every_token.set_stop_check_interval(1);
     const auto reference = every_token.Generate(model, prompts, keys, temperature);
@@ -122,7 +122,7 @@ TEST(Rollout, StopCheckIntervalDoesNotChangeOutputs) {
                                torch::full({16}, CharTokenizer::kPad, torch::kInt64)));
     }
     for (int64_t interval : {5, 8}) {
-      RolloutEngine engine(model->kv_cache_shape(), 16, 4, response, torch::kCPU);
+      RolloutEngine engine(model->kv_cache_shape(), 16, 4, response, torch::kCPU, CharTokenizer::Format());
       engine.set_logit_bias(EosBias(4.0));
       engine.set_stop_check_interval(interval);
       const auto r = engine.Generate(model, prompts, keys, temperature);
@@ -131,7 +131,7 @@ TEST(Rollout, StopCheckIntervalDoesNotChangeOutputs) {
       EXPECT_EQ(r.generated_tokens, reference.generated_tokens);
     }
   }
-  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU, CharTokenizer::Format());
   EXPECT_THROW(engine.set_stop_check_interval(0), std::invalid_argument);
 }
 
@@ -142,7 +142,7 @@ TEST(Rollout, StopCheckIntervalDoesNotChangeOutputs) {
 TEST(Rollout, TemperatureZeroIsGreedy) {
   HfCausalLM model = testing::PresetModel(Config());
   model->eval();
-  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 8, 4, 6, torch::kCPU, CharTokenizer::Format());
   torch::manual_seed(4);
   const auto r = engine.Generate(model, Prompts(8), std::vector<uint64_t>(8, 7), 0.0);
   torch::NoGradGuard no_grad;
@@ -156,7 +156,7 @@ TEST(Rollout, TemperatureZeroIsGreedy) {
 
 TEST(Rollout, OutputsCanBeUsedByAutograd) {
   HfCausalLM model = testing::PresetModel(Config());
-  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU);
+  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 6, torch::kCPU, CharTokenizer::Format());
   auto r = engine.Generate(model, Prompts(2), {1, 2}, 1.0);
   auto loss = model->forward(r.sequences.narrow(1, 0, 9)).sum();
   EXPECT_NO_THROW(loss.backward());

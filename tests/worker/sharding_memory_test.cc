@@ -15,7 +15,7 @@
 #include "core/spec/training_job.h"
 #include "tests/worker/helpers/multirank.h"
 #include "worker/comm/communicator_factory.h"
-#include "worker/model/policy_model.h"
+#include "worker/model/model_source.h"
 #include "worker/sharding/sharded_adamw.h"
 
 namespace headroom::worker {
@@ -46,7 +46,7 @@ TEST(ShardingMemoryTest, PerRankBytesFollowThePlan) {
         torch::set_num_threads(1);
         auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
         const auto job = TinyJob(stage);
-        CausalLM model = MakePolicyModel(job.spec);
+        CausalLM model = ModelSource(job.spec).LoadPolicy();
         ShardingOptions options;
         options.stage = stage;
         FlatParameterGroup group(model->OrderedParameters(), *comm, options);

@@ -163,7 +163,7 @@ TEST(ModelShardsTest, RanksDecodeTogetherUntilEveryRowHasStopped) {
     ShardingOptions options;
     options.stage = 3;
     ModelShards shards(model, *comm, options, AdamWConfig{});
-    RolloutEngine engine(model->kv_cache_shape(), rows, prompt, response, torch::kCPU);
+    RolloutEngine engine(model->kv_cache_shape(), rows, prompt, response, torch::kCPU, CharTokenizer::Format());
     engine.set_decode_communicator(comm.get());
     ResponseFormat format;
     format.pad = CharTokenizer::kPad;

@@ -24,6 +24,7 @@
 #include "core/spec/training_job.h"
 #include "tests/helpers/temp_dir.h"
 #include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/model/model_source.h"
 #include "worker/tasks/chat_prompt.h"
 #include "worker/tasks/jsonl_dataset.h"
 #include "worker/tasks/task_factory.h"
@@ -55,6 +56,9 @@ spec::TrainingJobSpec ExampleSpec() {
   return s;
 }
 
+// The task the trainer builds for `s`, with the model's tokens read by a ModelSource.
+std::unique_ptr<Task> TaskOf(const spec::TrainingJobSpec& s) { return MakeTask(s, ModelSource(s)); }
+
 // What the task should hold, computed from the parts it joins.
 struct Reference {
   HfTokenizer tokenizer = HfTokenizer::Load(kModel);
@@ -81,7 +85,7 @@ std::string ReadAll(const std::string& path) {
 
 TEST(TextTask, PromptsAreTheTokenizedChatPromptsOfTheRecordsInDatasetOrder) {
   const spec::TrainingJobSpec s = ExampleSpec();
-  const std::unique_ptr<Task> task = MakeTask(s);
+  const std::unique_ptr<Task> task = TaskOf(s);
   ASSERT_EQ(task->name(), "text");
   const Reference ref;
   const auto& text = dynamic_cast<const TextTask&>(*task);
@@ -111,7 +115,7 @@ TEST(TextTask, PromptsAreTheTokenizedChatPromptsOfTheRecordsInDatasetOrder) {
 }
 
 TEST(TextTask, StopsAtTheEosTokenAndTheGenerationConfigsAndPadsWithThePadToken) {
-  const std::unique_ptr<Task> task = MakeTask(ExampleSpec());
+  const std::unique_ptr<Task> task = TaskOf(ExampleSpec());
   const Reference ref;
   const ResponseFormat f = task->response_format();
   std::vector<int64_t> expected = {*ref.tokenizer.TokenId(*ref.tokenizer.eos_token())};
@@ -127,7 +131,7 @@ TEST(TextTask, StopsAtTheEosTokenAndTheGenerationConfigsAndPadsWithThePadToken) 
 }
 
 TEST(TextTask, ScoresTheDecodedTextUpToTheStopToken) {
-  const std::unique_ptr<Task> task = MakeTask(ExampleSpec());
+  const std::unique_ptr<Task> task = TaskOf(ExampleSpec());
   const Reference ref;
   const auto& text = dynamic_cast<const TextTask&>(*task);
   const ResponseFormat f = task->response_format();
@@ -168,7 +172,7 @@ TEST(TextTask, DropsAndCountsPromptsLongerThanMaxPromptLength) {
   const int64_t dropped = std::count_if(lengths.begin(), lengths.end(),
                                         [&](int64_t n) { return n > s.grpo.max_prompt_length; });
   ASSERT_GT(dropped, 0);
-  const std::unique_ptr<Task> task = MakeTask(s);
+  const std::unique_ptr<Task> task = TaskOf(s);
   const auto& text = dynamic_cast<const TextTask&>(*task);
   EXPECT_EQ(text.prompts_filtered(), dropped);
   EXPECT_EQ(text.size(), ref.dataset.size() - dropped);
@@ -181,7 +185,7 @@ TEST(TextTask, DropsAndCountsPromptsLongerThanMaxPromptLength) {
 
 TEST(TextTask, DatasetAtIsTheEpochAndCursorOfDatasetOrderAndTheContentHash) {
   const spec::TrainingJobSpec s = ExampleSpec();
-  const std::unique_ptr<Task> task = MakeTask(s);
+  const std::unique_ptr<Task> task = TaskOf(s);
   const Reference ref;
   const DatasetOrder order(ref.dataset.size(), s.task.seed);
   char hash[17];
@@ -195,13 +199,13 @@ TEST(TextTask, DatasetAtIsTheEpochAndCursorOfDatasetOrderAndTheContentHash) {
     EXPECT_EQ(state->cursor, order.Cursor(g));
   }
   spec::TrainingJobSpec generated;
-  EXPECT_FALSE(MakeTask(generated)->DatasetAt(5)) << "generated tasks have no dataset";
+  EXPECT_FALSE(TaskOf(generated)->DatasetAt(5)) << "generated tasks have no dataset";
 }
 
 TEST(TextTask, HeldOutIsTheHeldOutFileInOrderWithLongPromptsDropped) {
   spec::TrainingJobSpec s = ExampleSpec();
   const std::string held = kSource + "/configs/data/addition-text/heldout.jsonl";
-  EXPECT_TRUE(MakeTask(s)->HeldOut().empty()) << "no heldOut file, no held-out problems";
+  EXPECT_TRUE(TaskOf(s)->HeldOut().empty()) << "no heldOut file, no held-out problems";
   s.task.dataset.held_out = held;
   const Reference ref;
   const JsonlDataset file = JsonlDataset::Load(held, "question", "answer");
@@ -210,7 +214,7 @@ TEST(TextTask, HeldOutIsTheHeldOutFileInOrderWithLongPromptsDropped) {
   std::vector<int64_t> sorted = lengths;
   std::sort(sorted.begin(), sorted.end());
   s.grpo.max_prompt_length = sorted[sorted.size() / 2];
-  const std::unique_ptr<Task> task = MakeTask(s);
+  const std::unique_ptr<Task> task = TaskOf(s);
   const std::vector<Problem>& problems = task->HeldOut();
   size_t k = 0;
   for (int64_t i = 0; i < file.size(); ++i) {
@@ -225,10 +229,10 @@ TEST(TextTask, HeldOutIsTheHeldOutFileInOrderWithLongPromptsDropped) {
   EXPECT_LT(problems.size(), static_cast<size_t>(file.size())) << "the median length should drop some";
 }
 
-// The message of the invalid_argument MakeTask(s) throws, or "" when it throws none.
+// The message of the invalid_argument TaskOf(s) throws, or "" when it throws none.
 std::string RefusalOf(const spec::TrainingJobSpec& s) {
   try {
-    MakeTask(s);
+    TaskOf(s);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -326,7 +330,7 @@ TEST_F(TextTaskWorkerTest, ResumeOnChangedDatasetContentsIsRefusedWith2) {
   const nlohmann::json& dataset = saved->manifest().extra["dataset"];
   EXPECT_EQ(dataset["path"], data);
   EXPECT_EQ(dataset["epoch"], 0);
-  EXPECT_EQ(dataset["cursor"], MakeTask([&] {
+  EXPECT_EQ(dataset["cursor"], TaskOf([&] {
               spec::TrainingJobSpec s = ExampleSpec();
               s.task.dataset.path = data;
               s.task.seed = 3;

@@ -29,7 +29,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
-#include "worker/model/policy_model.h"
+#include "worker/model/model_source.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/training_state.h"
 
@@ -175,7 +175,7 @@ Comparison Compare(const std::vector<float>& a, const std::vector<float>& b) {
 
 // "model.layers.0.self_attn.q_proj.weight[123]": which parameter a flat index of Comparable() falls in.
 std::string NameOf(size_t index) {
-  CausalLM model = MakePolicyModel(Job(0, false));
+  CausalLM model = ModelSource(Job(0, false)).LoadPolicy();
   for (const auto& [name, p] : model->OrderedParameters()) {
     if (index < static_cast<size_t>(p.numel())) return name + "[" + std::to_string(index) + "]";
     index -= static_cast<size_t>(p.numel());

@@ -322,12 +322,17 @@ torch::Tensor HfCausalLMImpl::ForwardCached(const torch::Tensor& tokens, KvCache
 }
 
 HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {
-  const hf::HfModelConfig config = hf::LoadHfConfig(dir);
-  HfCausalLM model(config, max_seq_len);  // the random init is overwritten below
+  HfCausalLM model(hf::LoadHfConfig(dir), max_seq_len);  // the random init is overwritten below
+  LoadHfWeights(*model, dir);
+  return model;
+}
+
+void LoadHfWeights(HfCausalLMImpl& model, const std::string& dir) {
+  const hf::HfModelConfig& config = model.config();
   const hf::SafetensorsModel weights(dir);
   torch::NoGradGuard no_grad;
   size_t used = 0;
-  for (auto& [name, param] : model->OrderedParameters()) {
+  for (auto& [name, param] : model.OrderedParameters()) {
     const hf::TensorView& view = weights.Get(name);
     const std::string what = view.file + ": tensor " + name;
     if (view.shape != param.sizes().vec()) {
@@ -346,7 +351,6 @@ HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len) {
     spdlog::warn("{}: {} tensor(s) in the safetensors are not parameters of {} and were ignored", dir, extra,
                  config.architecture_name);
   }
-  return model;
 }
 
 void SaveHfSafetensors(HfCausalLMImpl& model, const std::string& path, const std::string& dtype) {

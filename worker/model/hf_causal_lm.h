@@ -126,6 +126,9 @@ TORCH_MODULE(HfCausalLM);
 // shape, stored as BF16, F16 or F32 (converted to fp32). Throws hf::HfConfigError or
 // hf::SafetensorsError naming the file and the field or tensor.
 HfCausalLM LoadHfCausalLM(const std::string& dir, int64_t max_seq_len);
+// The weights of <dir>'s safetensors into `model`, whose configuration is that directory's
+// config.json (read by the caller); the same checks and errors as LoadHfCausalLM.
+void LoadHfWeights(HfCausalLMImpl& model, const std::string& dir);
 
 // Writes the model's parameters as <dir>/model.safetensors in `dtype` (BF16, F16, F32).
 void SaveHfSafetensors(HfCausalLMImpl& model, const std::string& path, const std::string& dtype);

@@ -6,19 +6,17 @@
 #include <stdexcept>
 
 #include "worker/rollout/gumbel_noise.h"
-#include "worker/tasks/tokenizer.h"
 
 namespace headroom::worker {
 
 RolloutEngine::RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt,
-                             int64_t max_response, torch::Device device)
+                             int64_t max_response, torch::Device device, ResponseFormat format)
     : cache_(cache_shape, max_batch, max_prompt + max_response, device),
       max_prompt_(max_prompt),
       max_response_(max_response),
-      device_(device),
-      stop_tokens_{CharTokenizer::kEos},
-      pad_token_(CharTokenizer::kPad) {
+      device_(device) {
   if (max_response < 1) throw std::invalid_argument("rollout: maxResponseLength must be >= 1");
+  set_response_format(std::move(format));
 }
 
 void RolloutEngine::set_response_format(ResponseFormat format) {

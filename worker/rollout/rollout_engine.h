@@ -10,8 +10,7 @@
 //     rolls it out.
 //   - A row stops at a stop token (kept, masked in) or after max_response tokens;
 //     positions after it hold the pad token and are masked out. temperature 0 means
-//     greedy. Stop and pad tokens: the task's ResponseFormat (CharTokenizer's EOS and PAD
-//     until set).
+//     greedy. Stop and pad tokens: the task's ResponseFormat, given at construction.
 //   - With a logit bias set, sampling is restricted the same way ResponseLogProbs is.
 //   - Generation ends early once every row has stopped, noticed at the next stop check:
 //     one every stop_check_interval tokens (a check reads a flag back from the device, so
@@ -67,8 +66,9 @@ struct Rollout {
 // Not copyable: kept decode steps point at this engine's cache.
 class RolloutEngine : NonCopyable {
  public:
+  // Throws std::invalid_argument for max_response < 1 or a format without a stop token.
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
-                torch::Device device);
+                torch::Device device, ResponseFormat format);
 
   // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
   // every row is P long); one key per row.
@@ -123,7 +123,7 @@ class RolloutEngine : NonCopyable {
   torch::Device device_;
   torch::Tensor logit_bias_;
   std::vector<int64_t> stop_tokens_;
-  int64_t pad_token_;
+  int64_t pad_token_ = 0;
   Communicator* decode_comm_ = nullptr;
   int64_t stop_check_interval_ = kDefaultStopCheckInterval;
   DecodeMode decode_mode_ = DecodeMode::kAuto;

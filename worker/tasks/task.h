@@ -22,14 +22,9 @@
 #include <string>
 #include <vector>
 
-namespace headroom::worker {
+#include "worker/tasks/response_format.h"
 
-// How a task's responses stop and are padded, in its tokenizer's ids.
-struct ResponseFormat {
-  std::vector<int64_t> stop_tokens;  // a response ends at the first of these (kept, masked in)
-  int64_t pad = 0;                   // fills a row after its stop
-  std::vector<int64_t> allowed;      // the only tokens a response may use; empty: any
-};
+namespace headroom::worker {
 
 // Where a global prompt index falls in a dataset-backed task's dataset: what a checkpoint
 // records (a resume refuses other contents) and the step log shows.

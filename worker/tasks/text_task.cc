@@ -4,38 +4,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
-#include "core/hf/eos_ids.h"
-#include "core/hf/hf_config.h"
-
 namespace headroom::worker {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::string Hex16(uint64_t v) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(v));
   return hex;
-}
-
-HfTokenizer LoadTokenizer(const spec::TrainingJobSpec& spec) {
-  if (spec.model.path.empty()) {
-    throw std::invalid_argument("spec.model.path: a text task (spec.task.dataset.path set) needs a Hugging Face "
-                                "model directory for its tokenizer");
-  }
-  try {
-    return HfTokenizer::Load(spec.model.path);
-  } catch (const TokenizerError& e) {
-    throw std::invalid_argument(std::string("spec.model.path: ") + e.what());
-  }
 }
 
 JsonlDataset LoadDataset(const spec::DatasetSpec& d, const std::string& path, const char* field) {
@@ -56,57 +35,19 @@ PromptFormat PromptFormatFromSpec(const spec::PromptSpec& p) {
   return format;
 }
 
-// Stop tokens as the contract says: the tokenizer's eos_token, then generation_config.json's
-// eos_token_id (the ids generate() stops at), else config.json's. Chat models often list
-// their end-of-turn token only in one of them (Qwen2.5-Instruct: <|im_end|> as eos_token,
-// <|endoftext|> too in generation_config), and a response may end at either.
-std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string& model_dir) {
-  std::vector<int64_t> stops;
-  auto add = [&](int64_t id) {
-    if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
-  };
-  if (const auto eos = tokenizer.eos_token()) {
-    const auto id = tokenizer.TokenId(*eos);
-    if (!id) {
-      throw std::invalid_argument("spec.model.path: " + (fs::path(model_dir) / "tokenizer_config.json").string() +
-                                  ": eos_token \"" + *eos + "\" is not a token of tokenizer.json");
-    }
-    add(*id);
-  }
-  for (int64_t id : hf::LoadEosTokenIds(model_dir)) add(id);
-  if (stops.empty()) {
-    throw std::invalid_argument("spec.model.path: " + model_dir +
-                                ": no stop token (tokenizer_config.json eos_token, generation_config.json or "
-                                "config.json eos_token_id): a response could never end");
-  }
-  return stops;
-}
-
 }  // namespace
 
-TextTask::TextTask(const spec::TrainingJobSpec& spec)
-    : tokenizer_(LoadTokenizer(spec)),
+TextTask::TextTask(const spec::TrainingJobSpec& spec, const ModelTokens& tokens)
+    : tokenizer_(tokens.tokenizer),
       dataset_(LoadDataset(spec.task.dataset, spec.task.dataset.path, "spec.task.dataset.path")),
       order_(1, spec.task.seed),  // replaced once the kept records are known
       max_response_tokens_(spec.grpo.max_response_length) {
-  const std::string& model_dir = spec.model.path;
   const std::optional<TextReward> reward = ParseTextReward(spec.task.reward.name);
   if (!reward) throw std::invalid_argument("spec.task.reward.name: unknown reward \"" + spec.task.reward.name + "\"");
   reward_ = *reward;
   format_weight_ = spec.task.reward.format_weight;
-
-  // Every id the task feeds the model or reads back must be one of the model's rows.
-  const int64_t model_vocab = hf::LoadHfConfig(model_dir).vocab_size;
-  if (tokenizer_.vocab_size() > model_vocab) {
-    throw std::invalid_argument("spec.model.path: " + model_dir + ": the tokenizer has " +
-                                std::to_string(tokenizer_.vocab_size()) + " ids, more than config.json's vocab_size " +
-                                std::to_string(model_vocab));
-  }
-  format_.stop_tokens = StopTokens(tokenizer_, model_dir);
-  format_.pad = format_.stop_tokens.front();
-  if (const auto pad = tokenizer_.pad_token()) {
-    if (const auto id = tokenizer_.TokenId(*pad)) format_.pad = *id;
-  }
+  format_.stop_tokens = tokens.stop_tokens;
+  format_.pad = tokens.pad;
 
   // Render and tokenize every prompt, keyed by its line (Filter keeps records, not indices).
   const PromptFormat prompt_format = PromptFormatFromSpec(spec.task.prompt);

@@ -1,11 +1,11 @@
 // A text task: problems read from a JSON Lines dataset (spec.task.dataset), each prompt
 // rendered in the model's chat format (spec.task.prompt) and tokenized with the model's own
-// tokenizer (spec.model.path), each response decoded and scored by a text reward
-// (spec.task.reward, worker/tasks/text_reward.h).
+// tokenizer (ModelTokens, read once by the ModelSource: worker/model/model_source.h), each
+// response decoded and scored by a text reward (spec.task.reward, worker/tasks/text_reward.h).
 //
 // Contract:
-//   - Built once per rank from the spec alone: every rank reads the same files and so holds
-//     the same kept records in the same order.
+//   - Built once per rank from the spec and the model's tokens: every rank reads the same
+//     files and so holds the same kept records in the same order.
 //   - Every prompt is tokenized when the task is built. Records whose rendered prompt is
 //     longer than spec.grpo.maxPromptLength tokens are dropped (counted in
 //     prompts_filtered(), logged once): cutting a prompt would change the question.
@@ -16,9 +16,8 @@
 //   - prompt_tokens() is the longest kept prompt: prompts vary in length and are padded on
 //     the left by the trainer. answer_tokens() is spec.grpo.maxResponseLength: a text
 //     answer's length is not known in advance.
-//   - Stop tokens: tokenizer_config.json's eos_token, and generation_config.json's
-//     eos_token_id (one id or a list), else config.json's. Pad: tokenizer_config.json's
-//     pad_token, else the first stop token. Any token may be sampled (allowed is empty).
+//   - Stop and pad tokens: the model's (ModelTokens). Any token may be sampled (allowed is
+//     empty).
 //   - HeldOut(): spec.task.dataset.heldOut's records (same keys), rendered and tokenized
 //     like the training prompts, in file order; those longer than maxPromptLength are
 //     dropped (logged). Empty without a heldOut file.
@@ -26,10 +25,9 @@
 //     the tokenizer does not know, from a vocabulary padded past the tokenizer's, decode to
 //     nothing), and returns ScoreTextAnswer(reward, text, the record's answer, formatWeight).
 //
-// Errors: a missing or unsupported tokenizer, a bad dataset or heldOut line, a reward or prompt format
-// it does not know, no stop token, a tokenizer id outside config.json's vocab_size, no
-// prompt left after filtering: std::invalid_argument naming the spec field and the file
-// (and line), so the worker exits 2.
+// Errors: a bad dataset or heldOut line, a prompt the tokenizer cannot encode, a reward or
+// prompt format it does not know, no prompt left after filtering: std::invalid_argument
+// naming the spec field and the file (and line), so the worker exits 2.
 #pragma once
 
 #include <cstdint>
@@ -41,13 +39,14 @@
 #include "worker/tasks/jsonl_dataset.h"
 #include "worker/tasks/task.h"
 #include "worker/tasks/text_reward.h"
+#include "worker/model/model_tokens.h"
 #include "worker/tokenizer/hf_tokenizer.h"
 
 namespace headroom::worker {
 
 class TextTask final : public Task {
  public:
-  explicit TextTask(const spec::TrainingJobSpec& spec);
+  TextTask(const spec::TrainingJobSpec& spec, const ModelTokens& tokens);
 
   std::string name() const override { return "text"; }
   Problem Make(uint64_t global_index) const override;

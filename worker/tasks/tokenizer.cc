@@ -41,6 +41,8 @@ std::vector<int64_t> CharTokenizer::ResponseTokens() {
   return ids;
 }
 
+ResponseFormat CharTokenizer::Format() { return {{kEos}, kPad, ResponseTokens()}; }
+
 std::string CharTokenizer::DecodeUntilEos(const int64_t* ids, int64_t n) {
   static const char kChars[] = "??" "?0123456789+=>";
   std::string out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/spec/model_presets.h"
+#include "worker/tasks/response_format.h"
 
 namespace headroom::worker {
 
@@ -32,6 +33,9 @@ class CharTokenizer {
   // them (see ResponseLogitBias): every task's answer is digits, and a from-scratch model
   // that spends most of its probability on PAD, BOS or unused ids never sees a reward.
   static std::vector<int64_t> ResponseTokens();
+  // How responses in this vocabulary stop (EOS), are padded (PAD) and which tokens they may
+  // use (ResponseTokens): every generated task's response format.
+  static ResponseFormat Format();
   // Characters of ids up to (not including) the first EOS; PAD/BOS/unused ids print as '?'.
   static std::string DecodeUntilEos(const int64_t* ids, int64_t n);
 };

@@ -11,7 +11,7 @@
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
-#include "worker/model/policy_model.h"
+#include "worker/model/model_source.h"
 #include "worker/sharding/inference_weights.h"
 #include "worker/sharding/sharded_state_checkpoint.h"
 #include "worker/tasks/counter_rng.h"
@@ -85,10 +85,18 @@ uint64_t SampleKey(uint64_t seed, int64_t global_sample_index) {
 }
 
 GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device)
-    : GrpoTrainer(spec, comm, device, MakeTask(spec)) {}
+    : GrpoTrainer(spec, ModelSource(spec), comm, device) {}
+
+GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& model, Communicator& comm,
+                         torch::Device device)
+    : GrpoTrainer(spec, model, comm, device, MakeTask(spec, model)) {}
 
 GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device,
                          std::unique_ptr<Task> task)
+    : GrpoTrainer(spec, ModelSource(spec), comm, device, std::move(task)) {}
+
+GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& model, Communicator& comm,
+                         torch::Device device, std::unique_ptr<Task> task)
     : spec_(spec), comm_(comm), device_(device), task_(std::move(task)) {
   const auto& g = spec_.grpo;
   const int world = comm_.world_size();
@@ -109,16 +117,12 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
                  g.max_response_length, task_->name(), task_->answer_tokens());
   }
 
-  model_ = MakePolicyModel(spec_);
+  model_ = model.LoadPolicy();
   if (spec_.model.init == "checkpoint") LoadInitialWeights(model_, spec_.model.init_checkpoint);
   model_->to(device_);
   if (g.kl_coef > 0) {
-    // A frozen copy of the initial policy; with klCoef == 0 it is never built.
-    reference_ = MakePolicyModel(spec_);
-    torch::NoGradGuard no_grad;
-    auto src = model_->OrderedParameters();
-    auto dst = reference_->OrderedParameters();
-    for (size_t i = 0; i < src.size(); ++i) dst[i].second.copy_(src[i].second.cpu());
+    // A frozen copy of the initial policy, made in memory; with klCoef == 0 it is never built.
+    reference_ = model.CopyOf(model_);
     reference_->to(device_);
     reference_->eval();
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
@@ -131,14 +135,14 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
   AdamWConfig adamw;
   adamw.lr = g.learning_rate;
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
-  rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
-                                             g.max_response_length, device_);
-  // Stage 3 over several ranks: every decode step gathers the blocks, a collective, so
-  // the ranks must stop generating together.
-  if (shards_->per_layer() && comm_.world_size() > 1) rollout_->set_decode_communicator(&comm_);
   // The task's response format: how responses stop, and (toy tasks) the only tokens they
   // may use, the policy's whole action space.
   const ResponseFormat format = task_->response_format();
+  rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
+                                             g.max_response_length, device_, format);
+  // Stage 3 over several ranks: every decode step gathers the blocks, a collective, so
+  // the ranks must stop generating together.
+  if (shards_->per_layer() && comm_.world_size() > 1) rollout_->set_decode_communicator(&comm_);
   for (int64_t id : format.stop_tokens) {
     if (id < 0 || id >= model_->vocab_size())
       throw std::invalid_argument("task " + task_->name() + ": stop token " + std::to_string(id) +
@@ -155,7 +159,6 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
     response_bias_ = response_bias_.to(device_);
     rollout_->set_logit_bias(response_bias_);
   }
-  rollout_->set_response_format(format);
   PolicyUpdateConfig uc;
   uc.clip_low = g.clip_low;
   uc.clip_high = g.clip_high;

@@ -37,6 +37,7 @@
 #include "worker/comm/communicator.h"
 #include "worker/grpo/policy_update.h"
 #include "worker/model/causal_lm.h"
+#include "worker/model/model_source.h"
 #include "worker/rollout/rollout_engine.h"
 #include "worker/sharding/model_shards.h"
 #include "worker/tasks/task.h"
@@ -69,7 +70,11 @@ struct HeldOutScore {
 
 class GrpoTrainer {
  public:
-  // Throws std::invalid_argument for a spec it cannot run (naming the field).
+  // Throws std::invalid_argument for a spec it cannot run (naming the field). The model
+  // (policy, reference, the task's tokens) from `model`, which reads the weights once here
+  // (ModelSource::LoadPolicy; the reference is copied from them in memory).
+  GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& model, Communicator& comm, torch::Device device);
+  // With the model resolved here (ModelSource(spec)).
   GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device);
   // With `task` instead of the one spec.task names (tests: tasks no spec can name yet).
   GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, torch::Device device, std::unique_ptr<Task> task);
@@ -103,12 +108,16 @@ class GrpoTrainer {
   CausalLM& model() { return model_; }
   ModelShards& shards() { return *shards_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
+  // The frozen copy of the initial policy (klCoef > 0); empty otherwise.
+  const CausalLM& reference_model() const { return reference_; }
   const RolloutEngine& rollout_engine() const { return *rollout_; }
   const Task& task() const { return *task_; }
   Communicator& communicator() { return comm_; }
   const spec::TrainingJobSpec& spec() const { return spec_; }
 
  private:
+  GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& model, Communicator& comm, torch::Device device,
+              std::unique_ptr<Task> task);
   // RunStep's phases, each returning what it produced and measured (grpo_trainer.cc).
   struct StepPrompts;
   struct RolloutPhase;

@@ -19,6 +19,7 @@
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/communicator_factory.h"
+#include "worker/model/model_source.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/gpu_memory_source.h"
@@ -70,15 +71,18 @@ torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
 // and /metrics, and never acts.
 class WorkerGuard {
  public:
-  WorkerGuard(const spec::TrainingJobSpec& spec, int world_size)
-      : spec_(spec), world_size_(world_size), history_(guard::GuardHistory::FromEnvironment()) {}
+  WorkerGuard(const spec::TrainingJobSpec& spec, int world_size, guard::ModelShape model)
+      : spec_(spec),
+        world_size_(world_size),
+        model_(std::move(model)),
+        history_(guard::GuardHistory::FromEnvironment()) {}
 
   // Judges the step `memory` describes (the memory part of its record, as `headroom
   // replay` reads it back) before a step of `next_step_tokens`.
   GuardVerdict AfterStep(const guard::StepMemory& memory, int64_t next_step_tokens) {
     if (!guard_) {
       guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, memory.host_limit_bytes,
-                                          memory.gpu_limit_bytes, memory.gpu_limit_bytes > 0);
+                                          memory.gpu_limit_bytes, memory.gpu_limit_bytes > 0, model_);
     }
     // What `headroom replay` computes from the logged record: the same object, fed the same way.
     GuardVerdict verdict;
@@ -90,6 +94,7 @@ class WorkerGuard {
  private:
   const spec::TrainingJobSpec& spec_;
   int world_size_;
+  guard::ModelShape model_;      // the source's: the model is not read again to plan it
   guard::GuardHistory history_;  // read at start: a malformed one fails the worker at once
   std::optional<guard::MemoryGuard> guard_;
 };
@@ -289,6 +294,20 @@ std::string FetchHubModel(const spec::TrainingJob& job, const WorkerOptions& opt
   });
 }
 
+// The model, resolved once into `model` (model_source.h), and the trainer built on it:
+// model, optimizer, generation cache, built once. nullptr after printing why when the spec
+// cannot be run (the worker exits 2).
+std::unique_ptr<GrpoTrainer> BuildTrainer(const spec::TrainingJobSpec& spec, std::optional<ModelSource>& model,
+                                          Communicator& comm, const torch::Device& device) {
+  try {
+    model.emplace(spec);
+    return std::make_unique<GrpoTrainer>(spec, *model, comm, device);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << e.what() << "\n";
+    return nullptr;
+  }
+}
+
 int Run(const WorkerOptions& options, RunProgress& progress) {
   // 1. The job.
   const auto parsed = spec::ParseTrainingJobFile(options.job_path);
@@ -321,20 +340,16 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   std::unique_ptr<Communicator> comm = Connect(options, device);
   InstallStopSignalHandlers();
 
-  // 3. Telemetry, the drills' leaks, the guard.
+  // 3. Telemetry, the drills' leaks.
   StepTelemetry telemetry(TelemetryOptions(options, job, comm->world_size()), device);
   DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device,
                    spec.debug.host_leak_decay);
-  WorkerGuard guard(spec, comm->world_size());
 
-  // 4. The trainer: model, optimizer, generation cache, built once.
-  std::unique_ptr<GrpoTrainer> trainer;
-  try {
-    trainer = std::make_unique<GrpoTrainer>(spec, *comm, device);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << e.what() << "\n";
-    return protocol::kExitInvalidSpec;
-  }
+  // 4. The model, resolved once, and the trainer on it; the guard plans the same model.
+  std::optional<ModelSource> model;
+  const std::unique_ptr<GrpoTrainer> trainer = BuildTrainer(spec, model, *comm, device);
+  if (!trainer) return protocol::kExitInvalidSpec;
+  WorkerGuard guard(spec, comm->world_size(), model->plan_shape());
   LogSetup(job, *trainer, device, comm->world_size(), telemetry.host_source());
 
   // 5. Resume from the checkpoint directory's `latest` when it has one.

@@ -1,5 +1,5 @@
 // Small models of the presets' architecture (core/spec/model_presets.h) for tests: the
-// dimensions a test picks, built exactly as MakePolicyModel builds a preset.
+// dimensions a test picks, built exactly as ModelSource::LoadPolicy builds a preset.
 #pragma once
 
 #include <spdlog/spdlog.h>
