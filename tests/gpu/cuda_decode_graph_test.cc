@@ -29,7 +29,8 @@ class CudaDecodeGraphTest : public ::testing::TestWithParam<std::string> {
 
 Rollout Decode(CausalLM model, RolloutEngine::DecodeMode mode, const torch::Tensor& prompts,
                const torch::Tensor& padding, double temperature, bool* graphed = nullptr) {
-  RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 24, torch::kCUDA, CharTokenizer::Format());
+  RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 24, torch::kCUDA,
+                       CharTokenizer::Format());
   engine.set_decode_mode(mode);
   std::vector<uint64_t> keys;
   for (int64_t i = 0; i < prompts.size(0); ++i) keys.push_back(1000 + static_cast<uint64_t>(i));
