@@ -13,18 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "core/base/non_copyable.h"
 #include "worker/telemetry/step_log.h"
-
-namespace headroom::metrics {
-class MetricsHttpServer;
-}
-
-namespace prometheus {
-class Registry;
-class Gauge;
-template <typename T>
-class Family;
-}  // namespace prometheus
 
 namespace headroom::worker {
 
@@ -37,13 +27,11 @@ struct ModelFetchReportOptions {
   std::string repo, revision;
 };
 
-class ModelFetchReport {
+class ModelFetchReport : NonCopyable {
  public:
   // Throws std::runtime_error when the step log cannot be opened or the port bound.
   explicit ModelFetchReport(ModelFetchReportOptions options);
   ~ModelFetchReport();
-  ModelFetchReport(const ModelFetchReport&) = delete;
-  ModelFetchReport& operator=(const ModelFetchReport&) = delete;
 
   int port() const;  // the endpoint's port; 0 without one
 
@@ -51,19 +39,12 @@ class ModelFetchReport {
   void Progress(const std::string& file, int64_t done_bytes, int64_t total_bytes);
 
  private:
-  void SetGauges(const std::string& file, int64_t done_bytes, int64_t total_bytes);
+  struct Endpoint;  // the registries, their server and the current file's series (.cc)
 
   ModelFetchReportOptions options_;
   StepLogWriter log_;
   int recorded_hundredth_ = -1;
-  std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<prometheus::Registry> health_;
-  std::unique_ptr<metrics::MetricsHttpServer> server_;
-  prometheus::Family<prometheus::Gauge>* done_family_ = nullptr;
-  prometheus::Family<prometheus::Gauge>* total_family_ = nullptr;
-  prometheus::Gauge* done_ = nullptr;   // the series of the current file
-  prometheus::Gauge* total_ = nullptr;
-  std::string gauge_file_;
+  std::unique_ptr<Endpoint> endpoint_;  // null without --metrics-port
 };
 
 }  // namespace headroom::worker
