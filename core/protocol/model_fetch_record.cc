@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/protocol/lenient_json.h"
+
 namespace headroom::protocol {
 
 namespace {
@@ -9,15 +11,9 @@ constexpr const char* kKey = "model_fetch";
 }  // namespace
 
 std::string ModelFetchRecord::ToJson() const {
-  nlohmann::ordered_json inner;
-  inner["repo"] = repo;
-  inner["revision"] = revision;
-  inner["file"] = file;
-  inner["done_bytes"] = done_bytes;
-  inner["total_bytes"] = total_bytes;
-  nlohmann::ordered_json j;
-  j[kKey] = inner;
-  return j.dump();
+  const nlohmann::ordered_json inner = {
+      {"repo", repo}, {"revision", revision}, {"file", file}, {"done_bytes", done_bytes}, {"total_bytes", total_bytes}};
+  return nlohmann::ordered_json{{kKey, inner}}.dump();
 }
 
 std::optional<ModelFetchRecord> ParseModelFetchLine(const std::string& line) {
@@ -26,17 +22,13 @@ std::optional<ModelFetchRecord> ParseModelFetchLine(const std::string& line) {
   if (!j.is_object() || !j.contains(kKey) || !j[kKey].is_object()) return std::nullopt;
   const nlohmann::json& f = j[kKey];
   ModelFetchRecord r;
-  auto text = [&](const char* key, std::string& out) {
-    if (f.contains(key) && f[key].is_string()) out = f[key].get<std::string>();
-  };
-  auto count = [&](const char* key, int64_t& out) {
-    if (f.contains(key) && f[key].is_number_integer()) out = f[key].get<int64_t>();
-  };
-  text("repo", r.repo);
-  text("revision", r.revision);
-  text("file", r.file);
-  count("done_bytes", r.done_bytes);
-  count("total_bytes", r.total_bytes);
+  using lenient_json::ReadInteger;
+  using lenient_json::ReadString;
+  ReadString(f, "repo", r.repo);
+  ReadString(f, "revision", r.revision);
+  ReadString(f, "file", r.file);
+  ReadInteger(f, "done_bytes", r.done_bytes);
+  ReadInteger(f, "total_bytes", r.total_bytes);
   return r;
 }
 

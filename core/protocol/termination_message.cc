@@ -14,6 +14,7 @@
 
 #include "core/guard/human_bytes.h"
 #include "core/protocol/environment.h"
+#include "core/protocol/lenient_json.h"
 #include "core/protocol/step_record.h"
 
 namespace headroom::protocol {
@@ -77,19 +78,15 @@ std::optional<GpuOomReport> GpuOomReport::FromJson(const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || j.value("error", "") != kGpuOomError) return std::nullopt;
   GpuOomReport r;
-  auto num = [&](const char* key, int64_t& out) {
-    if (auto it = j.find(key); it != j.end() && it->is_number()) out = it->get<int64_t>();
-  };
-  auto str = [&](const char* key, std::string& out) {
-    if (auto it = j.find(key); it != j.end() && it->is_string()) out = it->get<std::string>();
-  };
-  str("device", r.device);
-  num("step", r.step);
-  num("allocated_bytes", r.allocated_bytes);
-  num("reserved_bytes", r.reserved_bytes);
-  num("requested_bytes", r.requested_bytes);
-  num("total_bytes", r.total_bytes);
-  str("message", r.message);
+  using lenient_json::ReadInteger;
+  using lenient_json::ReadString;
+  ReadString(j, "device", r.device);
+  ReadInteger(j, "step", r.step);
+  ReadInteger(j, "allocated_bytes", r.allocated_bytes);
+  ReadInteger(j, "reserved_bytes", r.reserved_bytes);
+  ReadInteger(j, "requested_bytes", r.requested_bytes);
+  ReadInteger(j, "total_bytes", r.total_bytes);
+  ReadString(j, "message", r.message);
   return r;
 }
 
