@@ -31,14 +31,8 @@ std::string LeaderElector::Leader() const {
   return observed_holder_;
 }
 
-bool LeaderElector::SleepUnlessStopped(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
-}
-
 void LeaderElector::Stop() {
-  stop_ = true;
-  cv_.notify_all();
+  stop_.Stop();
 }
 
 void LeaderElector::Observe(const json& lease) {
@@ -129,7 +123,7 @@ void LeaderElector::Release() {
 
 void LeaderElector::Run() {
   // Acquire.
-  while (!stop_) {
+  while (!stop_.stopped()) {
     bool ok = false;
     try {
       ok = TryAcquireOrRenew();
@@ -137,17 +131,17 @@ void LeaderElector::Run() {
       spdlog::warn("leader election: {}", e.what());
     }
     if (ok) break;
-    if (!SleepUnlessStopped(config_.retry_period)) return;
+    if (!stop_.SleepUnlessStopped(config_.retry_period)) return;
   }
-  if (stop_) return;
+  if (stop_.stopped()) return;
   leading_ = true;
   spdlog::info("leader election: {} is now leading ({}/{})", config_.identity, config_.ns, config_.lease_name);
   if (config_.on_started_leading) config_.on_started_leading();
 
   // Renew until we fail to for renew_deadline, or are asked to stop.
   auto last_renew = clock_->Now();
-  while (!stop_) {
-    if (!SleepUnlessStopped(config_.retry_period)) break;
+  while (!stop_.stopped()) {
+    if (!stop_.SleepUnlessStopped(config_.retry_period)) break;
     bool ok = false;
     try {
       ok = TryAcquireOrRenew();
@@ -163,7 +157,7 @@ void LeaderElector::Run() {
     }
   }
   leading_ = false;
-  if (stop_) Release();
+  if (stop_.stopped()) Release();
   if (config_.on_stopped_leading) config_.on_stopped_leading();
 }
 

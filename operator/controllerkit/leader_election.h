@@ -18,13 +18,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/stop_flag.h"
 #include "operator/controllerkit/clock.h"
 #include "operator/kubeclient/resource_client.h"
 
@@ -60,16 +60,14 @@ class LeaderElector {
   // One attempt to take or renew the lease. True when we hold it afterwards.
   bool TryAcquireOrRenew();
   void Release();
-  bool SleepUnlessStopped(std::chrono::milliseconds d);
   void Observe(const nlohmann::json& lease);
 
   kubeclient::ResourceClient leases_;
   LeaderElectionConfig config_;
   std::shared_ptr<Clock> clock_;
   std::atomic<bool> leading_{false};
-  std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  StopFlag stop_;
+  mutable std::mutex mu_;  // guards the observed_ fields
   std::string observed_holder_;
   std::string observed_record_;  // holder + renewTime + rv as last read
   Clock::TimePoint observed_time_{};

@@ -27,15 +27,10 @@ Watcher::~Watcher() { Stop(); }
 void Watcher::Start() { thread_ = std::thread([this] { Run(); }); }
 
 void Watcher::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) {
-      if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
-      return;
-    }
-    stop_ = true;
+  if (!stop_.Stop()) {
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    return;
   }
-  cv_.notify_all();
   canceller_.Cancel();
   if (thread_.joinable()) thread_.join();
 }
@@ -43,11 +38,6 @@ void Watcher::Stop() {
 std::string Watcher::last_resource_version() const {
   std::lock_guard<std::mutex> lock(mu_);
   return resource_version_;
-}
-
-bool Watcher::SleepUnlessStopped(std::chrono::milliseconds delay) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, delay, [this] { return stop_.load(); });
 }
 
 void Watcher::Report(const std::string& what) {
@@ -60,10 +50,10 @@ void Watcher::Run() {
   std::chrono::milliseconds backoff = options_.min_backoff;
   auto fail = [&](const std::string& what) {
     Report(what);
-    if (!SleepUnlessStopped(backoff)) return;
+    if (!stop_.SleepUnlessStopped(backoff)) return;
     backoff = std::min(backoff * 2, options_.max_backoff);
   };
-  while (!stop_) {
+  while (!stop_.stopped()) {
     if (need_list) {
       try {
         List();
@@ -77,11 +67,11 @@ void Watcher::Run() {
     const auto opened = std::chrono::steady_clock::now();
     try {
       const int64_t events = WatchOnce();
-      if (stop_) break;
+      if (stop_.stopped()) break;
       // The server ended the watch. A watch that ends at once with nothing in it would
       // spin; pause a little then.
       if (events == 0 && std::chrono::steady_clock::now() - opened < std::chrono::milliseconds(50)) {
-        if (!SleepUnlessStopped(backoff)) break;
+        if (!stop_.SleepUnlessStopped(backoff)) break;
         backoff = std::min(backoff * 2, options_.max_backoff);
       } else {
         backoff = options_.min_backoff;
@@ -90,7 +80,7 @@ void Watcher::Run() {
       Report("relisting: " + gone.message);
       need_list = true;
     } catch (const ApiError& e) {
-      if (stop_) break;
+      if (stop_.stopped()) break;
       if (e.IsGone()) {
         Report(std::string("relisting: ") + e.what());
         need_list = true;
@@ -98,7 +88,7 @@ void Watcher::Run() {
         fail(std::string("watch failed: ") + e.what());
       }
     } catch (const std::exception& e) {
-      if (stop_) break;
+      if (stop_.stopped()) break;
       fail(std::string("watch broke: ") + e.what());
     }
   }

@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -22,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/stop_flag.h"
 #include "operator/kubeclient/resource_client.h"
 
 namespace headroom::kubeclient {
@@ -77,7 +77,6 @@ class Watcher {
   int64_t WatchOnce();
   // One line of the watch stream; true when it was an event for the handlers (not a bookmark).
   bool Dispatch(const std::string& line);
-  bool SleepUnlessStopped(std::chrono::milliseconds delay);
   void Report(const std::string& what);
 
   ResourceClient client_;
@@ -85,11 +84,10 @@ class Watcher {
   Handlers handlers_;
   StreamCanceller canceller_;
   std::thread thread_;
-  std::atomic<bool> stop_{false};
+  StopFlag stop_;
   std::atomic<int64_t> lists_{0};
   std::atomic<int64_t> watches_{0};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::mutex mu_;  // guards resource_version_
   std::string resource_version_;
 };
 
