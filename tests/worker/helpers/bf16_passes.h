@@ -15,6 +15,7 @@
 #include "worker/grpo/log_probs.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/rollout/rollout_engine.h"
+#include "worker/tasks/tokenizer.h"
 
 namespace headroom::testing {
 
@@ -58,7 +59,8 @@ inline Bf16Passes RunBf16Passes(worker::CausalLM model, const torch::Tensor& seq
     out.logits = model->forward(on_device).to(torch::kCPU, torch::kFloat32);
   }
   out.logp = worker::ResponseLogProbsNoGrad(model, on_device, kBf16PassesPrompt, 1.0, 2).cpu();
-  worker::RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 5, device);
+  worker::RolloutEngine engine(model->kv_cache_shape(), prompts.size(0), prompts.size(1), 5, device,
+                               worker::CharTokenizer::Format());
   out.greedy = engine.Generate(model, prompts, std::vector<uint64_t>(prompts.size(0), 0), 0.0).responses().cpu();
   return out;
 }
