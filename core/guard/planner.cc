@@ -202,8 +202,10 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
            true);
   AddInferenceWeights(rows, in);
   if (s.grpo.kl_coef > 0) {
-    rows.Add("reference model", in.p_bytes * static_cast<double>(model.parameters),
-             in.gpu && !s.sharding.offload_params, "frozen copy, parameters only", true);
+    // Kept in bf16 where the policy keeps bf16 copies for its passes without gradient.
+    rows.Add("reference model", (in.inference_weights ? 2.0 : in.p_bytes) * static_cast<double>(model.parameters),
+             in.gpu && !s.sharding.offload_params,
+             std::string("frozen copy, parameters only") + (in.inference_weights ? ", bf16" : ""), true);
   }
   rows.Add("runtime", static_cast<double>(kHostRuntimeBaselineBytes), false, "process baseline (LibTorch, allocator)",
            true);

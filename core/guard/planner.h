@@ -17,7 +17,8 @@
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
-// Reference model (klCoef > 0): parameters only, replicated.
+// Reference model (klCoef > 0): parameters only, replicated; in bf16 (2 Psi) where the
+// inference weights below are kept, P Psi otherwise.
 // Inference weights (GPU jobs; PlanOptions::bf16_inference_weights): the bf16 copies the
 // rollout and the old log-probs read, 2 Psi (stage 3: 2 Psi / N, each rank's shard; its
 // bf16 gather of a layer is smaller than the fp32 one counted as "gathered layer"), placed

@@ -75,7 +75,7 @@ TEST(PlannerTest, GpuPlacementAndOffload) {
   EXPECT_EQ(HostOf(offloaded, "parameters"), 4 * psi);
   EXPECT_EQ(HostOf(offloaded, "optimizer"), 8 * psi / 2);
   EXPECT_EQ(HostOf(offloaded, "gradients"), 4 * psi / 2);
-  EXPECT_EQ(HostOf(offloaded, "reference model"), 4 * psi);
+  EXPECT_EQ(HostOf(offloaded, "reference model"), 2 * psi) << "a GPU job keeps its frozen reference in bf16";
   EXPECT_EQ(offloaded.host_total_bytes + offloaded.gpu_total_bytes, on_gpu.host_total_bytes + on_gpu.gpu_total_bytes)
       << "offload moves bytes, it does not create them";
   EXPECT_LT(offloaded.gpu_total_bytes, on_gpu.gpu_total_bytes);
@@ -127,8 +127,15 @@ TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
   without_copies.bf16_inference_weights = false;
   const Plan off = PlanMemory(s, 2, without_copies);
   EXPECT_EQ(off.Find("inference weights"), nullptr);
-  EXPECT_EQ(on.gpu_total_bytes - off.gpu_total_bytes, 2 * psi);
-  EXPECT_EQ(on.gpu_state_bytes - off.gpu_state_bytes, 2 * psi) << "the copies stay between steps";
+  // The frozen reference model is kept in bf16 with them: 2 bytes a parameter instead of 4.
+  ASSERT_GT(s.grpo.kl_coef, 0);
+  EXPECT_EQ(GpuOf(on, "reference model"), 2 * psi);
+  EXPECT_EQ(GpuOf(off, "reference model"), 4 * psi);
+  // Without a reference model the copies are the whole difference.
+  s.grpo.kl_coef = 0;
+  const Plan on_alone = PlanMemory(s, 2), off_alone = PlanMemory(s, 2, without_copies);
+  EXPECT_EQ(on_alone.gpu_total_bytes - off_alone.gpu_total_bytes, 2 * psi);
+  EXPECT_EQ(on_alone.gpu_state_bytes - off_alone.gpu_state_bytes, 2 * psi) << "the copies stay between steps";
   EXPECT_EQ(on.gpu_activation_bytes, off.gpu_activation_bytes);
   EXPECT_EQ(on.host_total_bytes, off.host_total_bytes);
 

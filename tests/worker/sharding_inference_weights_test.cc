@@ -172,6 +172,41 @@ TEST(InferenceWeightsTest, PassesOnCopiesAreTheAutocastPassesOverBf16Weights) {
   testing::ExpectWithinBf16Rounding(model, got, fp32);
 }
 
+// The frozen reference model converted once: bf16 parameters equal to the fp32 ones
+// rounded, fp32 buffers (rotary tables) untouched, and its passes exactly those of the
+// rounded fp32 weights under the same autocast, as the policy's copies are.
+TEST(InferenceWeightsTest, ConvertedReferenceIsItsWeightsRoundedToBf16) {
+  torch::manual_seed(14);
+  const auto sequences = torch::randint(3, 32, {3, 9}, torch::kInt64);
+  CausalLM reference = TiedTiny();
+  const std::vector<torch::Tensor> fp32_weights = Snapshot(reference);
+  std::vector<c10::ScalarType> buffer_types;
+  for (const auto& b : reference->buffers()) buffer_types.push_back(b.scalar_type());
+  ConvertParametersToBf16(reference);
+  EXPECT_TRUE(ParametersAre(reference, RoundedToBf16(fp32_weights)));
+  std::vector<c10::ScalarType> after;
+  for (const auto& b : reference->buffers()) after.push_back(b.scalar_type());
+  EXPECT_EQ(after, buffer_types) << "buffers keep their dtype";
+  testing::Bf16Passes got;
+  {
+    Bf16Autocast autocast(torch::kCPU, /*also_on_cpu=*/true);
+    got = testing::RunBf16Passes(reference, sequences, torch::kCPU);
+  }
+  HfCausalLM rounded_model = TiedTiny();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : rounded_model->OrderedParameters()) p.copy_(p.to(torch::kBFloat16));
+  }
+  testing::Bf16Passes rounded;
+  {
+    Bf16Autocast autocast(torch::kCPU, /*also_on_cpu=*/true);
+    rounded = testing::RunBf16Passes(rounded_model, sequences, torch::kCPU);
+  }
+  EXPECT_TRUE(torch::equal(got.logits, rounded.logits));
+  EXPECT_TRUE(torch::equal(got.logp, rounded.logp));
+  EXPECT_TRUE(torch::equal(got.greedy, rounded.greedy));
+}
+
 // Stage 3 on 2 ranks gathers each rank's bf16 shard: the gathered copies are stage 0's,
 // bit for bit, the blocks are released after every pass, and each rank holds its shard's
 // copy (2 bytes per owned element) and no more between passes.

@@ -6,6 +6,11 @@ namespace headroom::worker {
 
 bool Bf16InferenceWeightsByDefault(const torch::Device& device) { return device.is_cuda(); }
 
+void ConvertParametersToBf16(CausalLM& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : model->OrderedParameters()) p.set_data(p.detach().to(torch::kBFloat16));
+}
+
 InferenceWeightsScope::InferenceWeightsScope(ModelShards& shards)
     : shards_(shards), active_(shards.options().bf16_inference_weights) {
   if (!active_) return;

@@ -36,6 +36,14 @@ namespace headroom::worker {
 // slower there than fp32, and casting fp32 activations would cost more than it saves).
 bool Bf16InferenceWeightsByDefault(const torch::Device& device);
 
+// The frozen reference model (klCoef > 0), which only ever runs a pass without gradient:
+// where a worker keeps bf16 copies (Bf16InferenceWeightsByDefault), its parameters become
+// bf16 themselves, converted once in place (buffers such as the rotary tables stay fp32).
+// Its passes then read what the policy's copies would hold, at half the memory, with no
+// cast per call. A CUDA forward autocasts itself; on the CPU run it under
+// Bf16Autocast(device, also_on_cpu).
+void ConvertParametersToBf16(CausalLM& model);
+
 class InferenceWeightsScope {
  public:
   explicit InferenceWeightsScope(ModelShards& shards);

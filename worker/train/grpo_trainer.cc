@@ -120,18 +120,20 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   model_ = model.LoadPolicy();
   if (spec_.model.init == "checkpoint") LoadInitialWeights(model_, spec_.model.init_checkpoint);
   model_->to(device_);
+  const bool bf16_inference_weights = Bf16InferenceWeightsByDefault(device_);
   if (g.kl_coef > 0) {
     // A frozen copy of the initial policy, made in memory; with klCoef == 0 it is never built.
     reference_ = model.CopyOf(model_);
     reference_->to(device_);
     reference_->eval();
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+    if (bf16_inference_weights) ConvertParametersToBf16(reference_);
   }
   ShardingOptions sharding;
   sharding.stage = spec_.sharding.stage;
   sharding.offload_params = spec_.sharding.offload_params;
   sharding.offload_optimizer = spec_.sharding.offload_optimizer;
-  sharding.bf16_inference_weights = Bf16InferenceWeightsByDefault(device_);
+  sharding.bf16_inference_weights = bf16_inference_weights;
   AdamWConfig adamw;
   adamw.lr = g.learning_rate;
   shards_ = std::make_unique<ModelShards>(model_, comm_, sharding, adamw);
