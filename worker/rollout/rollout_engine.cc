@@ -118,9 +118,10 @@ std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeStatic(CausalLM& mo
   StaticDecode& decode = StaticDecodeFor(model, b, temperature, graph);  // outside inference mode: ordinary buffers
   {
     c10::InferenceMode inference;
-    decode.step->Begin(prompts.to(device_), padding, sample_keys);
+    const torch::Tensor on_device = prompts.to(device_);
+    decode.step->Begin(on_device, padding, sample_keys);
     cache_.Reset(b, padding);
-    decode.step->Sample(model->ForwardCached(prompts.to(device_), cache_));  // the prompt, then token 0
+    decode.step->Sample(model->ForwardCached(on_device, cache_));  // the prompt, then token 0
     for (int64_t t = 1; t < r; ++t) {
       // The same checks as the growing-cache decode: after every interval of tokens.
       if (t % stop_check_interval_ == 0 && !AnyAlive(decode.step->alive())) break;
