@@ -21,7 +21,7 @@ class EagerDecodeReplay : public DecodeReplay {
 
 std::unique_ptr<DecodeReplay> MakeDecodeReplay(std::function<void()> step, const torch::Device& device,
                                                bool use_graph) {
-#if defined(HEADROOM_WITH_CUDA)
+#if defined(HEADROOM_CUDA_GRAPHS)
   if (use_graph && device.is_cuda()) return MakeCudaGraphDecodeReplay(std::move(step), device.index() < 0 ? 0 : device.index());
 #else
   (void)device;

@@ -35,7 +35,7 @@ class DecodeReplay {
 // otherwise.
 std::unique_ptr<DecodeReplay> MakeDecodeReplay(std::function<void()> step, const torch::Device& device, bool use_graph);
 
-#if defined(HEADROOM_WITH_CUDA)
+#if defined(HEADROOM_CUDA_GRAPHS)
 // decode_replay_cuda.cc.
 std::unique_ptr<DecodeReplay> MakeCudaGraphDecodeReplay(std::function<void()> step, int device_index);
 #endif
