@@ -11,7 +11,8 @@
 # Then the base preset against plain PyTorch eager and torch.compile (below).
 # Sized to finish within 8 minutes on one H100 (the default 2 + 1 rounds).
 #   bench/gpu/run.sh BUILD_DIR   (a CUDA build; HEADROOM_GPU_BENCH_ROUNDS, default 2;
-#                                 HEADROOM_GPU_BENCH_RESPONSE, default 256)
+#                                 HEADROOM_GPU_BENCH_RESPONSE, default 256;
+#                                 HEADROOM_GPU_BENCH_COMPILE=0 leaves out torch.compile)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD_DIR=${1:?usage: bench/gpu/run.sh BUILD_DIR (a CUDA build)}
@@ -84,24 +85,33 @@ fi
 SHAPE=(--prompts 512 --group 8 --micro-batch 512 --steps 5 --warmup 2 --threads 8)
 base_runs=()
 for ((r = 1; r <= BASE_ROUNDS; r++)); do
+  # Each run's line is printed as soon as it ends: torch.compile's warm-up is long, and a
+  # run cut short still shows the others.
   ours=$("$BASE_BENCH" --preset base --device cuda --response 16 "${SHAPE[@]}")
+  echo "$ours"
   eager=$("$PYTHON" bench/worker/grpo_eager.py --preset base --device cuda --max-response 16 "${SHAPE[@]}")
-  compiled=$("$PYTHON" bench/worker/grpo_eager.py --preset base --device cuda --max-response 16 --compile "${SHAPE[@]}")
-  printf '%s\n%s\n%s\n' "$ours" "$eager" "$compiled"
-  base_runs+=("$ours" "$eager" "$compiled")
+  echo "$eager"
+  base_runs+=("$ours" "$eager")
+  if [ "${HEADROOM_GPU_BENCH_COMPILE:-1}" != 0 ]; then
+    compiled=$("$PYTHON" bench/worker/grpo_eager.py --preset base --device cuda --max-response 16 --compile "${SHAPE[@]}")
+    echo "$compiled"
+    base_runs+=("$compiled")
+  fi
 done
 "$PYTHON" - "${base_runs[@]}" <<'PY'
 import json, statistics, sys
 
 runs = [json.loads(a) for a in sys.argv[1:]]
 by = {impl: [r for r in runs if r["impl"] == impl] for impl in ("cpp", "python-eager", "python-compile")}
+by = {impl: rs for impl, rs in by.items() if rs}  # no python-compile with HEADROOM_GPU_BENCH_COMPILE=0
 med = lambda impl, k: statistics.median(r[k] for r in by[impl])
 for impl, rs in by.items():
     print(f"base {impl:>14}: {med(impl, 'tokens_per_second'):8.0f} tokens/s  step {med(impl, 'step_seconds_median'):.3f} s"
           f"  rollout {med(impl, 'rollout_seconds'):.3f} s  update {med(impl, 'update_seconds'):.3f} s"
           f"  peak reserved {med(impl, 'peak_reserved_bytes') / 2**30:.1f} GiB")
 tps = lambda impl: med(impl, "tokens_per_second")
+versus_compile = f"{tps('cpp') / tps('python-compile'):.2f}x" if "python-compile" in by else "(not run)"
 print(f"base ratio: {tps('cpp') / tps('python-eager'):.2f}x eager (goal >= 1.3x), "
-      f"{tps('cpp') / tps('python-compile'):.2f}x torch.compile (goal >= 1.1x), peak reserved "
+      f"{versus_compile} torch.compile (goal >= 1.1x), peak reserved "
       f"{med('cpp', 'peak_reserved_bytes') / max(med('python-eager', 'peak_reserved_bytes'), 1):.2f} of eager's (goal <= 1)")
 PY

@@ -24,7 +24,8 @@ TARGETS="headroom-worker headroom hf_grpo_bench grpo_step_bench worker_comm_nccl
   $(ls tests/gpu/*_test.cc | sed 's#.*/\(.*\)\.cc#gpu_\1#')"
 note "build"
 # shellcheck disable=SC2086
-bash .gpu/build.sh $TARGETS > "$OUT_DIR/build.log" 2>&1
+# Graphs ON explicitly: a build directory kept from an earlier call caches the fallback's OFF.
+CMAKE_EXTRA=-DHEADROOM_CUDA_GRAPHS=ON bash .gpu/build.sh $TARGETS > "$OUT_DIR/build.log" 2>&1
 rc=$?
 tail -20 "$OUT_DIR/build.log"
 if [ "$rc" -ne 0 ] && grep -q "FAILED.*decode_replay_cuda" /tmp/b-build.log; then
@@ -57,8 +58,14 @@ note "link"
   readelf -d /tmp/b/bin/headroom-worker | grep NEEDED
   echo "# toolchain"
   c++ --version | head -1; ld --version | head -1; cmake --version | head -1
+  CXX_USED=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' /tmp/b/CMakeCache.txt)
+  echo "# the compiler CMake used: $CXX_USED"
+  ls -la "$CXX_USED"; readlink -f "$CXX_USED"; "$CXX_USED" --version | head -1
+  for f in libstdc++.so libstdc++.so.6 libstdc++.a; do echo "$f -> $("$CXX_USED" -print-file-name=$f)"; done
+  echo "# the configure-time choice (cmake/libstdcxx_first.cmake)"
+  grep -A6 "libstdc++ first\|no link option" /tmp/b-configure.log
   echo "# linker options the compiler driver adds"
-  c++ -dumpspecs | grep -n -- "as-needed" || echo "(no --as-needed in the specs)"
+  "$CXX_USED" -dumpspecs | grep -o -- "[^ ]*as-needed[^ ]*" | sort | uniq -c
 } > "$OUT_DIR/link.log" 2>&1
 head -8 "$OUT_DIR/link.log"
 

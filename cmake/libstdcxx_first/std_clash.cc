@@ -1,6 +1,7 @@
 // A stand-in for a library that exports its own copy of a std:: function, as a PyTorch
-// wheel's LibTorch does: remove_all that deletes nothing. loader_binding_test links it
-// where LibTorch is linked and checks that the calls still run libstdc++'s.
+// wheel's LibTorch does: remove_all that deletes nothing. The configure-time probe
+// (libstdcxx_first.cmake) and tests/worker/loader_binding_test.cc link it where LibTorch
+// is linked and check that the calls still run libstdc++'s.
 #include <filesystem>
 #include <system_error>
 
