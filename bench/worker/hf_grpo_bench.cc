@@ -294,7 +294,8 @@ int main(int argc, char** argv) {
   Figure("gradients", held.gradients, planned("gradients"), "sharded fp32 buffers");
   Figure("optimizer", held.optimizer, planned("optimizer"), "AdamW moments");
   Figure("generation cache", cache, planned("generation cache"), "the rollout's KV cache");
-  const int64_t plan_transient = planned("activations") + planned("logits") + planned("head gradient");
+  const int64_t plan_transient =
+      planned("activations") + planned("logits") + planned("head gradient") + planned("autocast weights");
   if (device.is_cuda()) {
     const int64_t reference = gpu_state - held.total() - cache;
     Figure("reference model", trainer.has_reference_model() ? reference : 0, planned("reference model"),
@@ -302,7 +303,8 @@ int main(int argc, char** argv) {
     Figure("activations+logits", gpu_step_peak - gpu_state, plan_transient,
            "allocator peak in a step - allocated between steps; plan activations " + Bytes(planned("activations")) +
                " + logits " + Bytes(planned("logits")) +
-               " + head gradient " + Bytes(planned("head gradient")));
+               " + head gradient " + Bytes(planned("head gradient")) + " + autocast weights " +
+               Bytes(planned("autocast weights")));
     Figure("GPU step peak", gpu_step_peak, plan.gpu_total_bytes - planned("runtime"),
            "allocator peak; plan total less its " + Bytes(planned("runtime")) + " CUDA-context estimate");
   } else {

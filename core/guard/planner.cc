@@ -174,6 +174,23 @@ void AddInferenceWeights(PlanRows& rows, const PlanInputs& in) {
            std::string("bf16 copies for rollout and old log-probs") + (in.stage >= 3 ? ", the owned shard" : ""), true);
 }
 
+// GPU autocast casts each weight a matmul reads to bf16 in the update's forward, and the
+// matmul's backward keeps that cast until it runs: at the end of a micro-batch's forward
+// every matmul weight lives twice, fp32 and bf16. The embedding lookup casts nothing (an
+// untied input embedding is left out). Under stage 3 a block is recomputed in backward, so
+// only one block's casts and the outer group's head are held at once.
+void AddAutocastWeights(PlanRows& rows, const PlanInputs& in) {
+  if (!in.gpu) return;
+  const ModelShape& model = in.model;
+  const double head = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
+  const double cast = in.stage >= 3 ? static_cast<double>(model.layer_parameters) + head
+                                    : static_cast<double>(model.parameters) - (model.tied_head ? 0.0 : head);
+  rows.Add("autocast weights", 2 * cast, true,
+           std::string("bf16 casts of the matmul weights the update's backward keeps") +
+               (in.stage >= 3 ? ": one recomputed block + head" : ""),
+           true);  // the same every step, whatever its tokens, like the head gradient
+}
+
 // What else stays between steps: the head's gradient, the generation cache, the reference
 // model and the process itself.
 void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
@@ -189,6 +206,7 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
            std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
                std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
            true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
+  AddAutocastWeights(rows, in);
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
   const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;

@@ -23,6 +23,9 @@
 // rollout and the old log-probs read, 2 Psi (stage 3: 2 Psi / N, each rank's shard; its
 // bf16 gather of a layer is smaller than the fp32 one counted as "gathered layer"), placed
 // with the parameters.
+// Autocast weights (GPU jobs): the bf16 casts of the matmul weights that the update's
+// backward keeps, 2 Psi less an untied input embedding (stage 3: one block and the head,
+// as blocks are recomputed in backward).
 // Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
 // 200 MiB of host (kHostRuntimeBaselineBytes), plus ~512 MiB of CUDA context per GPU. Both
 // are estimates; PlanCorrection learns a measured/planned factor.
@@ -93,7 +96,8 @@ struct PlanOptions {
 struct PlanComponent {
   std::string name;             // "parameters", "gradients", "optimizer", "activations",
                                 // "logits", "generation cache", "reference model",
-                                // "inference weights", "runtime"
+                                // "gathered layer", "head gradient", "inference weights",
+                                // "autocast weights", "runtime"
   int64_t host_bytes = 0;
   int64_t gpu_bytes = 0;
   std::string note;             // how it was computed, e.g. "stage 2: fp32 Psi" 

@@ -152,6 +152,36 @@ TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
   EXPECT_EQ(HostOf(PlanMemory(Job("base", 2), 2, with_copies), "inference weights"), 2 * psi);
 }
 
+// Under GPU autocast the update's backward keeps a bf16 cast of every matmul weight it
+// read: the whole model but an untied input embedding, or under stage 3 (blocks recomputed
+// in backward) one block and the head. None on a CPU, which does not autocast.
+TEST(PlannerTest, AutocastWeightsAreTheBf16CastsTheBackwardKeeps) {
+  ModelShape shape;
+  shape.parameters = 1000000;
+  shape.layer_parameters = 50000;
+  shape.layers = 12;
+  shape.hidden = 64;
+  shape.heads = 4;
+  shape.kv_heads = 4;
+  shape.head_dim = 16;
+  shape.vocab = 1000;
+  shape.tied_head = true;
+  PlanOptions options;
+  options.model = shape;
+  spec::TrainingJobSpec s = Job("tiny", 0, /*gpus=*/1);
+  EXPECT_EQ(GpuOf(PlanMemory(s, 1, options), "autocast weights"), 2 * 1000000);
+  EXPECT_EQ(HostOf(PlanMemory(s, 1, options), "autocast weights"), 0);
+  options.model->tied_head = false;  // the input embedding is looked up, not multiplied
+  EXPECT_EQ(GpuOf(PlanMemory(s, 1, options), "autocast weights"), 2 * (1000000 - 1000 * 64));
+  s.sharding.stage = 3;
+  EXPECT_EQ(GpuOf(PlanMemory(s, 2, options), "autocast weights"), 2 * (50000 + 1000 * 64));
+  // The same every step: counted with the state, not with the token-driven part.
+  s.sharding.stage = 0;
+  const Plan with = PlanMemory(s, 1, options);
+  EXPECT_EQ(with.gpu_activation_bytes, GpuOf(with, "activations") + GpuOf(with, "logits"));
+  EXPECT_EQ(PlanMemory(Job("tiny", 0), 1, options).Find("autocast weights"), nullptr);
+}
+
 TEST(PlannerTest, TotalsAddUpAndStateExcludesActivations) {
   Plan p = PlanMemory(Job("small", 1, 1), 2, PlanOptions{80LL << 30});
   int64_t host = 0, gpu = 0;
