@@ -205,7 +205,9 @@ int main(int argc, char** argv) {
   // The job: reverse 3 digits (prompt 5 tokens), `batch` sequences of `response` tokens.
   spec::TrainingJobSpec spec;
   spec.model.path = dir.string();
-  spec.task = {"reverse", 3, 1};
+  spec.task.name = "reverse";
+  spec.task.digits = 3;
+  spec.task.seed = 1;
   spec.grpo.prompts_per_step = static_cast<int>(a.batch / kGroup);
   spec.grpo.group_size = static_cast<int>(kGroup);
   spec.grpo.max_prompt_length = 5;
@@ -236,13 +238,16 @@ int main(int argc, char** argv) {
   std::vector<double> step_seconds;
   double rollout = 0, logprob = 0, update = 0;
   int64_t tokens = 0, generated = 0, update_rows = 0, sequences = 0, gpu_step_peak = 0, rss_step_peak = 0;
+  int64_t gpu_reserved_peak = 0;
   for (int s = 0; s < a.steps; ++s) {
     gpu->ResetPeak();
     rss_sampler.Reset();
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = trainer.RunStep(a.warmup + s);
     step_seconds.push_back(Seconds(start));  // RunStep reads its loss back: the device is done
-    gpu_step_peak = std::max(gpu_step_peak, gpu->Read().allocated_peak_bytes);
+    const memory::GpuMemorySample after = gpu->Read();
+    gpu_step_peak = std::max(gpu_step_peak, after.allocated_peak_bytes);
+    gpu_reserved_peak = std::max(gpu_reserved_peak, after.peak_bytes);
     rss_step_peak = std::max(rss_step_peak, rss_sampler.TakePeak());
     rollout += r.rollout_seconds;
     logprob += r.logprob_seconds;
@@ -307,6 +312,10 @@ int main(int argc, char** argv) {
                Bytes(planned("autocast weights")));
     Figure("GPU step peak", gpu_step_peak, plan.gpu_total_bytes - planned("runtime"),
            "allocator peak; plan total less its " + Bytes(planned("runtime")) + " CUDA-context estimate");
+    // What other trainers report (torch.cuda.max_memory_reserved): the plan has no row for
+    // the allocator's caching slack, so no comparison.
+    std::printf("memory GPU reserved peak %11s  (the caching allocator's reserved peak in a step)\n",
+                Bytes(gpu_reserved_peak).c_str());
   } else {
     Figure("reference model", 0, planned("reference model"), "not separable in host RSS");
     Figure("activations+logits", rss_step_peak - rss_state, plan_transient,
