@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/base/non_copyable.h"
+#include "worker/torch_version.h"
 
 namespace headroom::worker {
 namespace {
@@ -64,7 +65,13 @@ class CudaGraphDecodeReplay : public DecodeReplay {
     try {
       const c10::cuda::CUDAStreamGuard on_side(side);
       const AutocastCacheOff no_cache;
+#if HEADROOM_TORCH_AT_LEAST(2, 2)
+      // Thread-local: a CUDA call another thread makes meanwhile (the memory monitor's
+      // cudaMemGetInfo, a communicator) neither breaks this capture nor gets recorded in it.
+      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
       graph->capture_begin();
+#endif
       try {
         step_();
       } catch (...) {
