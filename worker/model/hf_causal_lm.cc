@@ -11,6 +11,7 @@
 #include "worker/model/attention_mask.h"
 #include "worker/model/bf16_autocast.h"
 #include "worker/model/fused_attention.h"
+#include "worker/model/sdpa_attention.h"
 
 namespace headroom::worker {
 namespace {
@@ -205,8 +206,12 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& q, c
     kh = RepeatKeyValueHeads(kh, heads / kv_heads);
     vh = RepeatKeyValueHeads(vh, heads / kv_heads);
   }
+  const torch::Tensor out_mask = mask.defined() ? mask.narrow(-2, first_output, out_t) : mask;
+  if (SdpaAttentionApplies(qh)) {
+    return SdpaAttention(qh.narrow(2, first_output, out_t), kh, vh, out_mask).transpose(1, 2).reshape({batch, out_t, heads * d});
+  }
   auto scores = torch::matmul(qh.narrow(2, first_output, out_t), kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  if (mask.defined()) scores = scores + mask.narrow(-2, first_output, out_t).to(scores.scalar_type());
+  if (mask.defined()) scores = scores + out_mask.to(scores.scalar_type());
   auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(vh.scalar_type());
   return torch::matmul(probs, vh).transpose(1, 2).reshape({batch, out_t, heads * d});
 }

@@ -1,0 +1,35 @@
+#include <spdlog/spdlog.h>
+
+#include "worker/model/sdpa_attention.h"
+
+#include <stdexcept>
+
+#include "worker/torch_version.h"
+
+namespace headroom::worker {
+
+bool SdpaAttentionApplies(const torch::Tensor& q) {
+#if HEADROOM_TORCH_AT_LEAST(2, 0)
+  return q.is_cuda();
+#else
+  (void)q;
+  return false;
+#endif
+}
+
+torch::Tensor SdpaAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& mask) {
+#if HEADROOM_TORCH_AT_LEAST(2, 0)
+  // The kernels take the mask in the queries' dtype (bf16 holds 0 and -inf exactly).
+  if (!mask.defined()) return at::scaled_dot_product_attention(q, k, v);
+  return at::scaled_dot_product_attention(q, k, v, mask.to(q.scalar_type()));
+#else
+  (void)q;
+  (void)k;
+  (void)v;
+  (void)mask;
+  throw std::logic_error("SdpaAttention needs LibTorch >= 2.0 (check SdpaAttentionApplies first)");
+#endif
+}
+
+}  // namespace headroom::worker
