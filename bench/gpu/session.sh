@@ -5,6 +5,8 @@
 # binding test, record how the worker was linked, then one round of bench/gpu/run.sh.
 # Sized for one 10-minute call on an H100: build ~2 min, tests ~1-2 min, one bench round ~4 min.
 #   bash bench/gpu/session.sh [OUT_DIR]     (OUT_DIR default $OUT, else /tmp/gpu-session)
+# HEADROOM_GPU_SESSION_SUITE=1 builds everything instead and runs the whole suite (ctest -j,
+# suite.log) before the GPU tests; the bench gets what time is left (a booking of its own).
 # Every stage runs even if an earlier one fails; the exit status is the first failure's.
 # Logs: OUT_DIR/{build,ctest,link,bench}.log.
 set -u
@@ -20,8 +22,10 @@ fail() { [ "$status" -ne 0 ] || status=$1; }
 # default 560 s): the bench gets whatever time the build and the tests left.
 DEADLINE=$((SECONDS + ${HEADROOM_GPU_SESSION_S:-560}))
 left() { echo $((DEADLINE - SECONDS > 10 ? DEADLINE - SECONDS : 10)); }
+SUITE=${HEADROOM_GPU_SESSION_SUITE:-0}
 TARGETS="headroom-worker headroom hf_grpo_bench grpo_step_bench worker_comm_nccl_test worker_loader_binding_test
   $(ls tests/gpu/*_test.cc | sed 's#.*/\(.*\)\.cc#gpu_\1#')"
+[ "$SUITE" = 1 ] && TARGETS=all
 note "build"
 # shellcheck disable=SC2086
 # Graphs ON explicitly: a build directory kept from an earlier call caches the fallback's OFF.
@@ -42,6 +46,13 @@ fi
 fail "$rc"
 # shellcheck disable=SC1091
 source .gpu/env.sh
+
+if [ "$SUITE" = 1 ]; then
+  note "whole suite"
+  (cd /tmp/b && timeout $(($(left) / 2)) ctest -j 8 --output-on-failure) > "$OUT_DIR/suite.log" 2>&1
+  fail $?
+  grep -E "tests passed|\*\*\*Failed|Not Run|Timeout" "$OUT_DIR/suite.log" | tail -30
+fi
 
 note "tests"
 (cd /tmp/b && timeout 150 ctest -L gpu --output-on-failure; a=$?
