@@ -6,10 +6,14 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "core/guard/planner.h"
 #include "core/hf/hf_config.h"
@@ -52,6 +56,37 @@ std::string CopyOfExampleModel(const headroom::testing::TempDir& dir) {
   return to.string();
 }
 
+// Counts the opens of one file (inotify), from construction to Opens().
+class OpenCounter {
+ public:
+  explicit OpenCounter(const std::string& file) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    // Each open is followed by its close: two opens in a row would be merged into one event.
+    if (fd_ < 0 || ::inotify_add_watch(fd_, file.c_str(), IN_OPEN | IN_CLOSE_NOWRITE) < 0) {
+      throw std::runtime_error("inotify on " + file + " failed");
+    }
+  }
+  ~OpenCounter() { ::close(fd_); }
+  OpenCounter(const OpenCounter&) = delete;
+  OpenCounter& operator=(const OpenCounter&) = delete;
+
+  int Opens() {
+    alignas(inotify_event) char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd_, buffer, sizeof buffer)) > 0) {
+      for (char* p = buffer; p < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(p);
+        if (event->mask & IN_OPEN) ++opens_;
+        p += sizeof(inotify_event) + event->len;
+      }
+    }
+    return opens_;
+  }
+
+ private:
+  int fd_;
+  int opens_ = 0;
+};
+
 void ExpectSameParameters(const NamedTensors& a, const NamedTensors& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -81,6 +116,32 @@ TEST(ModelSource, AfterLoadingNothingIsReadAgain) {
   const std::unique_ptr<Task> task = MakeTask(spec, source);  // tokenizer and stop tokens from memory
   EXPECT_EQ(task->response_format().stop_tokens, source.tokens().stop_tokens);
   EXPECT_GT(task->Make(0).prompt_tokens.size(), 1u);
+}
+
+// Without an eos_token_id in generation_config.json the stop tokens fall back to
+// config.json's, which the source has parsed already: the file is not opened again.
+TEST(ModelSource, ConfigJsonIsOpenedOnceWhenGenerationConfigSetsNoStopToken) {
+  headroom::testing::TempDir dir("model-source-eos");
+  const spec::TrainingJobSpec spec = TextJobOn(CopyOfExampleModel(dir));
+  std::ofstream(fs::path(spec.model.path) / "generation_config.json") << R"({"pad_token_id": 0})";
+  {  // config.json's stop tokens: one the tokenizer does not name as its eos_token
+    const fs::path file = fs::path(spec.model.path) / "config.json";
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(file));
+    config["eos_token_id"] = {1, 2};
+    std::ofstream(file) << config.dump();
+  }
+  OpenCounter config_json((fs::path(spec.model.path) / "config.json").string());
+  const ModelSource source(spec);
+  CausalLM policy = source.LoadPolicy();
+  const std::unique_ptr<Task> task = MakeTask(spec, source);
+  EXPECT_EQ(config_json.Opens(), 1);
+  const hf::HfModelConfig config = hf::LoadHfConfig(spec.model.path);
+  EXPECT_EQ(config_json.Opens(), 2) << "the counter sees an open";
+  ASSERT_EQ(config.eos_token_ids, (std::vector<int64_t>{1, 2}));
+  const HfTokenizer& tokenizer = source.tokens().tokenizer;
+  ASSERT_EQ(tokenizer.TokenId(*tokenizer.eos_token()).value_or(-1), 2);
+  EXPECT_EQ(task->response_format().stop_tokens, (std::vector<int64_t>{2, 1}))
+      << "the tokenizer's eos_token, then config.json's eos_token_id";
 }
 
 TEST(ModelSource, TheTrainersReferenceIsThePolicysInitialWeightsWithoutRereadingTheModel) {
