@@ -5,10 +5,10 @@
 // num_attention_heads, num_key_value_heads (default: num_attention_heads), head_dim
 // (default hidden/heads), rms_norm_eps, max_position_embeddings, tie_word_embeddings,
 // attention_bias (Llama; Qwen2 always has q/k/v biases, Qwen3 none), torch_dtype or (5.x)
-// dtype, eos_token_id (see ReadEosTokenIds), and the rotary parameters: rope_theta + rope_scaling at the top level (4.x) or
-// rope_parameters {rope_type, rope_theta, ...} (5.x). Rope scaling: none/"default" or
-// Llama 3's "llama3" (factor, low_freq_factor, high_freq_factor,
-// original_max_position_embeddings); any other type is refused.
+// dtype, eos_token_id (see ReadEosTokenIds), and the rotary parameters: rope_theta +
+// rope_scaling at the top level (4.x) or rope_parameters {rope_type, rope_theta, ...}
+// (5.x). Rope scaling: none/"default" or Llama 3's "llama3" (factor, low_freq_factor,
+// high_freq_factor, original_max_position_embeddings); any other type is refused.
 //
 // Every refusal is an HfConfigError whose message names the file and the field.
 //
