@@ -18,6 +18,7 @@
 #include "core/guard/planner.h"
 #include "core/hf/hf_config.h"
 #include "tests/helpers/temp_dir.h"
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/model_source.h"
@@ -29,18 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSource = HEADROOM_SOURCE_DIR;
-
 // The example text job on a copy of its model directory, with a reference model.
 spec::TrainingJobSpec TextJobOn(const std::string& model_dir) {
   spec::TrainingJobSpec s;
   s.model.path = model_dir;
   s.task.seed = 7;
-  s.task.dataset.path = kSource + "/configs/data/addition-text/train.jsonl";
-  s.task.dataset.prompt_key = "question";
-  s.task.dataset.answer_key = "answer";
-  s.task.prompt.format = "chatml";
-  s.task.reward.name = "gsm8k";
+  headroom::testing::UseExampleTextTask(s);
   s.grpo.prompts_per_step = 2;
   s.grpo.group_size = 2;
   s.grpo.micro_batch_size = 4;
@@ -52,7 +47,7 @@ spec::TrainingJobSpec TextJobOn(const std::string& model_dir) {
 
 std::string CopyOfExampleModel(const headroom::testing::TempDir& dir) {
   const fs::path to = fs::path(dir.path()) / "model";
-  fs::copy(kSource + "/configs/models/qwen2-tiny-addition", to);
+  fs::copy(headroom::testing::ExampleTextModel(), to);
   return to.string();
 }
 
@@ -195,7 +190,7 @@ TEST(ModelSource, AHubReferenceIsItsCachedSnapshot) {
   const fs::path repo = fs::path(cache.path()) / "models--org--tiny";
   fs::create_directories(repo / "refs");
   fs::create_directories(repo / "snapshots");
-  fs::copy(kSource + "/configs/models/qwen2-tiny-addition", repo / "snapshots" / commit);
+  fs::copy(headroom::testing::ExampleTextModel(), repo / "snapshots" / commit);
   std::ofstream(repo / "refs" / "main") << commit;
   const ModelSource source(spec);
   ::unsetenv("HF_HUB_CACHE");

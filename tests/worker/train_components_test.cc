@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/checkpoint/checkpoint_format.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/comm/communicator.h"
@@ -136,17 +137,13 @@ TEST_F(TrainComponentsTest, CheckpointRecordsTheDirectoryTheModelWasLoadedFrom) 
   const fs::path snapshot = dir_ / "hub" / "models--org--tiny" / "snapshots" / std::string(40, 'b');
   fs::create_directories(snapshot.parent_path());
   fs::create_directories(snapshot.parent_path().parent_path() / "refs");
-  fs::copy(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition", snapshot);
+  fs::copy(headroom::testing::ExampleTextModel(), snapshot);
   std::ofstream(snapshot.parent_path().parent_path() / "refs" / "main") << std::string(40, 'b');
   spec::TrainingJobSpec spec = SmallJob(1, 1);
   spec.model.preset.clear();
   spec.model.hub.repo = "org/tiny";
   spec.model.hub.revision = "main";
-  spec.task.dataset.path = std::string(HEADROOM_SOURCE_DIR) + "/configs/data/addition-text/train.jsonl";
-  spec.task.dataset.prompt_key = "question";
-  spec.task.dataset.answer_key = "answer";
-  spec.task.prompt.format = "chatml";
-  spec.task.reward.name = "gsm8k";
+  headroom::testing::UseExampleTextTask(spec);
   spec.grpo.max_prompt_length = 64;
   spec.grpo.max_response_length = 4;
   ::setenv("HF_HUB_CACHE", (dir_ / "hub").c_str(), 1);
