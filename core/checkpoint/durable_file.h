@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/base/non_copyable.h"
 #include "core/checkpoint/checkpoint_error.h"
 #include "core/checkpoint/sha256.h"
 
@@ -24,12 +25,10 @@ namespace headroom::checkpoint {
 // partial writes and EINTR and hashes what it wrote (sha256_hex(): the SHA-256 of every
 // byte written so far, as the manifest records it); Sync() is fsync; Close() syncs
 // nothing by itself.
-class DurableFile {
+class DurableFile : NonCopyable {
  public:
   explicit DurableFile(const std::filesystem::path& path);
   ~DurableFile();
-  DurableFile(const DurableFile&) = delete;
-  DurableFile& operator=(const DurableFile&) = delete;
 
   void Write(const void* data, size_t size);
   void Sync();

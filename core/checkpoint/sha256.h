@@ -10,18 +10,18 @@
 #include <filesystem>
 #include <string>
 
+#include "core/base/non_copyable.h"
+
 struct evp_md_ctx_st;
 
 namespace headroom::checkpoint {
 
 // A running hash: Update() any number of times; HexDigest() is the digest of everything
 // so far (64 lowercase hex digits) and leaves the hash running.
-class Sha256 {
+class Sha256 : NonCopyable {
  public:
   Sha256();
   ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
 
   void Update(const void* data, size_t size);
   std::string HexDigest() const;

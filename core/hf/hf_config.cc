@@ -1,5 +1,6 @@
 #include "core/hf/hf_config.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -123,6 +124,18 @@ int64_t MaxDimension(const std::string& field) {
   return int64_t{1} << 12;  // num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim
 }
 
+std::vector<int64_t> ReadEosTokenIds(const json& object, const std::string& file) {
+  const auto it = object.find("eos_token_id");
+  if (it == object.end() || it->is_null()) return {};
+  std::vector<int64_t> ids;
+  for (const auto& v : it->is_array() ? *it : json::array({*it})) {
+    if (!v.is_number_integer()) throw HfConfigError(file + ": eos_token_id: not an integer or a list of them");
+    const int64_t id = v.get<int64_t>();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
 int64_t HfModelConfig::ParameterCount() const {
   const int64_t q = num_attention_heads * head_dim, kv = num_key_value_heads * head_dim;
   int64_t per_layer = hidden_size * q + 2 * hidden_size * kv + q * hidden_size  // q, k, v, o
@@ -184,6 +197,7 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
                              std::to_string(c.ParameterCount()) + " parameters, above the " +
                              std::to_string(kMaxParameters) + " headroom reads (see hf_config.h)");
   }
+  c.eos_token_ids = ReadEosTokenIds(j, file);
   for (const char* key : {"dtype", "torch_dtype"}) {
     if (j.contains(key) && j[key].is_string()) {
       c.dtype = j[key].get<std::string>();

@@ -5,10 +5,10 @@
 // num_attention_heads, num_key_value_heads (default: num_attention_heads), head_dim
 // (default hidden/heads), rms_norm_eps, max_position_embeddings, tie_word_embeddings,
 // attention_bias (Llama; Qwen2 always has q/k/v biases, Qwen3 none), torch_dtype or (5.x)
-// dtype, and the rotary parameters: rope_theta + rope_scaling at the top level (4.x) or
-// rope_parameters {rope_type, rope_theta, ...} (5.x). Rope scaling: none/"default" or
-// Llama 3's "llama3" (factor, low_freq_factor, high_freq_factor,
-// original_max_position_embeddings); any other type is refused.
+// dtype, eos_token_id (see ReadEosTokenIds), and the rotary parameters: rope_theta +
+// rope_scaling at the top level (4.x) or rope_parameters {rope_type, rope_theta, ...}
+// (5.x). Rope scaling: none/"default" or Llama 3's "llama3" (factor, low_freq_factor,
+// high_freq_factor, original_max_position_embeddings); any other type is refused.
 //
 // Every refusal is an HfConfigError whose message names the file and the field.
 //
@@ -23,6 +23,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace headroom::hf {
 
@@ -65,6 +68,10 @@ struct HfModelConfig {
   // learns which prompt digit to copy far faster with it.
   bool learned_positions = false;
   std::string dtype = "float32";  // bfloat16 | float16 | float32: how the weights are stored
+  // config.json's eos_token_id (ReadEosTokenIds); empty for a preset. The stop tokens fall
+  // back to it when generation_config.json sets none (eos_ids.h), so that config.json is
+  // read once.
+  std::vector<int64_t> eos_token_ids;
 
   // Parameters of the model, embeddings and head included (the head once when tied).
   int64_t ParameterCount() const;
@@ -75,6 +82,12 @@ inline constexpr int64_t kMaxParameters = int64_t{1} << 41;
 // "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
 // "head_dim", "max_position_embeddings").
 int64_t MaxDimension(const std::string& field);
+
+// The "eos_token_id" of `object`, the JSON of `file` (config.json or
+// generation_config.json): an integer or a list of them, kept in order without repeats;
+// empty when the field is absent or null. Anything else throws HfConfigError
+// "<file>: eos_token_id: ...".
+std::vector<int64_t> ReadEosTokenIds(const nlohmann::json& object, const std::string& file);
 
 // Parses the JSON text of `file` (named in errors).
 HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& file);

@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "core/base/non_copyable.h"
 #include "core/hf/hub_cache.h"
 #include "core/hf/hub_digest.h"
 #include "core/hf/hub_http.h"
@@ -31,7 +32,7 @@ const char* const kSingleWeights = "model.safetensors";
 const char* const kWeightsIndex = "model.safetensors.index.json";
 
 // Holds an exclusive flock on a file under the cache's .locks/ for its lifetime.
-class CacheLock {
+class CacheLock : NonCopyable {
  public:
   explicit CacheLock(const fs::path& path) {
     std::error_code ec;
@@ -46,8 +47,6 @@ class CacheLock {
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
   }
-  CacheLock(const CacheLock&) = delete;
-  CacheLock& operator=(const CacheLock&) = delete;
 
  private:
   int fd_ = -1;

@@ -21,16 +21,16 @@
 #include <mutex>
 #include <thread>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::memory {
 
-class PeakSampler {
+class PeakSampler : NonCopyable {
  public:
   using Reader = std::function<int64_t()>;
 
   PeakSampler(Reader reader, std::chrono::milliseconds period = std::chrono::milliseconds(5));
   ~PeakSampler();
-  PeakSampler(const PeakSampler&) = delete;
-  PeakSampler& operator=(const PeakSampler&) = delete;
 
   void Start();
   void Stop();

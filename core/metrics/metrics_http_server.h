@@ -27,6 +27,8 @@
 #include <string>
 #include <thread>
 
+#include "core/base/non_copyable.h"
+
 namespace prometheus {
 class Collectable;
 }
@@ -39,14 +41,12 @@ struct HttpResponse {
   std::string body;
 };
 
-class MetricsHttpServer {
+class MetricsHttpServer : NonCopyable {
  public:
   using Handler = std::function<HttpResponse()>;
 
   MetricsHttpServer(std::string bind_host, int port);
   ~MetricsHttpServer();
-  MetricsHttpServer(const MetricsHttpServer&) = delete;
-  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
 
   void Handle(const std::string& path, Handler handler);
   // Serves the collectable in the Prometheus text format at path.

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/non_copyable.h"
 #include "operator/kubeclient/watcher.h"
 
 namespace headroom::controllerkit {
@@ -44,7 +45,7 @@ struct EventHandlers {
   std::function<void(const nlohmann::json&)> on_delete;
 };
 
-class Informer {
+class Informer : NonCopyable {
  public:
   struct Options {
     kubeclient::Watcher::Options watch;
@@ -58,8 +59,6 @@ class Informer {
 
   Informer(kubeclient::ResourceClient client, Options options);
   ~Informer();
-  Informer(const Informer&) = delete;
-  Informer& operator=(const Informer&) = delete;
 
   // Before Start.
   void AddEventHandlers(EventHandlers handlers);

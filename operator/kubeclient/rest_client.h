@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/non_copyable.h"
 #include "operator/kubeclient/api_error.h"
 #include "operator/kubeclient/kube_config.h"
 
@@ -48,14 +49,12 @@ class StreamCanceller {
   std::shared_ptr<State> state_;
 };
 
-class RestClient {
+class RestClient : NonCopyable {
  public:
   // Throws std::runtime_error when the config's certificates or keys do not load, naming
   // the config's source.
   explicit RestClient(KubeConfig config, RestClientOptions options = {});
   ~RestClient();
-  RestClient(const RestClient&) = delete;
-  RestClient& operator=(const RestClient&) = delete;
 
   // `target` is the path plus an already-encoded query ("/api/v1/pods?limit=5").
   // Returns the parsed body (null for an empty one). Throws ApiError.

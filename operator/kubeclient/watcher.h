@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/non_copyable.h"
 #include "core/base/stop_flag.h"
 #include "operator/kubeclient/resource_client.h"
 
@@ -36,7 +37,7 @@ struct WatchEvent {
 // "BOOKMARK", "ERROR") and the object; throws std::runtime_error on malformed input.
 std::pair<std::string, nlohmann::json> ParseWatchLine(const std::string& line);
 
-class Watcher {
+class Watcher : NonCopyable {
  public:
   struct Options {
     std::string ns;  // "" = all namespaces
@@ -57,8 +58,6 @@ class Watcher {
 
   Watcher(ResourceClient client, Options options, Handlers handlers);
   ~Watcher();
-  Watcher(const Watcher&) = delete;
-  Watcher& operator=(const Watcher&) = delete;
 
   void Start();
   // Ends the open watch and joins the thread. Idempotent.

@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/non_copyable.h"
 #include "core/memory/cgroup.h"
 #include "operator/runtime/worker_backend.h"
 
@@ -56,12 +57,10 @@ struct LocalBackendOptions {
   std::function<void(const std::string&)> notice;  // one-off messages for the user
 };
 
-class LocalProcessBackend : public runtime::WorkerBackend {
+class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
  public:
   explicit LocalProcessBackend(LocalBackendOptions options);
   ~LocalProcessBackend() override;
-  LocalProcessBackend(const LocalProcessBackend&) = delete;
-  LocalProcessBackend& operator=(const LocalProcessBackend&) = delete;
 
   void Launch(const runtime::LaunchRequest& request) override;
   runtime::Observation Observe() override;

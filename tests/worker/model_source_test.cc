@@ -6,14 +6,19 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "core/guard/planner.h"
 #include "core/hf/hf_config.h"
 #include "tests/helpers/temp_dir.h"
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/model_source.h"
@@ -25,18 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSource = HEADROOM_SOURCE_DIR;
-
 // The example text job on a copy of its model directory, with a reference model.
 spec::TrainingJobSpec TextJobOn(const std::string& model_dir) {
   spec::TrainingJobSpec s;
   s.model.path = model_dir;
   s.task.seed = 7;
-  s.task.dataset.path = kSource + "/configs/data/addition-text/train.jsonl";
-  s.task.dataset.prompt_key = "question";
-  s.task.dataset.answer_key = "answer";
-  s.task.prompt.format = "chatml";
-  s.task.reward.name = "gsm8k";
+  headroom::testing::UseExampleTextTask(s);
   s.grpo.prompts_per_step = 2;
   s.grpo.group_size = 2;
   s.grpo.micro_batch_size = 4;
@@ -48,9 +47,40 @@ spec::TrainingJobSpec TextJobOn(const std::string& model_dir) {
 
 std::string CopyOfExampleModel(const headroom::testing::TempDir& dir) {
   const fs::path to = fs::path(dir.path()) / "model";
-  fs::copy(kSource + "/configs/models/qwen2-tiny-addition", to);
+  fs::copy(headroom::testing::ExampleTextModel(), to);
   return to.string();
 }
+
+// Counts the opens of one file (inotify), from construction to Opens().
+class OpenCounter {
+ public:
+  explicit OpenCounter(const std::string& file) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    // Each open is followed by its close: two opens in a row would be merged into one event.
+    if (fd_ < 0 || ::inotify_add_watch(fd_, file.c_str(), IN_OPEN | IN_CLOSE_NOWRITE) < 0) {
+      throw std::runtime_error("inotify on " + file + " failed");
+    }
+  }
+  ~OpenCounter() { ::close(fd_); }
+  OpenCounter(const OpenCounter&) = delete;
+  OpenCounter& operator=(const OpenCounter&) = delete;
+
+  int Opens() {
+    alignas(inotify_event) char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd_, buffer, sizeof buffer)) > 0) {
+      for (char* p = buffer; p < buffer + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(p);
+        if (event->mask & IN_OPEN) ++opens_;
+        p += sizeof(inotify_event) + event->len;
+      }
+    }
+    return opens_;
+  }
+
+ private:
+  int fd_;
+  int opens_ = 0;
+};
 
 void ExpectSameParameters(const NamedTensors& a, const NamedTensors& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -81,6 +111,32 @@ TEST(ModelSource, AfterLoadingNothingIsReadAgain) {
   const std::unique_ptr<Task> task = MakeTask(spec, source);  // tokenizer and stop tokens from memory
   EXPECT_EQ(task->response_format().stop_tokens, source.tokens().stop_tokens);
   EXPECT_GT(task->Make(0).prompt_tokens.size(), 1u);
+}
+
+// Without an eos_token_id in generation_config.json the stop tokens fall back to
+// config.json's, which the source has parsed already: the file is not opened again.
+TEST(ModelSource, ConfigJsonIsOpenedOnceWhenGenerationConfigSetsNoStopToken) {
+  headroom::testing::TempDir dir("model-source-eos");
+  const spec::TrainingJobSpec spec = TextJobOn(CopyOfExampleModel(dir));
+  std::ofstream(fs::path(spec.model.path) / "generation_config.json") << R"({"pad_token_id": 0})";
+  {  // config.json's stop tokens: one the tokenizer does not name as its eos_token
+    const fs::path file = fs::path(spec.model.path) / "config.json";
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(file));
+    config["eos_token_id"] = {1, 2};
+    std::ofstream(file) << config.dump();
+  }
+  OpenCounter config_json((fs::path(spec.model.path) / "config.json").string());
+  const ModelSource source(spec);
+  CausalLM policy = source.LoadPolicy();
+  const std::unique_ptr<Task> task = MakeTask(spec, source);
+  EXPECT_EQ(config_json.Opens(), 1);
+  const hf::HfModelConfig config = hf::LoadHfConfig(spec.model.path);
+  EXPECT_EQ(config_json.Opens(), 2) << "the counter sees an open";
+  ASSERT_EQ(config.eos_token_ids, (std::vector<int64_t>{1, 2}));
+  const HfTokenizer& tokenizer = source.tokens().tokenizer;
+  ASSERT_EQ(tokenizer.TokenId(*tokenizer.eos_token()).value_or(-1), 2);
+  EXPECT_EQ(task->response_format().stop_tokens, (std::vector<int64_t>{2, 1}))
+      << "the tokenizer's eos_token, then config.json's eos_token_id";
 }
 
 TEST(ModelSource, TheTrainersReferenceIsThePolicysInitialWeightsWithoutRereadingTheModel) {
@@ -134,7 +190,7 @@ TEST(ModelSource, AHubReferenceIsItsCachedSnapshot) {
   const fs::path repo = fs::path(cache.path()) / "models--org--tiny";
   fs::create_directories(repo / "refs");
   fs::create_directories(repo / "snapshots");
-  fs::copy(kSource + "/configs/models/qwen2-tiny-addition", repo / "snapshots" / commit);
+  fs::copy(headroom::testing::ExampleTextModel(), repo / "snapshots" / commit);
   std::ofstream(repo / "refs" / "main") << commit;
   const ModelSource source(spec);
   ::unsetenv("HF_HUB_CACHE");

@@ -23,6 +23,7 @@
 #include "core/protocol/step_record.h"
 #include "core/spec/training_job.h"
 #include "tests/helpers/temp_dir.h"
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/model/model_source.h"
 #include "worker/tasks/chat_prompt.h"
@@ -45,12 +46,8 @@ spec::TrainingJobSpec ExampleSpec() {
   spec::TrainingJobSpec s;
   s.model.path = kModel;
   s.task.seed = 7;
-  s.task.dataset.path = kTrain;
-  s.task.dataset.prompt_key = "question";
-  s.task.dataset.answer_key = "answer";
-  s.task.prompt.format = "chatml";
+  headroom::testing::UseExampleTextTask(s);
   s.task.prompt.system = "Answer with a number.";
-  s.task.reward.name = "gsm8k";
   s.grpo.max_prompt_length = 512;
   s.grpo.max_response_length = 12;
   return s;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/checkpoint/checkpoint_format.h"
+#include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/comm/communicator.h"
 #include "worker/train/checkpointer.h"
 #include "worker/train/grpo_trainer.h"
@@ -126,6 +129,33 @@ TEST_F(TrainComponentsTest, InitCheckpointStartsFromTheCheckpointsWeights) {
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("step-000099"), std::string::npos) << e.what();
   }
+}
+
+// The checkpoint names the directory the model source loaded the model from (so that
+// `headroom export` finds it): for a hub reference, its snapshot in the cache.
+TEST_F(TrainComponentsTest, CheckpointRecordsTheDirectoryTheModelWasLoadedFrom) {
+  const fs::path snapshot = dir_ / "hub" / "models--org--tiny" / "snapshots" / std::string(40, 'b');
+  fs::create_directories(snapshot.parent_path());
+  fs::create_directories(snapshot.parent_path().parent_path() / "refs");
+  fs::copy(headroom::testing::ExampleTextModel(), snapshot);
+  std::ofstream(snapshot.parent_path().parent_path() / "refs" / "main") << std::string(40, 'b');
+  spec::TrainingJobSpec spec = SmallJob(1, 1);
+  spec.model.preset.clear();
+  spec.model.hub.repo = "org/tiny";
+  spec.model.hub.revision = "main";
+  headroom::testing::UseExampleTextTask(spec);
+  spec.grpo.max_prompt_length = 64;
+  spec.grpo.max_response_length = 4;
+  ::setenv("HF_HUB_CACHE", (dir_ / "hub").c_str(), 1);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  ::unsetenv("HF_HUB_CACHE");
+  Checkpointer checkpointer((dir_ / "ckpt").string(), spec, *comm, 0, trainer);
+  ASSERT_EQ(checkpointer.Resume(), 0);
+  ASSERT_TRUE(checkpointer.Save(1));
+  const auto reader = CheckpointReader::OpenLatest(dir_ / "ckpt");
+  ASSERT_TRUE(reader.has_value());
+  EXPECT_EQ(reader->manifest().extra.value("model_path", ""), snapshot.string());
 }
 
 TEST_F(TrainComponentsTest, NoDirectoryNoCheckpoints) {

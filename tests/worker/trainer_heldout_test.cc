@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/worker/helpers/example_text_task.h"
 #include "worker/comm/communicator.h"
 #include "worker/tasks/jsonl_dataset.h"
 #include "worker/train/grpo_trainer.h"
@@ -23,12 +24,8 @@ spec::TrainingJobSpec TextJob(int prompts_per_step, int group_size) {
   spec::TrainingJobSpec s;
   s.model.path = kSource + "/configs/models/qwen2-tiny-addition";
   s.task.seed = 1;
-  s.task.dataset.path = kSource + "/configs/data/addition-text/train.jsonl";
+  headroom::testing::UseExampleTextTask(s);
   s.task.dataset.held_out = kHeldOut;
-  s.task.dataset.prompt_key = "question";
-  s.task.dataset.answer_key = "answer";
-  s.task.prompt.format = "chatml";
-  s.task.reward.name = "gsm8k";
   s.task.reward.format_weight = 0.5;  // a response with any number earns half
   s.grpo.prompts_per_step = prompts_per_step;
   s.grpo.group_size = group_size;

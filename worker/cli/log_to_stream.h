@@ -13,14 +13,14 @@
 #include <memory>
 #include <ostream>
 
+#include "core/base/non_copyable.h"
+
 namespace headroom::worker {
 
-class LogToStream {
+class LogToStream : NonCopyable {
  public:
   explicit LogToStream(std::ostream& stream);
   ~LogToStream();
-  LogToStream(const LogToStream&) = delete;
-  LogToStream& operator=(const LogToStream&) = delete;
 
  private:
   std::shared_ptr<spdlog::logger> previous_;

@@ -112,9 +112,9 @@ int Generate(const Options& o, std::ostream& out) {
   auto ids = ParseIds(o.ids);
   if (o.max_new_tokens < 0) throw UsageError("--max-new-tokens: must be >= 0");
   const auto device = ParseDevice(o.device);
-  const std::vector<int64_t> eos = hf::LoadEosTokenIds(o.model);
   const int64_t total = static_cast<int64_t>(ids.size()) + o.max_new_tokens;
   HfCausalLM model = LoadHfCausalLM(o.model, total);
+  const std::vector<int64_t> eos = hf::LoadEosTokenIds(o.model, model->config());
   CheckVocabulary(ids, model->config(), o.model);
   model->to(device);
   model->eval();

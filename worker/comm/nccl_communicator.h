@@ -32,17 +32,16 @@
 #include <memory>
 #include <string>
 
+#include "core/base/non_copyable.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/comm/tcp_store.h"
 
 namespace headroom::worker {
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public Communicator, NonCopyable {
  public:
   explicit NcclCommunicator(const CommunicatorOptions& options);
   ~NcclCommunicator() override;
-  NcclCommunicator(const NcclCommunicator&) = delete;
-  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }

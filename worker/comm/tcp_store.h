@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/non_copyable.h"
 #include "worker/comm/communicator.h"
 
 namespace headroom::worker {
@@ -37,12 +38,10 @@ struct TcpStoreOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
 };
 
-class TcpStore {
+class TcpStore : NonCopyable {
  public:
   static std::unique_ptr<TcpStore> Connect(const TcpStoreOptions& options);
   ~TcpStore();
-  TcpStore(const TcpStore&) = delete;
-  TcpStore& operator=(const TcpStore&) = delete;
 
   void Set(const std::string& key, const std::string& value);
   // Waits (up to the store's timeout) until `key` is set, then returns its value.

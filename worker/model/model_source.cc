@@ -47,10 +47,12 @@ HfTokenizer LoadTokenizer(const std::string& model_dir) {
 }
 
 // Stop tokens as ModelTokens says: the tokenizer's eos_token, then generation_config.json's
-// eos_token_id (the ids generate() stops at), else config.json's. Chat models often list
-// their end-of-turn token only in one of them (Qwen2.5-Instruct: <|im_end|> as eos_token,
-// <|endoftext|> too in generation_config), and a response may end at either.
-std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string& model_dir) {
+// eos_token_id (the ids generate() stops at), else config.json's (from `config`, read
+// once). Chat models often list their end-of-turn token only in one of them
+// (Qwen2.5-Instruct: <|im_end|> as eos_token, <|endoftext|> too in generation_config), and
+// a response may end at either.
+std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string& model_dir,
+                                const hf::HfModelConfig& config) {
   std::vector<int64_t> stops;
   auto add = [&](int64_t id) {
     if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(id);
@@ -63,7 +65,7 @@ std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string&
     }
     add(*id);
   }
-  for (int64_t id : hf::LoadEosTokenIds(model_dir)) add(id);
+  for (int64_t id : hf::LoadEosTokenIds(model_dir, config)) add(id);
   if (stops.empty()) {
     throw std::invalid_argument("spec.model.path: " + model_dir +
                                 ": no stop token (tokenizer_config.json eos_token, generation_config.json or "
@@ -72,7 +74,8 @@ std::vector<int64_t> StopTokens(const HfTokenizer& tokenizer, const std::string&
   return stops;
 }
 
-ModelTokens TokensOf(HfTokenizer tokenizer, const std::string& model_dir, int64_t model_vocab) {
+ModelTokens TokensOf(HfTokenizer tokenizer, const std::string& model_dir, const hf::HfModelConfig& config) {
+  const int64_t model_vocab = config.vocab_size;
   ModelTokens tokens{std::move(tokenizer), {}, 0};
   // Every id a task feeds the model or reads back must be one of the model's rows.
   if (tokens.tokenizer.vocab_size() > model_vocab) {
@@ -80,7 +83,7 @@ ModelTokens TokensOf(HfTokenizer tokenizer, const std::string& model_dir, int64_
                                 std::to_string(tokens.tokenizer.vocab_size()) +
                                 " ids, more than config.json's vocab_size " + std::to_string(model_vocab));
   }
-  tokens.stop_tokens = StopTokens(tokens.tokenizer, model_dir);
+  tokens.stop_tokens = StopTokens(tokens.tokenizer, model_dir, config);
   tokens.pad = tokens.stop_tokens.front();
   if (const auto pad = tokens.tokenizer.pad_token()) {
     if (const auto id = tokens.tokenizer.TokenId(*pad)) tokens.pad = *id;
@@ -114,7 +117,7 @@ ModelSource::ModelSource(const spec::TrainingJobSpec& spec) : dir_(ModelDirector
     seed_ = model.seed;
     plan_shape_ = guard::PresetModelShape(spec);
   }
-  if (tokenizer) tokens_ = TokensOf(std::move(*tokenizer), dir_, config_.vocab_size);
+  if (tokenizer) tokens_ = TokensOf(std::move(*tokenizer), dir_, config_);
 }
 
 const ModelTokens& ModelSource::tokens() const {

@@ -11,8 +11,9 @@
 //   - The constructor reads everything but the weights, once: config.json (the shape the
 //     policy, the reference model and the planner use), and when the spec's task is a text
 //     task (spec.task.dataset.path set) the model's tokens (ModelTokens: tokenizer.json,
-//     tokenizer_config.json, generation_config.json's eos_token_id else config.json's).
-//     No method reads those files again. A preset reads no file at all.
+//     tokenizer_config.json, generation_config.json's eos_token_id else config.json's, taken
+//     from the config already read). No method reads those files again. A preset reads no
+//     file at all.
 //   - LoadPolicy() reads the weights (the safetensors, through mmap, into fp32), or draws a
 //     preset's from spec.model.seed (else task.seed); every call does so again, so a
 //     process calls it once and copies what else it needs in memory (CopyOf).

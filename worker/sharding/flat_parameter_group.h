@@ -35,6 +35,7 @@
 
 #include <torch/torch.h>
 
+#include "core/base/non_copyable.h"
 #include "worker/comm/communicator.h"
 #include "worker/sharding/flat_layout.h"
 #include "worker/sharding/sharding_options.h"
@@ -50,12 +51,10 @@ struct ShardedBytes {
   int64_t total() const { return parameters + gradients + optimizer + inference_weights; }
 };
 
-class FlatParameterGroup {
+class FlatParameterGroup : NonCopyable {
  public:
   FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params, Communicator& comm,
                      ShardingOptions options);
-  FlatParameterGroup(const FlatParameterGroup&) = delete;
-  FlatParameterGroup& operator=(const FlatParameterGroup&) = delete;
 
   const FlatLayout& layout() const { return layout_; }
   const ShardingOptions& options() const { return options_; }

@@ -26,6 +26,7 @@
 
 #include <torch/torch.h>
 
+#include "core/base/non_copyable.h"
 #include "worker/model/bf16_autocast.h"
 #include "worker/sharding/model_shards.h"
 
@@ -44,12 +45,10 @@ bool Bf16InferenceWeightsByDefault(const torch::Device& device);
 // Bf16Autocast(device, also_on_cpu).
 void ConvertParametersToBf16(CausalLM& model);
 
-class InferenceWeightsScope {
+class InferenceWeightsScope : NonCopyable {
  public:
   explicit InferenceWeightsScope(ModelShards& shards);
   ~InferenceWeightsScope();
-  InferenceWeightsScope(const InferenceWeightsScope&) = delete;
-  InferenceWeightsScope& operator=(const InferenceWeightsScope&) = delete;
 
  private:
   ModelShards& shards_;

@@ -31,6 +31,7 @@
 
 #include <torch/torch.h>
 
+#include "core/base/non_copyable.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/causal_lm.h"
 #include "worker/sharding/flat_parameter_group.h"
@@ -40,13 +41,11 @@
 
 namespace headroom::worker {
 
-class ModelShards : public BlockExecutor, private BlockRecomputer {
+class ModelShards : public BlockExecutor, private BlockRecomputer, NonCopyable {
  public:
   // Every rank starts from rank 0's parameters (the groups broadcast them).
   ModelShards(CausalLM model, Communicator& comm, ShardingOptions options, AdamWConfig adamw);
   ~ModelShards() override;
-  ModelShards(const ModelShards&) = delete;
-  ModelShards& operator=(const ModelShards&) = delete;
 
   const ShardingOptions& options() const { return options_; }
   Communicator& comm() { return comm_; }

@@ -92,11 +92,11 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
   meta.extra = {{"world_size", comm_.world_size()},
                 {"micro_batch_size", spec_.grpo.micro_batch_size},
                 {"stage", spec_.sharding.stage}};
-  // `headroom export` writes the fine-tuned weights back in this directory's layout; made
-  // absolute here, where a relative spec path means what the worker read, so an export
-  // from any working directory finds it.
-  if (!spec_.model.path.empty()) {
-    meta.extra["model_path"] = std::filesystem::absolute(spec_.model.path).lexically_normal().string();
+  // `headroom export` writes the fine-tuned weights back in the layout of the directory the
+  // model was loaded from; made absolute here, where a relative path means what the worker
+  // read, so an export from any working directory finds it.
+  if (!trainer_.model_dir().empty()) {
+    meta.extra["model_path"] = std::filesystem::absolute(trainer_.model_dir()).lexically_normal().string();
   }
   // Text tasks: which dataset contents the run has been reading, and where it stands in
   // them (the step alone determines the position; this makes it readable and checkable).

@@ -22,9 +22,9 @@ int64_t Share(Communicator& comm, int64_t state) {
 
 }  // namespace
 
-std::optional<std::string> ExportFinishedModel(const std::string& checkpoint_dir, const spec::TrainingJobSpec& spec,
+std::optional<std::string> ExportFinishedModel(const std::string& checkpoint_dir, const ModelSource& model,
                                                Communicator& comm, int64_t final_step) {
-  if (spec.model.path.empty()) return std::nullopt;
+  if (!model.pretrained()) return std::nullopt;
   if (checkpoint_dir.empty()) {
     if (comm.rank() == 0) {
       spdlog::warn("no --checkpoint-dir: the fine-tuned model is not exported (the export is written from the final "
@@ -41,7 +41,7 @@ std::optional<std::string> ExportFinishedModel(const std::string& checkpoint_dir
 
   const auto start = std::chrono::steady_clock::now();
   // From `latest`, the step just saved: the export reads exactly what a resume would.
-  auto job = std::async(std::launch::async, [&] { return hf::ExportCheckpoint(checkpoint_dir, out, spec.model.path); });
+  auto job = std::async(std::launch::async, [&] { return hf::ExportCheckpoint(checkpoint_dir, out, model.dir()); });
   if (comm.world_size() > 1) {
     while (job.wait_for(std::chrono::seconds(1)) != std::future_status::ready) Share(comm, kRunning);
   }

@@ -1,7 +1,7 @@
-// A job that fine-tunes a Hugging Face model (spec.model.path) hands it back in that
-// format when its last step is done: rank 0 exports the final checkpoint into
-// CHECKPOINT_DIR/hf-export/ (core/hf/hf_export.h: the source's names, dtypes, shapes,
-// config and tokenizer files; written atomically and durably).
+// A job that fine-tunes a Hugging Face model (ModelSource::pretrained()) hands it back in
+// that format when its last step is done: rank 0 exports the final checkpoint into
+// CHECKPOINT_DIR/hf-export/ (core/hf/hf_export.h: the names, dtypes, shapes, config and
+// tokenizer files of the source's directory; written atomically and durably).
 //
 // Contract: collective; every rank calls it after the final checkpoint is on disk (every
 // rank has returned from its save). The other ranks wait until rank 0 is done, in short
@@ -19,8 +19,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
+#include "worker/model/model_source.h"
 
 namespace headroom::worker {
 
@@ -30,7 +30,7 @@ class FinalExportError : public std::runtime_error {
 };
 
 // Returns the directory written (on rank 0), or nullopt when this rank or job wrote none.
-std::optional<std::string> ExportFinishedModel(const std::string& checkpoint_dir, const spec::TrainingJobSpec& spec,
+std::optional<std::string> ExportFinishedModel(const std::string& checkpoint_dir, const ModelSource& model,
                                                Communicator& comm, int64_t final_step);
 
 }  // namespace headroom::worker

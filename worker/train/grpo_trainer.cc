@@ -97,7 +97,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, Communicator& comm, 
 
 GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& model, Communicator& comm,
                          torch::Device device, std::unique_ptr<Task> task)
-    : spec_(spec), comm_(comm), device_(device), task_(std::move(task)) {
+    : spec_(spec), comm_(comm), device_(device), task_(std::move(task)), model_dir_(model.dir()) {
   const auto& g = spec_.grpo;
   const int world = comm_.world_size();
   if (g.prompts_per_step % world != 0) {

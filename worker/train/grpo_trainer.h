@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -106,6 +107,9 @@ class GrpoTrainer {
   }
 
   CausalLM& model() { return model_; }
+  // The Hugging Face directory the policy was loaded from (ModelSource::dir()); empty for
+  // a preset.
+  const std::string& model_dir() const { return model_dir_; }
   ModelShards& shards() { return *shards_; }
   bool has_reference_model() const { return !reference_.is_empty(); }
   // The frozen copy of the initial policy (klCoef > 0); empty otherwise.
@@ -134,6 +138,7 @@ class GrpoTrainer {
   Communicator& comm_;
   torch::Device device_;
   std::unique_ptr<Task> task_;
+  std::string model_dir_;
   CausalLM model_{nullptr};
   CausalLM reference_{nullptr};
   std::unique_ptr<ModelShards> shards_;

@@ -371,7 +371,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   spdlog::info("finished {} steps", spec.grpo.steps);
   // After the final checkpoint (a resume at the last step lands here too, so a restart
   // after a failed export retries it).
-  ExportFinishedModel(options.checkpoint_dir, spec, *comm, spec.grpo.steps);
+  ExportFinishedModel(options.checkpoint_dir, *model, *comm, spec.grpo.steps);
   return protocol::kExitFinished;
 }
 
