@@ -13,6 +13,7 @@
 #include "worker/model/bf16_autocast.h"
 #include "worker/model/fused_attention.h"
 #include "worker/model/fused_rms_norm.h"
+#include "worker/model/fused_rotary.h"
 
 namespace headroom::worker {
 namespace {
@@ -211,6 +212,7 @@ std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCac
 
 torch::Tensor HfCausalLMImpl::Rotate(const torch::Tensor& qkv, const KvCache* cache) {
   const auto [cos, signed_sin] = RotaryTables(cache, qkv);
+  if (FusedRotaryApplies(qkv, cos, signed_sin)) return FusedRotary(qkv, cos, signed_sin);  // fp32 CPU: one pass
   return torch::addcmul(qkv * cos, qkv.roll(config_.head_dim / 2, -1), signed_sin);
 }
 
