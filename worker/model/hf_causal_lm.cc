@@ -14,6 +14,7 @@
 #include "worker/model/fused_attention.h"
 #include "worker/model/fused_rms_norm.h"
 #include "worker/model/fused_rotary.h"
+#include "worker/model/fused_swiglu.h"
 
 namespace headroom::worker {
 namespace {
@@ -273,16 +274,16 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   auto attn = Attention(layer, Rotate(qkv, cache), mask, cache, first_output);
   auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
   auto n2 = b.post_attention_layernorm(h);
-  torch::Tensor gate, up;
-  if (stack) {
-    auto parts = StackedLinear(n2, {b.gate_proj, b.up_proj}).split(config_.intermediate_size, -1);
-    gate = parts[0];
-    up = parts[1];
+  torch::Tensor gated;  // silu(gate_proj(n2)) * up_proj(n2)
+  if (!stack) {
+    gated = torch::silu(b.gate_proj(n2)) * b.up_proj(n2);
+  } else if (auto gate_up = StackedLinear(n2, {b.gate_proj, b.up_proj}); FusedSwiGluApplies(gate_up)) {
+    gated = FusedSwiGlu(gate_up);  // fp32: one pass each way, no split
   } else {
-    gate = b.gate_proj(n2);
-    up = b.up_proj(n2);
+    auto parts = gate_up.split(config_.intermediate_size, -1);
+    gated = torch::silu(parts[0]) * parts[1];
   }
-  return h + b.down_proj(torch::silu(gate) * up);
+  return h + b.down_proj(gated);
 }
 
 torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output,
