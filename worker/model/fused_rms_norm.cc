@@ -8,29 +8,10 @@
 #include <cmath>
 #include <vector>
 
+#include "worker/model/cpu_kernel_support.h"
+
 namespace headroom::worker {
 namespace {
-
-// As in fused_attention.cc: the row loops built for AVX-512, AVX2 and baseline x86-64,
-// one picked at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HEADROOM_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HEADROOM_VECTOR_CLONES
-#endif
-
-// Eight independent partial sums of a[i] * b[i], so the loop vectorises without the
-// compiler reassociating floats on its own.
-inline float Dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-  }
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
 
 // Rows [begin, end) of x [rows, width]: y = w * (x * r), r = 1 / sqrt(mean(x^2) + eps),
 // kept per row in inv when set.
@@ -65,10 +46,6 @@ void BackwardRows(const float* x, const float* w, const float* inv, const float*
   }
 }
 
-// Rows per task: about ATen's grain of 32768 elements, so a thread's share outweighs
-// waking it, as for the elementwise ops this replaces.
-int64_t RowGrain(int64_t width) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, width)); }
-
 torch::Tensor Forward(const torch::Tensor& x, const torch::Tensor& weight, double eps, torch::Tensor* inv_out) {
   const int64_t width = x.size(-1), rows = x.numel() / std::max<int64_t>(1, width);
   auto y = torch::empty_like(x);
@@ -80,7 +57,7 @@ torch::Tensor Forward(const torch::Tensor& x, const torch::Tensor& weight, doubl
   const float* xp = x.data_ptr<float>();
   const float* wp = weight.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, rows, RowGrain(width), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, GrainOfItems(width), [&](int64_t begin, int64_t end) {
     ForwardRows(xp, wp, yp, inv, begin, end, width, static_cast<float>(eps));
   });
   return y;
@@ -104,7 +81,7 @@ class FusedRmsNormFunction : public torch::autograd::Function<FusedRmsNormFuncti
     const int64_t width = x.size(-1), rows = inv.size(0);
     auto dx = torch::empty_like(x);
     // One partial weight gradient per task, summed after: no two threads add to one row.
-    const int64_t grain = RowGrain(width);
+    const int64_t grain = GrainOfItems(width);
     const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), (rows + grain - 1) / grain));
     auto dw_parts = torch::zeros({tasks, width}, x.options());
     const float *xp = x.data_ptr<float>(), *wp = weight.data_ptr<float>(), *ip = inv.data_ptr<float>();

@@ -6,16 +6,10 @@
 
 #include <algorithm>
 
+#include "worker/model/cpu_kernel_support.h"
+
 namespace headroom::worker {
 namespace {
-
-// As in fused_attention.cc: the loops built for AVX-512, AVX2 and baseline x86-64, one
-// picked at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HEADROOM_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HEADROOM_VECTOR_CLONES
-#endif
 
 // Heads [begin, end) of x, each of d values; head h reads table head h % table_heads.
 //   forward:  y[i] = x[i] c[i] + x[p(i)] s[i]
@@ -53,8 +47,7 @@ torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
   auto y = torch::empty_like(x);
   const float *xp = x.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = signed_sin.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  // About ATen's grain of 32768 elements per task, as for the elementwise ops this replaces.
-  at::parallel_for(0, heads, std::max<int64_t>(1, 32768 / d), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, heads, GrainOfItems(d), [&](int64_t begin, int64_t end) {
     (kTranspose ? BackwardHeads : ForwardHeads)(xp, cp, sp, yp, begin, end, table_heads, d);
   });
   return y;

@@ -6,16 +6,10 @@
 
 #include <algorithm>
 
+#include "worker/model/cpu_kernel_support.h"
+
 namespace headroom::worker {
 namespace {
-
-// As in fused_attention.cc: the loops built for AVX-512, AVX2 and baseline x86-64, one
-// picked at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HEADROOM_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HEADROOM_VECTOR_CLONES
-#endif
 
 // Rows [begin, end): y = gate * s * up, s = sigmoid(gate) [rows, F], stacked [rows, 2F].
 HEADROOM_VECTOR_CLONES
@@ -49,15 +43,12 @@ void BackwardRows(const float* stacked, const float* s, const float* g, float* d
   }
 }
 
-// Rows per task: about ATen's grain of 32768 elements, as for the ops this replaces.
-int64_t RowGrain(int64_t f) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, 2 * f)); }
-
 torch::Tensor Forward(const torch::Tensor& stacked, const torch::Tensor& s) {
   const int64_t f = stacked.size(-1) / 2, rows = s.numel() / std::max<int64_t>(1, f);
   auto y = torch::empty_like(s);
   const float *xp = stacked.data_ptr<float>(), *sp = s.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, rows, RowGrain(f), [&](int64_t begin, int64_t end) { ForwardRows(xp, sp, yp, begin, end, f); });
+  at::parallel_for(0, rows, GrainOfItems(2 * f), [&](int64_t begin, int64_t end) { ForwardRows(xp, sp, yp, begin, end, f); });
   return y;
 }
 
@@ -83,7 +74,7 @@ class FusedSwiGluFunction : public torch::autograd::Function<FusedSwiGluFunction
     auto d = torch::empty_like(stacked);
     const float *xp = stacked.data_ptr<float>(), *sp = s.data_ptr<float>(), *gp = g.data_ptr<float>();
     float* dp = d.data_ptr<float>();
-    at::parallel_for(0, rows, RowGrain(f),
+    at::parallel_for(0, rows, GrainOfItems(2 * f),
                      [&](int64_t begin, int64_t end) { BackwardRows(xp, sp, gp, dp, begin, end, f); });
     return {d};
   }
