@@ -2,6 +2,7 @@
 
 #include "worker/model/hf_causal_lm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -43,6 +44,21 @@ torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
 torch::Tensor RepeatKeyValueHeads(const torch::Tensor& x, int64_t groups) {
   const auto s = x.sizes();
   return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
+}
+
+// Whether the Linears of input x with out_features in all take StackedLinear: on the CPU,
+// where at the presets' sizes each operator's dispatch costs as much as its arithmetic.
+// With grad, always: the backward then runs one matmul per input and weight, not one per
+// layer plus sums, on contiguous gradients (the small preset's update keeps its share of
+// matmul speed); the stacked copy lives until the backward. Without grad (generation) only
+// when that copy, made every forward, is small, outright or next to the input it
+// multiplies: the small preset's decode tokens, one row per sequence, would copy megabytes
+// of weights per token. Never on a GPU, whose decode would copy the weights every token.
+bool StackingPays(const torch::Tensor& x, int64_t out_features) {
+  constexpr int64_t kSmallWeights = int64_t{1} << 16;  // elements: 256 KiB of fp32
+  const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(1, in);
+  return x.device().is_cpu() &&
+         (torch::GradMode::is_enabled() || in * out_features <= kSmallWeights || rows >= out_features);
 }
 
 // x W^T (+ b) of several Linears of the same input as one matmul over their weights (and
@@ -254,14 +270,10 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   TORCH_CHECK(first_output == 0 || (!cache && first_output < t), "block ", layer, ": first output position ",
               first_output, " needs an uncached forward over more than that many positions");
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
-  // On the CPU the projections that share an input run as one matmul over their stacked
-  // weights: at the presets' sizes each op's dispatch costs as much as its arithmetic.
-  // On a GPU the stacking would copy the weights every forward, decode tokens included.
-  const bool stack = x.device().is_cpu();
 
   auto n1 = b.input_layernorm(x);
   torch::Tensor qkv;  // [B, t, heads + 2 kv_heads, d]: queries, keys, values
-  if (stack) {
+  if (StackingPays(n1, (heads + 2 * kv_heads) * d)) {
     qkv = StackedLinear(n1, {b.q_proj, b.k_proj, b.v_proj}).view({batch, t, heads + 2 * kv_heads, d});
   } else {
     qkv = torch::cat({b.q_proj(n1).view({batch, t, heads, d}), b.k_proj(n1).view({batch, t, kv_heads, d}),
@@ -275,7 +287,7 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
   auto n2 = b.post_attention_layernorm(h);
   torch::Tensor gated;  // silu(gate_proj(n2)) * up_proj(n2)
-  if (!stack) {
+  if (!StackingPays(n2, 2 * config_.intermediate_size)) {
     gated = torch::silu(b.gate_proj(n2)) * b.up_proj(n2);
   } else if (auto gate_up = StackedLinear(n2, {b.gate_proj, b.up_proj}); FusedSwiGluApplies(gate_up)) {
     gated = FusedSwiGlu(gate_up);  // fp32: one pass each way, no split
