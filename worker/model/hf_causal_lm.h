@@ -26,7 +26,11 @@
 // only earlier positions' outputs need (the last block's queries, MLP, final norm and
 // head there; not under a BlockExecutor, which runs whole blocks). On the CPU in fp32,
 // short unpadded sequences with as many key/value heads as query heads take the fused
-// attention kernel (fused_attention.h); everything else the batched matmuls.
+// attention kernel (fused_attention.h); everything else the batched matmuls. The CPU's
+// other fused paths compute the same values to float rounding, with fewer operators:
+// RMSNorm, rotary and the SwiGLU gate's backward (fused_rms_norm.h, fused_rotary.h,
+// fused_swiglu.h), and q/k/v and gate/up as one matmul over their weights stacked at
+// forward time where that pays (the parameters stay the separate Hugging Face ones).
 #pragma once
 
 #include <string>
