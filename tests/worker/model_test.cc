@@ -122,6 +122,20 @@ TEST(PresetModel, CachedForwardEqualsFullForward) {
   EXPECT_EQ(cache.length(), 10);
 }
 
+// On the CPU a forward multiplies by q/k/v (and gate/up) stacked into one matrix where that
+// pays (hf_causal_lm.cc): always with grad; without grad, for weights this large, only over
+// as many rows as the stacked outputs. One sequence takes both paths: the same values.
+TEST(PresetModel, StackedAndSeparateProjectionsAgree) {
+  // hidden 192: q/k/v stacked are 576 x 192 and gate/up 1024 x 192, both over 2^16 elements.
+  HfCausalLM model = testing::PresetModel({.layers = 2, .hidden = 192, .heads = 4, .ffn_hidden = 512, .max_seq_len = 8});
+  model->eval();
+  const auto tokens = torch::randint(3, 16, {1, 6}, torch::kInt64);
+  const auto stacked = model->forward(tokens).detach();
+  torch::NoGradGuard no_grad;
+  const auto separate = model->forward(tokens);  // 6 rows
+  EXPECT_TRUE(testing::WithinForwardRounding(model, 6, separate, stacked));
+}
+
 TEST(KvCache, AllocatedOnceAndReused) {
   HfCausalLM model = Tiny();
   KvCache cache(model->kv_cache_shape(), 4, 12, torch::kCPU);

@@ -8,16 +8,10 @@
 #include <limits>
 #include <vector>
 
+#include "worker/model/cpu_kernel_support.h"
+
 namespace headroom::worker {
 namespace {
-
-// GCC builds the per-head kernels for AVX-512, AVX2 and baseline x86-64 and picks one at
-// load time (the binary stays portable; the inner loops below vectorise in each clone).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HEADROOM_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HEADROOM_VECTOR_CLONES
-#endif
 
 // Element (b, h, t, d) of a head-major view lives at base + b*sb + h*sh + t*st + d.
 struct HeadView {
@@ -38,19 +32,6 @@ PackedQkv ViewsOf(float* qkv, int64_t t, int64_t hidden, int64_t head_dim) {
 HeadView ViewOf(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() == 4 && x.stride(3) == 1, "fused attention: expected [B, heads, T, D] with contiguous D");
   return {x.data_ptr<float>(), x.stride(0), x.stride(1), x.stride(2)};
-}
-
-// Eight independent partial sums, so the compiler vectorises the loop without
-// reassociating floats on its own.
-inline float Dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {};
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += a[d + l] * b[d + l];
-  }
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; d < n; ++d) s += a[d] * b[d];
-  return s;
 }
 
 inline void Axpy(float* y, float a, const float* x, int64_t n) {
@@ -121,11 +102,6 @@ void BackwardHead(const float* q, const float* k, const float* v, int64_t st, co
   }
 }
 
-// Enough (sequence, head) pairs per task that a thread's share outweighs waking it.
-int64_t GrainFor(int64_t tq, int64_t tk, int64_t dim) {
-  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, tq * tk * dim));
-}
-
 void CheckInput(const torch::Tensor& x, const char* what) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat32, "fused attention: ", what,
               " must be an fp32 CPU tensor, got ", x.toString());
@@ -144,7 +120,7 @@ torch::Tensor SelfAttentionForward(const torch::Tensor& qkv, int64_t heads, int6
   const PackedQkv in = ViewsOf(qkv.data_ptr<float>(), t, hidden, dim);
   const HeadView o{out.data_ptr<float>(), tq * hidden, dim, hidden};
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  at::parallel_for(0, b * heads, GrainFor(tq, t, dim), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, b * heads, GrainOfItems(tq * t * dim), [&](int64_t begin, int64_t end) {
     std::vector<float> scores(static_cast<size_t>(t));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t s = bh / heads, h = bh % heads;
@@ -183,7 +159,7 @@ class FusedSelfAttentionFunction : public torch::autograd::Function<FusedSelfAtt
     const HeadView go{grad_out.data_ptr<float>(), tq * hidden, dim, hidden};
     const float* p = probs.data_ptr<float>();
     const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    at::parallel_for(0, b * heads, GrainFor(tq, t, dim), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, b * heads, GrainOfItems(tq * t * dim), [&](int64_t begin, int64_t end) {
       std::vector<float> dp(static_cast<size_t>(t));
       for (int64_t bh = begin; bh < end; ++bh) {
         const int64_t s = bh / heads, h = bh % heads;
@@ -228,7 +204,7 @@ torch::Tensor FusedCachedAttention(const torch::Tensor& q, const torch::Tensor& 
   const HeadView qv = ViewOf(q), kv = ViewOf(keys), vv = ViewOf(values);
   const HeadView o{out.data_ptr<float>(), tq * heads * dim, dim, heads * dim};
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  at::parallel_for(0, b * heads, GrainFor(tq, start + tq, dim), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, b * heads, GrainOfItems(tq * (start + tq) * dim), [&](int64_t begin, int64_t end) {
     std::vector<float> scores(static_cast<size_t>(start + tq));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t s = bh / heads, h = bh % heads;

@@ -2,24 +2,24 @@
 
 #include "worker/model/hf_causal_lm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <tuple>
+#include <initializer_list>
+#include <vector>
 
 #include "core/hf/safetensors.h"
 #include "worker/model/attention_mask.h"
 #include "worker/model/bf16_autocast.h"
 #include "worker/model/fused_attention.h"
+#include "worker/model/fused_rms_norm.h"
+#include "worker/model/fused_rotary.h"
+#include "worker/model/fused_swiglu.h"
 #include "worker/model/sdpa_attention.h"
 
 namespace headroom::worker {
 namespace {
-
-torch::Tensor RotateHalf(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return torch::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
-}
 
 // The rotary frequencies transformers computes for the config (default or llama3).
 torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
@@ -47,6 +47,33 @@ torch::Tensor RepeatKeyValueHeads(const torch::Tensor& x, int64_t groups) {
   return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
 }
 
+// Whether the Linears of input x with out_features in all take StackedLinear: on the CPU,
+// where at the presets' sizes each operator's dispatch costs as much as its arithmetic.
+// With grad, always: the backward then runs one matmul per input and weight, not one per
+// layer plus sums, on contiguous gradients (the small preset's update keeps its share of
+// matmul speed); the stacked copy lives until the backward. Without grad (generation) only
+// when that copy, made every forward, is small, outright or next to the input it
+// multiplies: the small preset's decode tokens, one row per sequence, would copy megabytes
+// of weights per token. Never on a GPU, whose decode would copy the weights every token.
+bool StackingPays(const torch::Tensor& x, int64_t out_features) {
+  constexpr int64_t kSmallWeights = int64_t{1} << 16;  // elements: 256 KiB of fp32
+  const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(1, in);
+  return x.device().is_cpu() &&
+         (torch::GradMode::is_enabled() || in * out_features <= kSmallWeights || rows >= out_features);
+}
+
+// x W^T (+ b) of several Linears of the same input as one matmul over their weights (and
+// biases) stacked by output: [..., sum of out_features], the layers' outputs side by side.
+torch::Tensor StackedLinear(const torch::Tensor& x, std::initializer_list<torch::nn::Linear> layers) {
+  std::vector<torch::Tensor> weights, biases;
+  for (const auto& l : layers) {
+    weights.push_back(l->weight);
+    if (l->bias.defined()) biases.push_back(l->bias);
+  }
+  TORCH_CHECK(biases.empty() || biases.size() == weights.size(), "stacked linear: some layers have a bias, some not");
+  return torch::linear(x, torch::cat(weights), biases.empty() ? torch::Tensor() : torch::cat(biases));
+}
+
 torch::Tensor AtLeastFp32(const torch::Tensor& x) {
   return x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kFloat16 ? x.to(torch::kFloat32) : x;
 }
@@ -65,6 +92,7 @@ HfRmsNormImpl::HfRmsNormImpl(int64_t width, double eps_) : eps(eps_) {
 }
 
 torch::Tensor HfRmsNormImpl::forward(const torch::Tensor& x) {
+  if (FusedRmsNormApplies(x, weight)) return FusedRmsNorm(x, weight, eps);  // fp32 on the CPU: one pass
   // In fp32 whatever the input, as transformers does, then back to the input's dtype.
   auto h = x.to(torch::kFloat32);
   h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
@@ -122,7 +150,12 @@ HfCausalLMImpl::HfCausalLMImpl(const hf::HfModelConfig& config, int64_t max_seq_
   auto freqs = torch::outer(positions, inv_freq_);
   auto emb = torch::cat({freqs, freqs}, -1);  // [max_seq_len, head_dim]
   rotary_cos_ = register_buffer("rotary_cos", emb.cos());
-  rotary_sin_ = register_buffer("rotary_sin", emb.sin());
+  // transformers' rotate_half(x) * sin = cat(-x2, x1) * sin = roll(x, d/2) * (sin with its
+  // first half negated): one roll in place of two slices, a negation and a cat (whose
+  // backwards cost more still); multiplying by -1 is exact.
+  auto sign = torch::ones({config_.head_dim});
+  sign.narrow(0, 0, config_.head_dim / 2).fill_(-1);
+  rotary_signed_sin_ = register_buffer("rotary_signed_sin", emb.sin() * sign);
   InitializeWeights(seed);
 }
 
@@ -164,34 +197,53 @@ int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
   return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
 }
 
-std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::Rotate(const torch::Tensor& q, const torch::Tensor& k,
-                                                              const KvCache* cache) const {
-  const int64_t t = q.size(1);
-  torch::Tensor cos, sin;  // [t, 1, head_dim]
-  if (cache && cache->is_static()) {
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCache* cache,
+                                                                    const torch::Tensor& like) {
+  const int64_t t = like.size(1);
+  const int64_t rotated = config_.num_attention_heads + config_.num_key_value_heads;
+  const int64_t kept = config_.num_key_value_heads;
+  // [t, heads + 2 kv_heads, head_dim]: each position's table for the query and key heads;
+  // 1 and 0 for the value heads, which pass unchanged (x * 1 + roll(x) * 0 = x exactly).
+  auto packed = [&](const torch::Tensor& cos, const torch::Tensor& sin) {
+    const auto o = cos.options().dtype(like.scalar_type());
+    const int64_t d = cos.size(-1);
+    auto c = torch::cat({cos.unsqueeze(1).to(o).expand({t, rotated, d}), torch::ones({t, kept, d}, o)}, 1);
+    auto s = torch::cat({sin.unsqueeze(1).to(o).expand({t, rotated, d}), torch::zeros({t, kept, d}, o)}, 1);
+    return std::make_pair(c, s);
+  };
+  if (cache && cache->is_static()) {  // the position is on the device: no host key to keep tables by
     const auto at = cache->static_position().view({1});
-    cos = rotary_cos_.index_select(0, at);
-    sin = rotary_sin_.index_select(0, at);
-  } else {
-    const int64_t start = cache ? cache->length() : 0;
-    cos = rotary_cos_.narrow(0, start, t);
-    sin = rotary_sin_.narrow(0, start, t);
+    return packed(rotary_cos_.index_select(0, at), rotary_signed_sin_.index_select(0, at));
   }
-  cos = cos.unsqueeze(1).to(q.scalar_type());
-  sin = sin.unsqueeze(1).to(q.scalar_type());
-  return {q * cos + RotateHalf(q) * sin, k * cos + RotateHalf(k) * sin};
+  const int64_t start = cache ? cache->length() : 0;
+  const RotaryKey key{start, t, like.scalar_type(), like.device()};
+  for (const auto& [k, tables] : rotary_tables_) {
+    if (k == key) return tables;
+  }
+  // Kept as ordinary tensors even when first asked for in inference mode (the rollout), so
+  // that a training forward at the same positions may save them for its backward.
+  c10::InferenceMode ordinary(false);
+  if (rotary_tables_.size() >= kRotaryTablesKept) rotary_tables_.erase(rotary_tables_.begin());
+  rotary_tables_.emplace_back(key, packed(rotary_cos_.narrow(0, start, t), rotary_signed_sin_.narrow(0, start, t)));
+  return rotary_tables_.back().second;
 }
 
-torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& q, const torch::Tensor& k,
-                                        const torch::Tensor& v, const torch::Tensor& mask, KvCache* cache,
-                                        int64_t first_output) {
-  const int64_t batch = q.size(0), t = q.size(1), start = cache ? cache->length() : 0;
+torch::Tensor HfCausalLMImpl::Rotate(const torch::Tensor& qkv, const KvCache* cache) {
+  const auto [cos, signed_sin] = RotaryTables(cache, qkv);
+  if (FusedRotaryApplies(qkv, cos, signed_sin)) return FusedRotary(qkv, cos, signed_sin);  // fp32 CPU: one pass
+  return torch::addcmul(qkv * cos, qkv.roll(config_.head_dim / 2, -1), signed_sin);
+}
+
+torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& mask,
+                                        KvCache* cache, int64_t first_output) {
+  const int64_t batch = qkv.size(0), t = qkv.size(1), start = cache ? cache->length() : 0;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
+  const auto q = qkv.narrow(2, 0, heads), k = qkv.narrow(2, heads, kv_heads), v = qkv.narrow(2, heads + kv_heads, kv_heads);
   const int64_t out_t = t - first_output;
   // The fused kernel is causal by position: it serves the plain causal mask only.
   const bool causal_only = !mask.defined() || mask.dim() == 2;
   if (heads == kv_heads && causal_only && FusedAttentionApplies(q, start + t)) {
-    if (!cache) return FusedSelfAttention(torch::cat({q, k, v}, 2).view({batch, t, 3 * heads * d}), heads, first_output);
+    if (!cache) return FusedSelfAttention(qkv.view({batch, t, 3 * heads * d}), heads, first_output);
     cache->Append(layer, k.transpose(1, 2), v.transpose(1, 2));
     return FusedCachedAttention(q.transpose(1, 2), cache->Keys(layer, start + t), cache->Values(layer, start + t),
                                 start);
@@ -225,18 +277,30 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
 
   auto n1 = b.input_layernorm(x);
-  auto q = b.q_proj(n1).view({batch, t, heads, d});
-  auto k = b.k_proj(n1).view({batch, t, kv_heads, d});
-  auto v = b.v_proj(n1).view({batch, t, kv_heads, d});
-  if (config_.qk_norm) {
-    q = b.q_norm(q);
-    k = b.k_norm(k);
+  torch::Tensor qkv;  // [B, t, heads + 2 kv_heads, d]: queries, keys, values
+  if (StackingPays(n1, (heads + 2 * kv_heads) * d)) {
+    qkv = StackedLinear(n1, {b.q_proj, b.k_proj, b.v_proj}).view({batch, t, heads + 2 * kv_heads, d});
+  } else {
+    qkv = torch::cat({b.q_proj(n1).view({batch, t, heads, d}), b.k_proj(n1).view({batch, t, kv_heads, d}),
+                      b.v_proj(n1).view({batch, t, kv_heads, d})}, 2);
   }
-  std::tie(q, k) = Rotate(q, k, cache);
-  auto attn = Attention(layer, q, k, v, mask, cache, first_output);
+  if (config_.qk_norm) {
+    qkv = torch::cat({b.q_norm(qkv.narrow(2, 0, heads)), b.k_norm(qkv.narrow(2, heads, kv_heads)),
+                      qkv.narrow(2, heads + kv_heads, kv_heads)}, 2);
+  }
+  auto attn = Attention(layer, Rotate(qkv, cache), mask, cache, first_output);
   auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
   auto n2 = b.post_attention_layernorm(h);
-  return h + b.down_proj(torch::silu(b.gate_proj(n2)) * b.up_proj(n2));
+  torch::Tensor gated;  // silu(gate_proj(n2)) * up_proj(n2)
+  if (!StackingPays(n2, 2 * config_.intermediate_size)) {
+    gated = torch::silu(b.gate_proj(n2)) * b.up_proj(n2);
+  } else if (auto gate_up = StackedLinear(n2, {b.gate_proj, b.up_proj}); FusedSwiGluApplies(gate_up)) {
+    gated = FusedSwiGlu(gate_up);  // fp32: one pass each way, no split
+  } else {
+    auto parts = gate_up.split(config_.intermediate_size, -1);
+    gated = torch::silu(parts[0]) * parts[1];
+  }
+  return h + b.down_proj(gated);
 }
 
 torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output,

@@ -26,10 +26,16 @@
 // only earlier positions' outputs need (the last block's queries, MLP, final norm and
 // head there; not under a BlockExecutor, which runs whole blocks). On the CPU in fp32,
 // short unpadded sequences with as many key/value heads as query heads take the fused
-// attention kernel (fused_attention.h); everything else the batched matmuls.
+// attention kernel (fused_attention.h); everything else the batched matmuls. The CPU's
+// other fused paths compute the same values to float rounding, with fewer operators:
+// RMSNorm, rotary and the SwiGLU gate's backward (fused_rms_norm.h, fused_rotary.h,
+// fused_swiglu.h), and q/k/v and gate/up as one matmul over their weights stacked at
+// forward time where that pays (the parameters stay the separate Hugging Face ones).
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -99,14 +105,18 @@ class HfCausalLMImpl : public CausalLMImpl {
   // The output projection of final-normed hidden states.
   torch::Tensor Head(const torch::Tensor& normed);
   void InitializeWeights(uint64_t seed);
-  // q, k [B, t, heads, head_dim] rotated for positions start..start+t, start = the cache's
-  // length (0 without one), or for the cache's static position.
-  std::pair<torch::Tensor, torch::Tensor> Rotate(const torch::Tensor& q, const torch::Tensor& k,
-                                                 const KvCache* cache) const;
-  // Attention of q [B, t, heads, d], k, v [B, t, kv_heads, d] (keys appended to the cache
-  // first), for the queries from first_output on: [B, t - first_output, heads * d].
-  torch::Tensor Attention(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& mask, KvCache* cache, int64_t first_output);
+  // qkv [B, t, heads + 2 kv_heads, head_dim] (queries, keys, values) with the queries and
+  // keys rotated for positions start..start+t, start = the cache's length (0 without one),
+  // or for the cache's static position; the values unchanged.
+  torch::Tensor Rotate(const torch::Tensor& qkv, const KvCache* cache);
+  // Rotate()'s cos and signed sin tables [t, heads + 2 kv_heads, head_dim] in like's dtype:
+  // kept for the last few (start, t) asked for (a rollout's and an update's forwards ask
+  // for the same ones every step), made afresh for a static position.
+  std::pair<torch::Tensor, torch::Tensor> RotaryTables(const KvCache* cache, const torch::Tensor& like);
+  // Attention of qkv [B, t, heads + 2 kv_heads, d] (rotated; keys and values appended to
+  // the cache first), for the queries from first_output on: [B, t - first_output, heads * d].
+  torch::Tensor Attention(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& mask, KvCache* cache,
+                          int64_t first_output);
 
   hf::HfModelConfig config_;
   int64_t max_seq_len_;
@@ -118,7 +128,16 @@ class HfCausalLMImpl : public CausalLMImpl {
   HfRmsNorm norm_{nullptr};
   torch::nn::Linear lm_head_{nullptr};  // null when tied
   torch::Tensor inv_freq_;              // [head_dim / 2], fp32, rope scaling applied
-  torch::Tensor rotary_cos_, rotary_sin_;  // [max_seq_len, head_dim], fp32, per position
+  torch::Tensor rotary_cos_;         // [max_seq_len, head_dim], fp32, per position
+  torch::Tensor rotary_signed_sin_;  // the same sin, its first half negated (Rotate)
+  struct RotaryKey {
+    int64_t start, t;
+    torch::ScalarType dtype;
+    torch::Device device;
+    bool operator==(const RotaryKey&) const = default;
+  };
+  static constexpr size_t kRotaryTablesKept = 16;
+  std::vector<std::pair<RotaryKey, std::pair<torch::Tensor, torch::Tensor>>> rotary_tables_;
 };
 TORCH_MODULE(HfCausalLM);
 

@@ -59,20 +59,21 @@ PromptBatch LeftPadded(const std::vector<const Problem*>& problems, int64_t repe
   PromptBatch out;
   for (const Problem* p : problems) out.longest = std::max<int64_t>(out.longest, static_cast<int64_t>(p->prompt_tokens.size()));
   const int64_t n = static_cast<int64_t>(problems.size()) * repeat;
-  out.prompts = torch::full({n, out.longest}, pad, torch::kInt64);
+  // Filled on the host and made a tensor once: per-row tensor copies cost a dispatch each.
+  std::vector<int64_t> tokens(static_cast<size_t>(n * out.longest), pad);
   std::vector<int64_t> padding(static_cast<size_t>(n));
   bool padded = false;
   for (size_t i = 0; i < problems.size(); ++i) {
-    const auto& tokens = problems[i]->prompt_tokens;
-    const int64_t length = static_cast<int64_t>(tokens.size());
-    auto row = torch::tensor(tokens, torch::kInt64);
+    const auto& prompt = problems[i]->prompt_tokens;
+    const int64_t length = static_cast<int64_t>(prompt.size());
     for (int64_t s = 0; s < repeat; ++s) {
       const int64_t r = static_cast<int64_t>(i) * repeat + s;
-      out.prompts[r].narrow(0, out.longest - length, length).copy_(row);
+      std::copy(prompt.begin(), prompt.end(), tokens.begin() + r * out.longest + (out.longest - length));
       padding[static_cast<size_t>(r)] = out.longest - length;
     }
     padded = padded || length < out.longest;
   }
+  out.prompts = torch::tensor(tokens, torch::kInt64).view({n, out.longest});
   // Equal lengths pass no padding at all: the models then run exactly as without it.
   if (padded) out.padding = torch::tensor(padding, torch::kInt64);
   return out;
