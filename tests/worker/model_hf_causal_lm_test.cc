@@ -85,6 +85,33 @@ TEST_P(HfModelTest, GreedyDecodingWithTheCacheMatchesTheReference) {
   EXPECT_EQ(out, e["greedy"].get<std::vector<int64_t>>());
 }
 
+// In float64 the CPU's fused kernels (fp32 only) step aside: the forward takes the tensor-op
+// path that every other dtype and device runs (rotary by roll over the packed heads,
+// unfused RMSNorm and SwiGLU, matmul attention), here against the same reference, with and
+// without the cache (tables at later positions).
+TEST_P(HfModelTest, TheTensorOpPathMatchesTheReference) {
+  const json e = Expected(GetParam());
+  HfCausalLM model = LoadHfCausalLM(Fixture(GetParam()).string(), 64);
+  model->to(torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  const auto logits = model->forward(Ids(e)).squeeze(0);
+  ASSERT_EQ(logits.scalar_type(), torch::kFloat64);
+  std::vector<torch::Tensor> rows;
+  for (const auto& row : e["logits"]) rows.push_back(torch::tensor(row.get<std::vector<double>>(), torch::kFloat64));
+  // The softmax still runs in fp32: the fp32 bound holds.
+  EXPECT_TRUE(testing::WithinForwardRounding(model, logits.size(0), logits, torch::stack(rows))) << GetParam();
+
+  KvCache cache(model->kv_cache_shape(), 1, 32, torch::kCPU, torch::kFloat64);
+  cache.Reset(1);
+  std::vector<int64_t> out = e["ids"].get<std::vector<int64_t>>();
+  torch::Tensor input = Ids(e);
+  for (int i = 0; i < e["max_new_tokens"].get<int>(); ++i) {
+    out.push_back(model->ForwardCached(input, cache).argmax(-1).item<int64_t>());
+    input = torch::tensor({out.back()}, torch::kInt64).unsqueeze(0);
+  }
+  EXPECT_EQ(out, e["greedy"].get<std::vector<int64_t>>());
+}
+
 TEST_P(HfModelTest, ParameterNamesAreTheHuggingFaceNames) {
   HfCausalLM model = LoadHfCausalLM(Fixture(GetParam()).string(), 64);
   const hf::SafetensorsModel file(Fixture(GetParam()).string());
