@@ -238,17 +238,26 @@ struct ParseResult {
   bool ok() const { return errors.empty(); }
 };
 
+// What Validate reads besides the job itself.
+struct ValidateOptions {
+  // Parse spec.model.path's config.json where it can be read here. The worker turns this
+  // off: its model source (worker/model/model_source.h) reads that file right after, once
+  // per process, and refuses a bad one with the same file-and-field error (exit 2); every
+  // command that launches workers has checked it before.
+  bool read_model_config = true;
+};
+
 // Parses one YAML (or JSON, which is YAML) document into a defaulted, validated job.
-ParseResult ParseTrainingJob(const std::string& yaml_text);
+ParseResult ParseTrainingJob(const std::string& yaml_text, const ValidateOptions& options = {});
 // Reads and parses a file; an unreadable file is one error at path "" naming the file.
-ParseResult ParseTrainingJobFile(const std::string& path);
+ParseResult ParseTrainingJobFile(const std::string& path, const ValidateOptions& options = {});
 // The same for an object read from the API server as JSON (no line numbers).
 ParseResult ParseTrainingJobJson(const nlohmann::json& object);
 
 // Fills every unset field from its default and the model preset. Idempotent.
 void ApplyDefaults(TrainingJob& job);
 // Checks ranges, enums, names and cross-field rules of an already-typed job.
-std::vector<SpecError> Validate(const TrainingJob& job);
+std::vector<SpecError> Validate(const TrainingJob& job, const ValidateOptions& options = {});
 
 // Whether `workers` ranks can split every optimizer mini-batch evenly: each rollout batch
 // of promptsPerStep prompts is cut into updatesPerStep mini-batches, and each mini-batch's

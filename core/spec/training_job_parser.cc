@@ -557,7 +557,7 @@ std::pair<int, int> LocationOf(const Decoder& d, std::string path) {
   return {0, 0};
 }
 
-ParseResult DecodeDocument(DocumentLoad load) {
+ParseResult DecodeDocument(DocumentLoad load, const ValidateOptions& options = {}) {
   Decoder d;
   d.errors = std::move(load.errors);
   ParseResult result;
@@ -592,7 +592,7 @@ ParseResult DecodeDocument(DocumentLoad load) {
   ApplyDefaults(job);
   std::set<std::string> decoded_paths;
   for (const SpecError& e : d.errors) decoded_paths.insert(e.path);
-  for (SpecError& e : Validate(job)) {
+  for (SpecError& e : Validate(job, options)) {
     if (decoded_paths.count(e.path) != 0) continue;  // already reported as a type error
     std::tie(e.line, e.column) = LocationOf(d, e.path);
     e.column = 0;  // the line is the useful part for a field
@@ -611,15 +611,15 @@ ParseResult DecodeDocument(DocumentLoad load) {
 
 }  // namespace
 
-ParseResult ParseTrainingJob(const std::string& yaml_text) {
-  return DecodeDocument(LoadYamlDocument(yaml_text));
+ParseResult ParseTrainingJob(const std::string& yaml_text, const ValidateOptions& options) {
+  return DecodeDocument(LoadYamlDocument(yaml_text), options);
 }
 
 ParseResult ParseTrainingJobJson(const nlohmann::json& object) {
   return DecodeDocument(LoadJsonDocument(object));
 }
 
-ParseResult ParseTrainingJobFile(const std::string& path) {
+ParseResult ParseTrainingJobFile(const std::string& path, const ValidateOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     ParseResult result;
@@ -639,7 +639,7 @@ ParseResult ParseTrainingJobFile(const std::string& path) {
     result.errors.push_back({"", "cannot read " + path + ": " + std::strerror(errno)});
     return result;
   }
-  return ParseTrainingJob(text.str());
+  return ParseTrainingJob(text.str(), options);
 }
 
 }  // namespace headroom::spec

@@ -181,7 +181,7 @@ void CheckHubModel(Checker& c, const ModelSpec& m) {
   if (std::string why = hf::HubEndpointProblem(h.endpoint); !why.empty()) c.Fail("spec.model.hub.endpoint", why);
 }
 
-void CheckModel(Checker& c, const TrainingJobSpec& s) {
+void CheckModel(Checker& c, const TrainingJobSpec& s, const ValidateOptions& options) {
   const ModelSpec& m = s.model;
   std::vector<std::string> presets = ModelPresetNames();
   presets.push_back("");
@@ -218,7 +218,7 @@ void CheckModel(Checker& c, const TrainingJobSpec& s) {
   if (m.init == "random" && !m.init_checkpoint.empty()) {
     c.Fail("spec.model.initCheckpoint", "only used when init is checkpoint; init is random");
   }
-  if (!m.path.empty()) {
+  if (!m.path.empty() && options.read_model_config) {
     // Checked where it can be read (on the machine that runs `headroom validate` or the
     // worker); on a cluster the path may live on a volume only the pods mount.
     std::error_code ec;
@@ -434,12 +434,12 @@ bool WorkerCountFits(const GrpoSpec& grpo, int workers) {
   return (grpo.prompts_per_step / grpo.updates_per_step) % workers == 0;
 }
 
-std::vector<SpecError> Validate(const TrainingJob& job) {
+std::vector<SpecError> Validate(const TrainingJob& job, const ValidateOptions& options) {
   Checker c;
   CheckMetadata(c, job);
   CheckWorkers(c, job.spec);
   CheckResources(c, job.spec.resources);
-  CheckModel(c, job.spec);
+  CheckModel(c, job.spec, options);
   CheckTaskAndGrpo(c, job.spec);
   CheckRest(c, job.spec);
   CheckPodTemplate(job.spec.pod_template, "spec.template", c.errors);

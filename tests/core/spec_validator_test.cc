@@ -1,6 +1,12 @@
 // Validation rules, one at a time, on the typed job (what the operator and the local
 // runtime call after changing a spec) and through the parser.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "core/spec/training_job.h"
 #include "tests/core/spec_test_util.h"
@@ -237,6 +243,27 @@ TEST(SpecValidator, ValidateErrorsGetTheLineOfTheFieldOrItsParent) {
   r = ParseTrainingJob(GoodJobWith("  name: addition-tiny\n", "  labels: {a: b}\n"));
   ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
   EXPECT_EQ(r.errors[0].ToString(), "metadata.name: required (line 4)");  // the metadata map
+}
+
+}  // namespace
+}  // namespace headroom::spec
+
+namespace headroom::spec {
+namespace {
+
+// spec.model.path's config.json is parsed where it can be read, and refused naming the
+// field; a reader that parses it itself (the worker's model source) can skip that.
+TEST(Validate, ReadsTheModelsConfigJsonUnlessTold) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("headroom-validate-config-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": "wide"})";
+  TrainingJob job = Good();
+  job.spec.model.path = dir.string();
+  const std::vector<SpecError> read = Validate(job);
+  EXPECT_EQ(MessageAt(read, "spec.model.path").find("<no error"), std::string::npos) << "config.json was not read";
+  EXPECT_EQ(PathsOf(Validate(job, {.read_model_config = false})).count("spec.model.path"), 0u);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include "core/hf/hf_config.h"
 #include "tests/helpers/temp_dir.h"
 #include "tests/worker/helpers/example_text_task.h"
+#include "tests/worker/helpers/open_counter.h"
 #include "worker/comm/communicator.h"
 #include "worker/model/hf_causal_lm.h"
 #include "worker/model/model_source.h"
@@ -51,36 +51,6 @@ std::string CopyOfExampleModel(const headroom::testing::TempDir& dir) {
   return to.string();
 }
 
-// Counts the opens of one file (inotify), from construction to Opens().
-class OpenCounter {
- public:
-  explicit OpenCounter(const std::string& file) : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
-    // Each open is followed by its close: two opens in a row would be merged into one event.
-    if (fd_ < 0 || ::inotify_add_watch(fd_, file.c_str(), IN_OPEN | IN_CLOSE_NOWRITE) < 0) {
-      throw std::runtime_error("inotify on " + file + " failed");
-    }
-  }
-  ~OpenCounter() { ::close(fd_); }
-  OpenCounter(const OpenCounter&) = delete;
-  OpenCounter& operator=(const OpenCounter&) = delete;
-
-  int Opens() {
-    alignas(inotify_event) char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fd_, buffer, sizeof buffer)) > 0) {
-      for (char* p = buffer; p < buffer + n;) {
-        const auto* event = reinterpret_cast<const inotify_event*>(p);
-        if (event->mask & IN_OPEN) ++opens_;
-        p += sizeof(inotify_event) + event->len;
-      }
-    }
-    return opens_;
-  }
-
- private:
-  int fd_;
-  int opens_ = 0;
-};
 
 void ExpectSameParameters(const NamedTensors& a, const NamedTensors& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -125,7 +95,7 @@ TEST(ModelSource, ConfigJsonIsOpenedOnceWhenGenerationConfigSetsNoStopToken) {
     config["eos_token_id"] = {1, 2};
     std::ofstream(file) << config.dump();
   }
-  OpenCounter config_json((fs::path(spec.model.path) / "config.json").string());
+  headroom::testing::OpenCounter config_json((fs::path(spec.model.path) / "config.json").string());
   const ModelSource source(spec);
   CausalLM policy = source.LoadPolicy();
   const std::unique_ptr<Task> task = MakeTask(spec, source);

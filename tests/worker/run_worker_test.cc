@@ -20,6 +20,8 @@
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
+#include "tests/worker/helpers/example_text_task.h"
+#include "tests/worker/helpers/open_counter.h"
 #include "worker/train/run_worker.h"
 #include "worker/train/stop_request.h"
 
@@ -77,10 +79,34 @@ TEST_F(RunWorkerTest, InvalidSpecExits2) {
   const auto path = dir_ / "bad.yaml";
   std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: bad}\n"
                          "spec:\n  grpo: {groupSize: 1}\n";
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunWorker(Options(path.string())), protocol::kExitInvalidSpec);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("spec.grpo.groupSize"), std::string::npos) << err;
+}
+
+// The worker leaves spec.model.path's config.json to its model source, which reads it once
+// per process and refuses a bad one as the spec check would: exit 2 naming file and field.
+TEST_F(RunWorkerTest, ReadsTheModelsConfigJsonOnceAndRefusesABadOne) {
+  fs::create_directories(dir_ / "model");
+  std::string job = ReadFile(WriteJob(""));
+  job.replace(job.find("{preset: tiny}"), std::string("{preset: tiny}").size(), "{path: " + (dir_ / "model").string() + "}");
+  std::ofstream(dir_ / "job.yaml") << job;
+  const fs::path config = dir_ / "model" / "config.json";
+  // A good config.json without the model's other files: read once, then the weights are missing.
+  fs::copy_file(fs::path(headroom::testing::ExampleTextModel()) / "config.json", config);
+  {
+    headroom::testing::OpenCounter config_json(config.string());
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(RunWorker(Options((dir_ / "job.yaml").string())), protocol::kExitInvalidSpec);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(config_json.Opens(), 1) << "config.json read more than once: " << err;
+  }
+  std::ofstream(config, std::ios::trunc) << R"({"architectures": ["Qwen2ForCausalLM"]})";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunWorker(Options((dir_ / "job.yaml").string())), protocol::kExitInvalidSpec);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("config.json: vocab_size: required"), std::string::npos) << err;
 }
 
 TEST_F(RunWorkerTest, RankOutsideTheWorldIsRefusedClearly) {
@@ -157,9 +183,9 @@ TEST_F(RunWorkerTest, GpuOutOfMemoryExits77WithTheAllocatorReport) {
   ::setenv(protocol::kSimulateGpuOomAtStepEnv, "2", 1);
   auto o = Options(WriteJob("", 3));
   o.checkpoint_dir = (dir_ / "checkpoints").string();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const int code = RunWorker(o);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, protocol::kExitGpuOom) << err;
   EXPECT_EQ(LogLines().size(), 1u) << "step 1 finished, step 2 ran out";
   const std::optional<protocol::GpuOomReport> report = protocol::GpuOomReport::FromJson(ReadFile(termination));
@@ -183,9 +209,9 @@ TEST_F(RunWorkerTest, AFailureLeavesItsErrorLineAsTheTerminationMessage) {
   const auto termination = dir_ / "termination.txt";
   ::setenv(protocol::kTerminationLogEnv, termination.c_str(), 1);
   ::setenv(protocol::kSimulateGpuOomAtStepEnv, "soon", 1);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunWorker(Options(WriteJob(""))), protocol::kExitFailure);
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
   ::unsetenv(protocol::kSimulateGpuOomAtStepEnv);
   ::unsetenv(protocol::kTerminationLogEnv);
   EXPECT_EQ(ReadFile(termination),
@@ -206,9 +232,9 @@ TEST_F(RunWorkerTest, ReplayingItsStepLogGivesTheWorkersDecisionsStepForStep) {
   const std::string job = WriteJob("  memoryGuard: {enabled: true, hostThreshold: 0.9, horizonSteps: 2}\n"
                                    "  debug: {hostLeakBytesPerStep: 48Mi}\n",
                                    30, std::to_string(limit_mib) + "Mi");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(RunWorker(Options(job)), protocol::kExitGuardStop);
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
   const std::vector<nlohmann::json> logged = LogLines();
   ASSERT_GE(logged.size(), 3u);
 

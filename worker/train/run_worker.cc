@@ -310,7 +310,8 @@ std::unique_ptr<GrpoTrainer> BuildTrainer(const spec::TrainingJobSpec& spec, std
 
 int Run(const WorkerOptions& options, RunProgress& progress) {
   // 1. The job.
-  const auto parsed = spec::ParseTrainingJobFile(options.job_path);
+  // config.json is left to the model source, which reads it once (ValidateOptions).
+  const auto parsed = spec::ParseTrainingJobFile(options.job_path, {.read_model_config = false});
   if (!parsed.ok()) {
     for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
     return protocol::kExitInvalidSpec;
