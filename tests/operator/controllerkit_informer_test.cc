@@ -50,11 +50,12 @@ TEST_F(InformerTest, CachesIndexesAndDispatches) {
   Pods().Create("ns1", Pod("b-0", "b", "uid-b"));
   Informer::Options options;
   options.watch.ns = "ns1";
+  // What the handlers write outlives the informer, whose threads may still deliver.
+  std::mutex mu;
+  std::vector<std::string> seen;
   Informer informer(Pods(), options);
   informer.AddIndex("owner", ControllerUidIndex());
   informer.AddIndex("job", NamespacedLabelIndex("headroom.dev/job-name"));
-  std::mutex mu;
-  std::vector<std::string> seen;
   informer.AddEventHandlers({[&](const json& o) {
                                std::lock_guard<std::mutex> l(mu);
                                seen.push_back("add " + kubeclient::Name(o));
@@ -92,8 +93,8 @@ TEST_F(InformerTest, ResyncRedeliversUnchangedObjects) {
   Informer::Options options;
   options.watch.ns = "ns1";
   options.resync_period = 50ms;
+  std::atomic<int> same{0};  // outlives the informer, whose resync thread writes it
   Informer informer(Pods(), options);
-  std::atomic<int> same{0};
   informer.AddEventHandlers({nullptr, [&](const json& o, const json& n) { same += o == n; }, nullptr});
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(5s));
@@ -107,9 +108,9 @@ TEST_F(InformerTest, RelistTurnsMissedChangesIntoEvents) {
   Informer::Options options;
   options.watch.ns = "ns1";
   options.watch.min_backoff = 5ms;
-  Informer informer(Pods(), options);
-  std::mutex mu;
+  std::mutex mu;  // what the handlers write outlives the informer
   std::vector<std::string> seen;
+  Informer informer(Pods(), options);
   informer.AddEventHandlers({[&](const json& o) {
                                std::lock_guard<std::mutex> l(mu);
                                seen.push_back("add " + kubeclient::Name(o));
@@ -150,10 +151,10 @@ TEST_F(InformerTest, StaysConsistentThroughDroppedWatchesAndFaults) {
   options.watch.ns = "ns1";
   options.watch.min_backoff = 2ms;
   options.watch.page_size = 7;
-  Informer informer(Pods(), options);
-  // A second view built only from the handlers must agree too.
+  // A second view built only from the handlers must agree too; it outlives the informer.
   std::mutex mu;
   std::map<std::string, std::string> from_handlers;  // name -> resourceVersion
+  Informer informer(Pods(), options);
   informer.AddEventHandlers(
       {[&](const json& o) {
          std::lock_guard<std::mutex> l(mu);
