@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <initializer_list>
+#include <iterator>
 #include <vector>
 
 #include "core/hf/safetensors.h"
@@ -197,34 +198,48 @@ int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
   return std::stoll(name.substr(kPrefix.size(), dot - kPrefix.size()));
 }
 
-std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCache* cache,
-                                                                    const torch::Tensor& like) {
-  const int64_t t = like.size(1);
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::PackedRotaryTables(int64_t start, int64_t t,
+                                                                          torch::ScalarType dtype) const {
   const int64_t rotated = config_.num_attention_heads + config_.num_key_value_heads;
-  const int64_t kept = config_.num_key_value_heads;
+  const int64_t kept = config_.num_key_value_heads, d = config_.head_dim;
   // [t, heads + 2 kv_heads, head_dim]: each position's table for the query and key heads;
   // 1 and 0 for the value heads, which pass unchanged (x * 1 + roll(x) * 0 = x exactly).
-  auto packed = [&](const torch::Tensor& cos, const torch::Tensor& sin) {
-    const auto o = cos.options().dtype(like.scalar_type());
-    const int64_t d = cos.size(-1);
-    auto c = torch::cat({cos.unsqueeze(1).to(o).expand({t, rotated, d}), torch::ones({t, kept, d}, o)}, 1);
-    auto s = torch::cat({sin.unsqueeze(1).to(o).expand({t, rotated, d}), torch::zeros({t, kept, d}, o)}, 1);
-    return std::make_pair(c, s);
+  const auto o = rotary_cos_.options().dtype(dtype);
+  auto packed = [&](const torch::Tensor& table, double value_heads) {
+    return torch::cat({table.narrow(0, start, t).unsqueeze(1).to(o).expand({t, rotated, d}),
+                       torch::full({t, kept, d}, value_heads, o)},
+                      1);
   };
-  if (cache && cache->is_static()) {  // the position is on the device: no host key to keep tables by
+  return {packed(rotary_cos_, 1.0), packed(rotary_signed_sin_, 0.0)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCache* cache,
+                                                                    const torch::Tensor& like) {
+  // Kept as ordinary tensors even when first asked for in inference mode (the rollout), so
+  // that a training forward at the same positions may save them for its backward.
+  if (cache && cache->is_static()) {
+    // The position is on the device: every position's tables, made once per dtype and
+    // device and never dropped (a captured decode graph reads them), and the step's rows
+    // picked there.
+    const StaticRotaryKey key{like.scalar_type(), like.device()};
+    auto found = std::find_if(static_rotary_tables_.begin(), static_rotary_tables_.end(),
+                              [&](const auto& entry) { return entry.first == key; });
+    if (found == static_rotary_tables_.end()) {
+      c10::InferenceMode ordinary(false);
+      static_rotary_tables_.emplace_back(key, PackedRotaryTables(0, max_seq_len_, like.scalar_type()));
+      found = std::prev(static_rotary_tables_.end());
+    }
     const auto at = cache->static_position().view({1});
-    return packed(rotary_cos_.index_select(0, at), rotary_signed_sin_.index_select(0, at));
+    return {found->second.first.index_select(0, at), found->second.second.index_select(0, at)};
   }
-  const int64_t start = cache ? cache->length() : 0;
+  const int64_t start = cache ? cache->length() : 0, t = like.size(1);
   const RotaryKey key{start, t, like.scalar_type(), like.device()};
   for (const auto& [k, tables] : rotary_tables_) {
     if (k == key) return tables;
   }
-  // Kept as ordinary tensors even when first asked for in inference mode (the rollout), so
-  // that a training forward at the same positions may save them for its backward.
   c10::InferenceMode ordinary(false);
   if (rotary_tables_.size() >= kRotaryTablesKept) rotary_tables_.erase(rotary_tables_.begin());
-  rotary_tables_.emplace_back(key, packed(rotary_cos_.narrow(0, start, t), rotary_signed_sin_.narrow(0, start, t)));
+  rotary_tables_.emplace_back(key, PackedRotaryTables(start, t, like.scalar_type()));
   return rotary_tables_.back().second;
 }
 

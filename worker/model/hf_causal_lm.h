@@ -111,8 +111,11 @@ class HfCausalLMImpl : public CausalLMImpl {
   torch::Tensor Rotate(const torch::Tensor& qkv, const KvCache* cache);
   // Rotate()'s cos and signed sin tables [t, heads + 2 kv_heads, head_dim] in like's dtype:
   // kept for the last few (start, t) asked for (a rollout's and an update's forwards ask
-  // for the same ones every step), made afresh for a static position.
+  // for the same ones every step); for a static position, the rows of every position's
+  // tables, which are kept per dtype and device.
   std::pair<torch::Tensor, torch::Tensor> RotaryTables(const KvCache* cache, const torch::Tensor& like);
+  // The packed tables of positions start..start+t in `dtype`, on the tables' device.
+  std::pair<torch::Tensor, torch::Tensor> PackedRotaryTables(int64_t start, int64_t t, torch::ScalarType dtype) const;
   // Attention of qkv [B, t, heads + 2 kv_heads, d] (rotated; keys and values appended to
   // the cache first), for the queries from first_output on: [B, t - first_output, heads * d].
   torch::Tensor Attention(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& mask, KvCache* cache,
@@ -138,6 +141,12 @@ class HfCausalLMImpl : public CausalLMImpl {
   };
   static constexpr size_t kRotaryTablesKept = 16;
   std::vector<std::pair<RotaryKey, std::pair<torch::Tensor, torch::Tensor>>> rotary_tables_;
+  struct StaticRotaryKey {
+    torch::ScalarType dtype;
+    torch::Device device;
+    bool operator==(const StaticRotaryKey&) const = default;
+  };
+  std::vector<std::pair<StaticRotaryKey, std::pair<torch::Tensor, torch::Tensor>>> static_rotary_tables_;
 };
 TORCH_MODULE(HfCausalLM);
 
