@@ -296,8 +296,11 @@ void Fetch::Download(const FileMeta& meta, const fs::path& incomplete) {
       throw;
     } catch (const std::exception& e) {
       if (attempt >= o_.attempts) {
+        const std::string host = web::uri(meta.download_url).host();
         throw HubUnavailableError(Prefix() + meta.name + ": download interrupted: " +
-                                  Unreachable(e, web::uri(meta.download_url).host()));
+                                  (HubHttp::TimedOut(e) ? "no data from " + host + " for " +
+                                                              std::to_string(o_.timeout.count()) + " s"
+                                                        : std::string(e.what())));
       }
       continue;
     }

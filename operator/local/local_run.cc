@@ -59,11 +59,6 @@ void KeepEarlierGenerations(const std::string& workdir) {
   }
 }
 
-// Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
-// deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
-// resumes at that step, trains nothing, and redoes only what is missing, such as an export
-// a kill interrupted. Training it again from scratch is the user's deliberate choice:
-// another --workdir, or removing the checkpoints (the notice says so).
 // The checkpoint the run starts from, as the directory says before any worker looks
 // (checkpoint::FindLatestStep: a missing `latest` is a fallback, never a fresh start).
 struct StartingPoint {
@@ -71,6 +66,11 @@ struct StartingPoint {
   std::optional<int64_t> step;  // the newest complete step found
 };
 
+// Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
+// deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
+// resumes at that step, trains nothing, and redoes only what is missing, such as an export
+// a kill interrupted. Training it again from scratch is the user's deliberate choice:
+// another --workdir, or removing the checkpoints (the notice says so).
 StartingPoint PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
   fs::create_directories(workdir);
   KeepEarlierGenerations(workdir);
@@ -192,8 +192,8 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
         // count jumped to, then the workers are killed for the second.
         const std::string by = StopSignalWords(options.interrupt_signal ? options.interrupt_signal->load() : 0);
         if (interrupts_seen == 0) {
-          reconciler.RequestStop(interrupts == 1 ? "stopped by " + by
-                                                 : "stopped by " + by + " twice: the workers were killed");
+          const std::string killed = " and a second signal: the workers were killed";
+          reconciler.RequestStop("stopped by " + by + (interrupts == 1 ? "" : killed));
           if (interrupts == 1) view.Notice("draining: workers checkpoint and stop (a second " + by + " kills them)");
         }
         if (interrupts >= 2) {
