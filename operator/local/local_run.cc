@@ -30,15 +30,16 @@ constexpr int kEarlierRunsKept = 5;
 
 // An earlier run's generation folders (each worker's whole output, its termination
 // message, its step log) are kept, not deleted: moved to earlier-runs/run-N/ before this
-// run writes its own gen-0001/, the newest kEarlierRunsKept runs kept.
-void KeepEarlierGenerations(const std::string& workdir) {
+// run writes its own gen-0001/, the newest kEarlierRunsKept runs kept. Returns "" or why
+// they could not be moved (a full disk): then this run's generations overwrite them.
+std::string KeepEarlierGenerations(const std::string& workdir) try {
   std::vector<fs::path> generations;
   for (const auto& entry : fs::directory_iterator(workdir)) {
     if (entry.is_directory() && entry.path().filename().string().rfind("gen-", 0) == 0) {
       generations.push_back(entry.path());
     }
   }
-  if (generations.empty()) return;
+  if (generations.empty()) return "";
   const fs::path earlier = fs::path(workdir) / kEarlierRunsDir;
   fs::create_directories(earlier);
   std::vector<int> runs;
@@ -57,6 +58,10 @@ void KeepEarlierGenerations(const std::string& workdir) {
   for (size_t i = 0; i + kEarlierRunsKept < runs.size(); ++i) {
     fs::remove_all(earlier / ("run-" + std::to_string(runs[i])));
   }
+  return "";
+} catch (const std::exception& e) {
+  return std::string("the earlier run's worker output could not be kept in ") + kEarlierRunsDir + "/ (" + e.what() +
+         "): this run's output replaces it";
 }
 
 // The checkpoint the run starts from, as the directory says before any worker looks
@@ -71,9 +76,7 @@ struct StartingPoint {
 // resumes at that step, trains nothing, and redoes only what is missing, such as an export
 // a kill interrupted. Training it again from scratch is the user's deliberate choice:
 // another --workdir, or removing the checkpoints (the notice says so).
-StartingPoint PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
-  fs::create_directories(workdir);
-  KeepEarlierGenerations(workdir);
+StartingPoint StartFrom(const std::string& workdir, const spec::TrainingJob& job) {
   const std::string checkpoints = workdir + "/checkpoints";
   const std::optional<checkpoint::LatestStep> latest = checkpoint::FindLatestStep(checkpoints);
   if (!latest) return {};
@@ -90,6 +93,14 @@ StartingPoint PrepareWorkdir(const std::string& workdir, const spec::TrainingJob
   return {"found checkpoints up to step " + std::to_string(latest->step) + " in " + checkpoints + fallback +
               "; the workers resume from the newest intact one",
           latest->step};
+}
+
+StartingPoint PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
+  fs::create_directories(workdir);
+  const std::string not_kept = KeepEarlierGenerations(workdir);
+  StartingPoint start = StartFrom(workdir, job);
+  if (!not_kept.empty()) start.notice = not_kept + (start.notice.empty() ? "" : "; " + start.notice);
+  return start;
 }
 
 // What the first step of a run that found checkpoints says about where it resumed.
