@@ -1,5 +1,6 @@
 #include "core/protocol/termination_message.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -72,13 +73,13 @@ std::string WorkerErrorMessage(const std::string& reason) {
   };
   std::string message = json_of(reason);
   if (message.size() <= kMaxTerminationMessageBytes) return message;
-  // Cut at a byte budget that leaves room for the note and JSON's escapes, then shorter
-  // until it fits (escaping can only grow the text).
-  size_t keep = reason.size();
-  while (message.size() > kMaxTerminationMessageBytes && keep > 0) {
-    keep = keep * 3 / 4;
+  // Shorter by what is over each time (escaping only grows the text), until it fits.
+  size_t keep = std::min(reason.size(), kMaxTerminationMessageBytes);
+  while (keep > 0) {
     message = json_of(reason.substr(0, keep) + "... (cut to " + std::to_string(keep) +
                       " bytes: the whole reason is in the worker's output)");
+    if (message.size() <= kMaxTerminationMessageBytes) break;
+    keep -= std::min(keep, message.size() - kMaxTerminationMessageBytes);
   }
   return message;
 }
