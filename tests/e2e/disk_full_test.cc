@@ -100,7 +100,7 @@ TEST(DiskFullE2E, TheRunEndsNamingTheDiskKeepsItsRecordAndResumesOnceSpaceReturn
   // retrained the interval only to fail the same way.
   EXPECT_NE(ReadAll(workdir + "/gen-0001/rank-0.out").find("trying once more"), std::string::npos) << full.output;
   EXPECT_FALSE(fs::exists(workdir + "/gen-0002")) << "a restart retrained the interval\n" << full.output;
-  EXPECT_NE(ReadAll(workdir + "/summary.json").find("\"restarts\": 0"), std::string::npos) << full.output;
+  EXPECT_NE(ReadAll(dir.path() + "/summary-copy.json").find("\"restarts\": 0"), std::string::npos) << full.output;
 
   disk.Resize(64 << 20);  // space returns
   const RunResult rerun = HeadroomRun(job, workdir);
