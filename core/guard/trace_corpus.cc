@@ -324,11 +324,13 @@ void FirstStepJumps(std::vector<Shape>& out, CorpusRng& rng) {
       }
 }
 
-// Two jumps of unequal size (the smaller under half the larger), then flat: no period, so
-// no staircase, and nothing grows after them. Noise up to 2.5%: at 5% an 8% jump is inside
-// the noise (up to 2 x 5% between two steps), and two jumps 3 steps apart read as growth.
+// Two jumps of unequal size (the smaller under a third of the larger), then flat: no
+// period, so no staircase, and nothing grows after them. Noise up to 2.5%: at 5% a 6-8%
+// jump is inside the noise (up to 2 x 5% between two steps), and two jumps 3 steps apart
+// read as growth; nearer in size (under half, not a third) the noise makes them equal
+// enough for a staircase.
 void TwoJumps(std::vector<Shape>& out, CorpusRng& rng) {
-  const std::pair<double, double> sizes[] = {{0.20, 0.08}, {0.08, 0.20}, {0.25, 0.10}};
+  const std::pair<double, double> sizes[] = {{0.24, 0.06}, {0.06, 0.24}, {0.27, 0.08}};
   for (const auto& [first, second] : sizes)
     for (int gap : {3, 6})
       for (double noise : {0.0, 0.01, 0.025})
