@@ -28,6 +28,9 @@ constexpr double kStairJumpSigmas = 4.0;
 // A lone jump (a level shift) stands this many jitter sigmas above the other steps: less
 // than a staircase's jumps, since taking one out only stops a slope being fitted across it.
 constexpr double kShiftJumpSigmas = 3.0;
+// At most this many level shifts are taken out of one window: more jumps than that are
+// growth in bursts, judged as such.
+constexpr int kMaxLevelShifts = 2;
 // The forecast margin: a multiple of the one-step errors' upper quartile (for errors of
 // Gaussian noise, 2 x 0.674 = 1.35 deviations: wider margins turned noisy warm-ups into
 // crossings in the generated corpus), and how many errors it takes.
@@ -228,7 +231,7 @@ bool FitStaircase(const Series& s, double min_growth, Trend& tr) {
 // offload buffers filling), not growth: two such rises are needed before a period, and so
 // a staircase, can be told. Returns the index in s of the step after the jump and, in `offset`, its size
 // net of the growth around it: the median of the first steps after it less the median of
-// the last steps before it, less the typical rise between them.
+// the last steps before it, less the average rise between them.
 int FindLevelShift(const Series& s, double min_growth, double& offset, double& jitter_out) {
   const size_t n = s.t.size();
   if (n < 3) return -1;
@@ -266,12 +269,20 @@ int FindLevelShift(const Series& s, double min_growth, double& offset, double& j
   const std::vector<double> post(s.end.begin() + after, s.end.begin() + post_to);
   const std::vector<double> pre_t(s.t.begin() + pre_from, s.t.begin() + after);
   const std::vector<double> post_t(s.t.begin() + after, s.t.begin() + post_to);
+  // The growth between the two medians is the window's average rise without the jump (its
+  // ends over its span: a median of the rises would follow the sign pattern of the noise).
   const double steps_between = Median(post_t) - Median(pre_t);
-  offset = std::max(0.0, Median(post) - Median(pre) - typical * std::max(0.0, steps_between - 1));
+  const double drift = (s.end.back() - s.end.front() - largest) / std::max(1.0, static_cast<double>(n - 2));
+  offset = Median(post) - Median(pre) - drift * std::max(0.0, steps_between - 1);
+  // A rise that the levels around it do not keep (a one-step spike, growth that was going
+  // on anyway) is no shift of the level.
+  if (offset < kStairJumpShare * largest) return -1;
   return static_cast<int>(after);
 }
 
-Trend FitTrend(const Series& s, double min_growth, int min_history, bool take_out_shifts = true) {
+// `shifts_left`: how many more level shifts may be taken out of this window (each taken
+// out is judged again on what is left, so this bounds the recursion).
+Trend FitTrend(const Series& s, double min_growth, int min_history, int shifts_left = kMaxLevelShifts) {
   Trend tr;
   const size_t n = s.t.size();
   tr.level = s.end.back();
@@ -302,14 +313,14 @@ Trend FitTrend(const Series& s, double min_growth, int min_history, bool take_ou
   // series that, judged whole, is no leak (it levels off, or its slope is not significant)
   // and still rises after its largest step by more than the jitter, is one, and stays one.
   double offset = 0, jitter = 0;
-  const int after = take_out_shifts ? FindLevelShift(s, min_growth, offset, jitter) : -1;
+  const int after = shifts_left > 0 ? FindLevelShift(s, min_growth, offset, jitter) : -1;
   if (after > 0 && offset > 0) {
-    const Trend whole = FitTrend(s, min_growth, min_history, /*take_out_shifts=*/false);
+    const Trend whole = FitTrend(s, min_growth, min_history, /*shifts_left=*/0);
     const double rise_after = s.end.back() - s.end[static_cast<size_t>(after)];
     if (whole.klass != MemoryClass::kLeak && rise_after > kShiftJumpSigmas * jitter) return whole;
     Series rest = s;
     for (size_t i = static_cast<size_t>(after); i < n; ++i) rest.end[i] -= offset;
-    Trend shifted = FitTrend(rest, min_growth, min_history);
+    Trend shifted = FitTrend(rest, min_growth, min_history, shifts_left - 1);
     shifted.level += offset;
     if (shifted.rise_cap >= 0) shifted.rise_cap += offset;
     shifted.shift += offset;

@@ -167,6 +167,28 @@ TEST(PolicyTest, ACrossingThatProjectsNoGrowthIsActedOnAtOnce) {
   EXPECT_NE(d.reason.find("(no growth projected)"), std::string::npos) << d.reason;
 }
 
+TEST(PolicyTest, AJumpToALevelOverTheThresholdIsActedOnAtTheNextStep) {
+  // 30% for five steps, then one jump to 89% with a 3% in-step excess: a level shift, not
+  // a leak, so no restart, but the level itself crosses the 90% threshold: acted on at once.
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int t = 0; t < 6; ++t) {
+    StepMemory m;
+    m.step = t;
+    m.host_bytes = static_cast<int64_t>((t >= 5 ? 0.89 : 0.30) * kGiB);
+    m.host_peak_bytes = m.host_bytes + static_cast<int64_t>(0.03 * kGiB);
+    m.host_limit_bytes = kGiB;
+    m.tokens = 1000;
+    f.Observe(m);
+  }
+  Decision d = Decide(f.ForecastNext(1000), job, GuardHistory{}, nullptr, 1);
+  EXPECT_TRUE(d.acts()) << d.reason;
+  EXPECT_NE(d.action, DecisionAction::kRestart) << d.reason;
+  EXPECT_NE(d.reason.find("a level shift of"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("crosses the 90% threshold in 1 step (no growth projected)"), std::string::npos)
+      << d.reason;
+}
+
 TEST(PolicyTest, StableNearTheThresholdIsLeftAlone) {
   spec::TrainingJobSpec job = DefaultJob();
   Forecast fc = HostForecast(job, 20, 0.88 * kGiB, 0, 0, kGiB);
