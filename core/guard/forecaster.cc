@@ -229,9 +229,9 @@ bool FitStaircase(const Series& s, double min_growth, Trend& tr) {
 // kStairJumpShare of it, or the jitter bound) in the window. That is a level shift (the
 // first long batch, optimizer state allocated at its first step, a cache sized once,
 // offload buffers filling), not growth: two such rises are needed before a period, and so
-// a staircase, can be told. Returns the index in s of the step after the jump and, in `offset`, its size
-// net of the growth around it: the median of the first steps after it less the median of
-// the last steps before it, less the average rise between them.
+// a staircase, can be told. Returns the index in s of the step after the jump and, in
+// `offset`, its size net of the growth around it: the median of the first steps after it
+// less the median of the last steps before it, less the average rise between them.
 int FindLevelShift(const Series& s, double min_growth, double& offset, double& jitter_out) {
   const size_t n = s.t.size();
   if (n < 3) return -1;
