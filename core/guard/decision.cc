@@ -34,6 +34,8 @@ void ForEachField(D& d, Fn&& fn) {
   fn("steps_to_limit", d.steps_to_limit);
   fn("growth_bytes_per_step", d.growth_bytes_per_step);
   fn("memory_class", d.memory_class);
+  fn("level_bytes", d.level_bytes);
+  fn("restart_reclaimed_nothing", d.restart_reclaimed_nothing);
   fn("target_workers", d.target_workers);
   fn("target_micro_batch_size", d.target_micro_batch_size);
   fn("target_offload_params", d.target_offload_params);

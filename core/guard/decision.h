@@ -8,7 +8,8 @@
 // JSON (keys fixed; `null`/absent targets mean "unchanged"):
 //   {"action":"restart","resource":"host","reason":"host working set 812 MiB of 1 GiB ...",
 //    "step":7,"forecast_peak_bytes":951619584,"steps_to_limit":2,
-//    "growth_bytes_per_step":50331648,"memory_class":"leak",
+//    "growth_bytes_per_step":50331648,"memory_class":"leak","level_bytes":872415232,
+//    "restart_reclaimed_nothing":"",
 //    "target_workers":null,"target_micro_batch_size":null,
 //    "target_offload_params":null,"target_offload_optimizer":null}
 #pragma once
@@ -47,6 +48,11 @@ struct Decision {
   int steps_to_limit = -1;          // -1 = never
   double growth_bytes_per_step = 0;
   std::string memory_class;         // forecaster class of the resource
+  int64_t level_bytes = 0;          // the resource's end-of-step bytes at `step`
+  // "host", "gpu" or both ("host,gpu"): resources on which this worker saw the guard's
+  // last restart reclaim nothing (GuardHistory::restart_reclaimed_nothing); the
+  // supervisor records it with the decision, so no later generation restarts for it.
+  std::string restart_reclaimed_nothing;
   std::optional<int> target_workers;
   std::optional<int> target_micro_batch_size;
   std::optional<bool> target_offload_params;

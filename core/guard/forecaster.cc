@@ -25,6 +25,12 @@ constexpr double kTokenSpreadForFit = 0.15;
 // this many jitter sigmas above the steps between them.
 constexpr double kStairJumpShare = 0.5;
 constexpr double kStairJumpSigmas = 4.0;
+// A lone jump (a level shift) stands this many jitter sigmas above the other steps: less
+// than a staircase's jumps, since taking one out only stops a slope being fitted across it.
+constexpr double kShiftJumpSigmas = 3.0;
+// At most this many level shifts are taken out of one window: more jumps than that are
+// growth in bursts, judged as such.
+constexpr int kMaxLevelShifts = 2;
 // The forecast margin: a multiple of the one-step errors' upper quartile (for errors of
 // Gaussian noise, 2 x 0.674 = 1.35 deviations: wider margins turned noisy warm-ups into
 // crossings in the generated corpus), and how many errors it takes.
@@ -95,6 +101,8 @@ struct Trend {
   int period = 0;         // staircase: a jump every `period` steps (0: not a staircase)
   double jump = 0;        // staircase: bytes per jump
   int since_jump = 0;     // staircase: steps since the last jump
+  double shift = 0;       // lone jumps taken out of the window (level shifts), bytes in all
+  double shift_step = -1; // the step after the largest of them (-1: none)
   MemoryClass klass = MemoryClass::kUnknown;
   bool warming_up = false;
   double quality = 0;     // 0..1: how clearly the data shows what we concluded
@@ -216,7 +224,65 @@ bool FitStaircase(const Series& s, double min_growth, Trend& tr) {
   return true;
 }
 
-Trend FitTrend(const Series& s, double min_growth, int min_history) {
+// A lone jump: one rise standing clear of the jitter of the levels on either side of it
+// (more than kShiftJumpSigmas of it) and no second rise of comparable size (above
+// kStairJumpShare of it, or the jitter bound) in the window. That is a level shift (the
+// first long batch, optimizer state allocated at its first step, a cache sized once,
+// offload buffers filling), not growth: two such rises are needed before a period, and so
+// a staircase, can be told. Returns the index in s of the step after the jump and, in
+// `offset`, its size net of the growth around it: the median of the first steps after it
+// less the median of the last steps before it, less the average rise between them.
+int FindLevelShift(const Series& s, double min_growth, double& offset, double& jitter_out) {
+  const size_t n = s.t.size();
+  if (n < 3) return -1;
+  std::vector<double> diffs;
+  for (size_t i = 1; i < n; ++i) diffs.push_back(s.end[i] - s.end[i - 1]);
+  const size_t top = static_cast<size_t>(std::max_element(diffs.begin(), diffs.end()) - diffs.begin());
+  const double largest = diffs[top];
+  std::vector<double> rest;
+  for (size_t i = 0; i < diffs.size(); ++i) {
+    if (i != top) rest.push_back(diffs[i]);
+  }
+  const double typical = Median(rest);
+  // The jitter from the levels, each against its side's median (as the deviation of a
+  // difference of two points): steadier than the differences' own spread on a few steps.
+  const size_t after = top + 1;
+  std::vector<double> on_sides;
+  for (const auto& [from, to] : {std::pair<size_t, size_t>{0, after}, std::pair<size_t, size_t>{after, n}}) {
+    if (to - from < 2) continue;
+    const double mid = Median(std::vector<double>(s.end.begin() + from, s.end.begin() + to));
+    for (size_t i = from; i < to; ++i) on_sides.push_back(s.end[i] - mid);
+  }
+  const double level_jitter = on_sides.size() >= 3 ? std::sqrt(2.0) * RobustSigma(on_sides) : RobustSigma(rest);
+  const double jitter = std::min(level_jitter, RobustSigma(rest)) + std::fabs(typical);
+  jitter_out = jitter;
+  if (largest <= kShiftJumpSigmas * jitter || largest <= 2 * min_growth) return -1;
+  const double bar = std::max(kStairJumpShare * largest, kShiftJumpSigmas * jitter);
+  for (double d : rest) {
+    if (d > bar) return -1;  // a second jump: a staircase or a leak in bursts, not one shift
+  }
+  // Up to kShiftSideSteps steps each side, each side's median at its steps' median.
+  constexpr size_t kShiftSideSteps = 4;
+  const size_t pre_from = after > kShiftSideSteps ? after - kShiftSideSteps : 0;
+  const size_t post_to = std::min(n, after + kShiftSideSteps);
+  const std::vector<double> pre(s.end.begin() + pre_from, s.end.begin() + after);
+  const std::vector<double> post(s.end.begin() + after, s.end.begin() + post_to);
+  const std::vector<double> pre_t(s.t.begin() + pre_from, s.t.begin() + after);
+  const std::vector<double> post_t(s.t.begin() + after, s.t.begin() + post_to);
+  // The growth between the two medians is the window's average rise without the jump (its
+  // ends over its span: a median of the rises would follow the sign pattern of the noise).
+  const double steps_between = Median(post_t) - Median(pre_t);
+  const double drift = (s.end.back() - s.end.front() - largest) / std::max(1.0, static_cast<double>(n - 2));
+  offset = Median(post) - Median(pre) - drift * std::max(0.0, steps_between - 1);
+  // A rise that the levels around it do not keep (a one-step spike, growth that was going
+  // on anyway) is no shift of the level.
+  if (offset < kStairJumpShare * largest) return -1;
+  return static_cast<int>(after);
+}
+
+// `shifts_left`: how many more level shifts may be taken out of this window (each taken
+// out is judged again on what is left, so this bounds the recursion).
+Trend FitTrend(const Series& s, double min_growth, int min_history, int shifts_left = kMaxLevelShifts) {
   Trend tr;
   const size_t n = s.t.size();
   tr.level = s.end.back();
@@ -241,6 +307,27 @@ Trend FitTrend(const Series& s, double min_growth, int min_history) {
 
   if (FitSawtooth(s, min_growth, range, sigma, tr)) return tr;
   if (FitStaircase(s, min_growth, tr)) return tr;
+  // A lone jump is taken out and what is left judged as usual: a plateau after it by its
+  // level (no slope fitted across the jump), growth before and after it by that growth.
+  // A warm-up's first step is the largest of rises that keep coming, smaller each time: a
+  // series that, judged whole, is no leak (it levels off, or its slope is not significant)
+  // and still rises after its largest step by more than the jitter, is one, and stays one.
+  double offset = 0, jitter = 0;
+  const int after = shifts_left > 0 ? FindLevelShift(s, min_growth, offset, jitter) : -1;
+  if (after > 0 && offset > 0) {
+    const Trend whole = FitTrend(s, min_growth, min_history, /*shifts_left=*/0);
+    const double rise_after = s.end.back() - s.end[static_cast<size_t>(after)];
+    if (whole.klass != MemoryClass::kLeak && rise_after > kShiftJumpSigmas * jitter) return whole;
+    Series rest = s;
+    for (size_t i = static_cast<size_t>(after); i < n; ++i) rest.end[i] -= offset;
+    Trend shifted = FitTrend(rest, min_growth, min_history, shifts_left - 1);
+    shifted.level += offset;
+    if (shifted.rise_cap >= 0) shifted.rise_cap += offset;
+    shifted.shift += offset;
+    // The step named is the largest jump's: the one taken out first.
+    shifted.shift_step = s.t[static_cast<size_t>(after)];
+    return shifted;
+  }
 
   // Recent half vs earlier half (overlapping by one point): growth that persists is a
   // leak, growth that fades is warm-up.
@@ -345,7 +432,13 @@ double ForecastMargin(std::vector<double> errors, double scatter) {
   return std::max(0.0, kMarginPerQuartile * upper_quartile);
 }
 
-ResourceForecast Analyze(const Series& full, const std::vector<double>& errors, int64_t limit,
+// One scored forecast: the step it was for and measured minus forecast peak.
+struct ScoredError {
+  double step = 0;
+  double error = 0;
+};
+
+ResourceForecast Analyze(const Series& full, const std::vector<ScoredError>& scored, int64_t limit,
                          double threshold_fraction, int64_t next_step_tokens, const ForecasterOptions& o) {
   ResourceForecast f;
   const size_t total = full.t.size();
@@ -377,6 +470,8 @@ ResourceForecast Analyze(const Series& full, const std::vector<double>& errors, 
   f.raw_growth_bytes_per_step = trend.raw_slope;
   f.period_steps = trend.period;
   f.growth_per_period_bytes = trend.period > 0 ? trend.jump : 0;
+  f.level_shift_bytes = trend.shift;
+  f.level_shift_step = trend.shift > 0 ? static_cast<int>(trend.shift_step) : -1;
   f.peak_excess_intercept = excess.a;
   f.peak_bytes_per_token = excess.c;
   f.next_step_tokens = static_cast<int64_t>(projection.next_tokens);
@@ -388,6 +483,12 @@ ResourceForecast Analyze(const Series& full, const std::vector<double>& errors, 
   for (int h = 1; h <= o.horizon; ++h) {
     f.predicted_end_bytes.push_back(static_cast<int64_t>(trend.EndAt(h)));
     f.predicted_peak_bytes.push_back(static_cast<int64_t>(projection.PeakAt(h)));
+  }
+  // The forecast for the step a level shift landed on missed by the jump: a one-time
+  // allocation says nothing about how well this run's growth is forecast.
+  std::vector<double> errors;
+  for (const ScoredError& e : scored) {
+    if (trend.shift <= 0 || e.step != trend.shift_step) errors.push_back(e.error);
   }
   f.forecast_margin_bytes = static_cast<int64_t>(ForecastMargin(errors, trend.scatter));
   if (limit > 0) {
@@ -431,10 +532,15 @@ std::string ResourceForecast::Describe() const {
     s += " of " + HumanBytes(static_cast<double>(limit_bytes)) + " (" +
          Percent(static_cast<double>(current_bytes), static_cast<double>(limit_bytes)) + ")";
   }
+  if (level_shift_bytes > 0) {
+    s += ", a level shift of " + HumanBytes(level_shift_bytes) + " at step " + std::to_string(level_shift_step) +
+         (growth_bytes_per_step > 0 ? " and" : ", not growth");
+  }
   if (period_steps > 0) {
-    s += ", growing " + HumanBytes(growth_per_period_bytes) + " every " + std::to_string(period_steps) + " steps";
+    s += std::string(level_shift_bytes > 0 ? " " : ", ") + "growing " + HumanBytes(growth_per_period_bytes) +
+         " every " + std::to_string(period_steps) + " steps";
   } else if (growth_bytes_per_step > 0) {
-    s += ", " + std::string(warming_up ? "levelling off, " : "") + "growing " +
+    s += std::string(level_shift_bytes > 0 ? " " : ", ") + (warming_up ? "levelling off, " : "") + "growing " +
          HumanBytes(growth_bytes_per_step) + "/step";
   }
   s += std::string(" (") + MemoryClassName(memory_class) + ")";
@@ -505,12 +611,13 @@ Forecast Forecaster::ForecastNext(int64_t next_step_tokens) const {
   }
   // The errors of the forecasts for the last half window of steps: recent enough that the
   // misfits of a young history (a warm-up's first steps) age out as it settles.
-  std::vector<double> host_errors, gpu_errors;
+  std::vector<ScoredError> host_errors, gpu_errors;
   const size_t recent = static_cast<size_t>(std::max(kMinErrors, static_cast<size_t>(options_.window / 2)));
   const size_t from = errors_.size() > recent ? errors_.size() - recent : 0;
   for (size_t i = from; i < errors_.size(); ++i) {
-    if (errors_[i].has_host) host_errors.push_back(errors_[i].host);
-    if (errors_[i].has_gpu) gpu_errors.push_back(errors_[i].gpu);
+    const double step = history_[i].step;
+    if (errors_[i].has_host) host_errors.push_back({step, errors_[i].host});
+    if (errors_[i].has_gpu) gpu_errors.push_back({step, errors_[i].gpu});
   }
   fc.host = Analyze(host, host_errors, host_limit, options_.host_threshold, next_step_tokens, options_);
   fc.gpu = Analyze(gpu, gpu_errors, gpu_limit, options_.gpu_threshold, next_step_tokens, options_);

@@ -33,6 +33,14 @@
 // step: regular jumps every 2 or more steps make a leak "growing J every P steps",
 // projected stair by stair, so a flat step after a jump does not hide the next one.
 //
+// Level shifts: one jump in the window, with no second of comparable size (the first long
+// batch, optimizer state allocated at its first step, a cache sized once, offload buffers
+// filling) is not growth. It is taken out of the series (every step after it lowered by
+// its size) and what is left is judged as above: a plateau after it is judged by its
+// level, never by a slope fitted across the jump; a creep after it by that creep. A
+// staircase needs a second jump, which shows its period. A level that is itself near the
+// threshold is still a crossing (no growth needed for that).
+//
 // Margin: each Observe() first scores the forecast the guard made for that step (measured
 // peak minus forecast), and the forecast carries this run's recent error as a margin
 // (forecast_margin_bytes): the policy acts on growth once the limit, allowing for that
@@ -88,6 +96,10 @@ struct ResourceForecast {
   // average, jump / period. 0 when the growth is not a staircase.
   int period_steps = 0;
   double growth_per_period_bytes = 0;
+  // Lone jumps the window holds, taken out as level shifts (see above): their size in all
+  // and the step after the largest (-1: none).
+  double level_shift_bytes = 0;
+  int level_shift_step = -1;
   double peak_excess_intercept = 0;  // a in peak - end = a + c * tokens
   double peak_bytes_per_token = 0;   // c
   int64_t next_step_tokens = 0;
@@ -113,7 +125,9 @@ struct ResourceForecast {
   bool trend_confirmed = false;
   double confidence = 0;             // 0..1: history length and fit quality
   // One line for logs and reasons: "812 MiB of 1 GiB (79%), growing 48 MiB/step (leak)", or
-  // for a staircase "40 GiB of 64 GiB (62%), growing 13 GiB every 2 steps (leak)".
+  // for a staircase "40 GiB of 64 GiB (62%), growing 13 GiB every 2 steps (leak)", and
+  // after a lone jump "75 GiB of 128 GiB (58%), a level shift of 36 GiB at step 4, not
+  // growth (plateau)".
   std::string Describe() const;
   int64_t NextPeak() const { return predicted_peak_bytes.empty() ? 0 : predicted_peak_bytes[0]; }
 };

@@ -2,9 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "core/guard/json_fields.h"
 
@@ -27,6 +29,21 @@ void ForEachField(History& h, Fn&& fn) {
   fn("last_restart_step", h.last_restart_step);
   fn("last_action", h.last_action);
   fn("last_action_step", h.last_action_step);
+  fn("guard_restart_step", h.guard_restart_step);
+  fn("restart_resource", h.restart_resource);
+  fn("restart_level_bytes", h.restart_level_bytes);
+  fn("restart_reclaimed_nothing", h.restart_reclaimed_nothing);
+}
+
+std::vector<std::string> SplitResources(const std::string& list) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t comma = std::min(list.find(',', from), list.size());
+    if (comma > from) out.push_back(list.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -36,11 +53,29 @@ int GuardHistory::StepsSinceLastRestart(int current_step) const {
   return current_step - last_restart_step;
 }
 
+bool GuardHistory::RestartReclaimedNothing(const std::string& resource) const {
+  for (const std::string& r : SplitResources(restart_reclaimed_nothing)) {
+    if (r == resource) return true;
+  }
+  return false;
+}
+
+void GuardHistory::AddRestartReclaimedNothing(const std::string& resources) {
+  for (const std::string& r : SplitResources(resources)) {
+    if (RestartReclaimedNothing(r)) continue;
+    restart_reclaimed_nothing += (restart_reclaimed_nothing.empty() ? "" : ",") + r;
+  }
+}
+
 void GuardHistory::Record(const Decision& decision) {
+  AddRestartReclaimedNothing(decision.restart_reclaimed_nothing);
   switch (decision.action) {
     case DecisionAction::kRestart:
       ++restarts;
       last_restart_step = decision.step;
+      guard_restart_step = decision.step;
+      restart_resource = decision.resource;
+      restart_level_bytes = decision.level_bytes;
       break;
     case DecisionAction::kReshard:
       ++reshards;

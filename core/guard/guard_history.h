@@ -8,7 +8,17 @@
 //
 // JSON: {"restarts":2,"crash_restarts":1,"oom_kills":1,"reshards":0,
 //        "micro_batch_shrinks":0,"offload_enabled":0,"offload_disabled":0,
-//        "last_restart_step":14,"last_action":"restart","last_action_step":14}
+//        "last_restart_step":14,"last_action":"restart","last_action_step":14,
+//        "guard_restart_step":14,"restart_resource":"host","restart_level_bytes":872415232,
+//        "restart_reclaimed_nothing":""}
+//
+// A restart that reclaimed nothing is not repeated: when the guard restarts, the history
+// keeps the resource and its level at that step; the next worker compares the level of
+// the first step it runs after that step (MemoryGuard), and when it is back within
+// kReclaimedNothingFraction of it (a jump that comes back at the same step, not a leak),
+// the resource goes into restart_reclaimed_nothing, which the worker's decisions carry
+// back (Decision::restart_reclaimed_nothing) so every later generation keeps it. The
+// policy then does not restart for that resource again.
 #pragma once
 
 #include <optional>
@@ -18,6 +28,10 @@
 #include "core/protocol/environment.h"
 
 namespace headroom::guard {
+
+// The level of the first step after a restart within this fraction of the level the
+// guard restarted at: the restart reclaimed nothing.
+inline constexpr double kReclaimedNothingFraction = 0.02;
 
 struct GuardHistory {
   int restarts = 0;             // restarts that count against maxRestarts: guard restarts + crash restarts
@@ -33,13 +47,26 @@ struct GuardHistory {
   int last_restart_step = -1;
   std::string last_action;      // DecisionActionName of the last applied decision
   int last_action_step = -1;
+  // The guard's last restart decision (not a crash restart): its step, the resource it
+  // acted on and that resource's end-of-step bytes then. -1 / "" / 0 = none.
+  int guard_restart_step = -1;
+  std::string restart_resource;
+  int64_t restart_level_bytes = 0;
+  // Resources ("host", "gpu", comma-separated) whose restart reclaimed nothing.
+  std::string restart_reclaimed_nothing;
+
+  // Whether a restart for `resource` ("host" | "gpu") reclaimed nothing before.
+  bool RestartReclaimedNothing(const std::string& resource) const;
+  // Adds `resources` (one, or a comma-separated list) to restart_reclaimed_nothing.
+  void AddRestartReclaimedNothing(const std::string& resources);
 
   // Steps made since the last restart, given the current step (a large number when
   // there was no restart).
   int StepsSinceLastRestart(int current_step) const;
 
   // Records an applied decision: its counter, last_action*, and last_restart_step (every
-  // action relaunches the workers from the checkpoint at decision.step).
+  // action relaunches the workers from the checkpoint at decision.step); a restart its
+  // step, resource and level; and the decision's restart_reclaimed_nothing.
   void Record(const Decision& decision);
   // Records a crash restart from `checkpoint_step` (oom_kill: a kernel OOM kill).
   void RecordCrashRestart(int checkpoint_step, bool oom_kill);

@@ -10,6 +10,13 @@
 // plan the policy consults follows what this process really uses. `headroom replay` runs
 // the same object over a trace, so a replay shows exactly what a worker would decide.
 //
+// A restart that reclaimed nothing: with a history whose last relaunch was the guard's
+// restart (guard_history.h), the first step observed after the restart's step is compared
+// with the level the guard restarted at, on that resource; back within
+// kReclaimedNothingFraction of it, the history (this process's copy) records that the
+// restart reclaimed nothing, the policy does not restart for that resource again, and
+// every decision from then on carries it to the supervisor.
+//
 // Contract: AfterStep() is cheap (tens of microseconds; see bench/core/guard_bench) and
 // never throws. With memoryGuard.enabled false it still forecasts (for metrics) but the
 // decision is always none.
@@ -48,6 +55,9 @@ class MemoryGuard {
   PlanCorrection correction_;
   Plan plan_;
   Forecast forecast_;
+  bool restart_checked_ = false;  // the step after the last restart has been compared
+
+  void CheckLastRestart(const StepMemory& measured);
 };
 
 // The guard for memory measured where the job runs: the measured host limit stands in

@@ -73,10 +73,25 @@ Candidate Skip(std::string why) {
   return c;
 }
 
+// A restart whose next step came back to the level it restarted at bought nothing: what
+// grew there is needed at that step of the run (a level shift that looked like a leak),
+// and a fresh process only grows it again. Not repeated for that resource.
+std::string RestartReclaimedNothingWhy(const Situation& s) {
+  std::string when = s.history.restart_resource == s.resource && s.history.guard_restart_step >= 0
+                         ? " at step " + std::to_string(s.history.guard_restart_step) + " (from " +
+                               HumanBytes(static_cast<double>(s.history.restart_level_bytes)) + ")"
+                         : "";
+  return "restart: the guard's restart" + when + " reclaimed nothing, the " + s.resource +
+         " level came back at the same step: not repeated for this cause";
+}
+
 Candidate TryRestart(const Situation& s) {
   if (s.cause != Cause::kLeak) {
     return Skip("restart: would not help, the memory is needed " +
                 std::string(s.cause == Cause::kSpike ? "by the step's batch" : "state") + ", not leaked");
+  }
+  if (s.history.RestartReclaimedNothing(s.resource)) {
+    return Skip(RestartReclaimedNothingWhy(s));
   }
   const spec::MemoryGuardSpec& g = s.spec.memory_guard;
   if (s.history.restarts >= g.max_restarts) {
@@ -307,6 +322,7 @@ void FillForecastFields(Decision& d, const ResourceForecast& rf) {
   d.steps_to_limit = rf.steps_to_limit;
   d.growth_bytes_per_step = rf.growth_bytes_per_step;
   d.memory_class = MemoryClassName(rf.memory_class);
+  d.level_bytes = rf.current_bytes;
 }
 
 }  // namespace
@@ -413,6 +429,16 @@ Decision FirstActionThatHelps(Decision d, const Situation& s, const std::string&
     FillForecastFields(out, s.rf);
     out.reason = situation + ": " + c.why + (skipped.empty() ? "" : " (skipped " + JoinSkipped(skipped) + ")");
     return out;
+  }
+  // A leak whose restart reclaimed nothing, with nothing else that fits: while the level
+  // is still below the threshold, carry on (the forecast is watched at every step) rather
+  // than fail a job that may never reach it.
+  if (s.cause == Cause::kLeak && s.history.RestartReclaimedNothing(s.resource) &&
+      s.rf.current_peak_bytes < s.Threshold() && s.rf.current_bytes < s.Threshold()) {
+    d.action = DecisionAction::kNone;
+    d.reason = situation + ": carrying on, the level is below the " + ThresholdPercent(s.threshold_fraction) +
+               " threshold and nothing else fits (" + JoinSkipped(skipped) + ")";
+    return d;
   }
   d.action = DecisionAction::kFail;
   d.reason = situation + ": nothing left to try" +

@@ -19,7 +19,11 @@
 // listed; an action that cannot help (at maxWorkers, micro-batch already 1, offload
 // already in that state, the other side has no room, restarts exhausted or the last restart
 // bought fewer than horizon+1 steps) is skipped with its reason kept, so the next allowed
-// action is an escalation. When nothing is left: fail, saying why for each.
+// action is an escalation. When nothing is left: fail, saying why for each. A restart
+// that reclaimed nothing (GuardHistory::RestartReclaimedNothing: the level came back at the
+// same step) is not repeated for that resource: the next action that fits is taken, and
+// when none does and the level is still below the threshold, no action, the reason
+// saying it carries on.
 //
 // Reasons read like: "host working set 812 MiB of 1 GiB limit (79%), growing 48 MiB/step
 // (leak); forecast crosses the 90% threshold in 1 step: restart to reclaim leaked memory".

@@ -297,6 +297,76 @@ void Steady(std::vector<Shape>& out, CorpusRng& rng) {
       }
 }
 
+// One jump, then flat: the first long batch, a cache sized once, offload buffers filling.
+// A restart would only see the same jump again at the same step.
+void LevelShifts(std::vector<Shape>& out, CorpusRng& rng) {
+  for (double jump : {0.20, 0.28, 0.36})
+    for (int at : {4, 7})
+      for (double noise : kNoiseLevels)
+        for (bool gpu : {false, true}) {
+          std::string name = std::string("level-shift-") + Side(gpu) + "-j" + Pct(jump) + "-a" + std::to_string(at) +
+                             "-" + NoiseTag(noise);
+          Shape s = Build("level-shift", name, gpu, noise, 60, [=](int t) { return 0.3 + (t >= at ? jump : 0.0); }, rng);
+          s.stable = true;
+          out.push_back(std::move(s));
+        }
+}
+
+// The optimizer's state allocated at its first step: the level after step 1 is the run's.
+void FirstStepJumps(std::vector<Shape>& out, CorpusRng& rng) {
+  for (double jump : {0.30, 0.40, 0.50})
+    for (double noise : kNoiseLevels)
+      for (bool gpu : {false, true}) {
+        std::string name = std::string("first-step-jump-") + Side(gpu) + "-j" + Pct(jump) + "-" + NoiseTag(noise);
+        Shape s = Build("first-step-jump", name, gpu, noise, 40, [=](int t) { return 0.2 + (t >= 1 ? jump : 0.0); }, rng);
+        s.stable = true;
+        out.push_back(std::move(s));
+      }
+}
+
+// Two jumps of unequal size (the smaller under a third of the larger), then flat: no
+// period, so no staircase, and nothing grows after them. Noise up to 2.5%: at 5% a 6-8%
+// jump is inside the noise (up to 2 x 5% between two steps), and two jumps 3 steps apart
+// read as growth; nearer in size (under half, not a third) the noise makes them equal
+// enough for a staircase.
+void TwoJumps(std::vector<Shape>& out, CorpusRng& rng) {
+  const std::pair<double, double> sizes[] = {{0.24, 0.06}, {0.06, 0.24}, {0.27, 0.08}};
+  for (const auto& [first, second] : sizes)
+    for (int gap : {3, 6})
+      for (double noise : {0.0, 0.01, 0.025})
+        for (bool gpu : {false, true}) {
+          std::string name = std::string("two-jumps-") + Side(gpu) + "-j" + Pct(first) + "-" + Pct(second) + "-g" +
+                             std::to_string(gap) + "-" + NoiseTag(noise);
+          Shape s = Build("two-jumps", name, gpu, noise, 60, [=](int t) {
+            return 0.3 + (t >= 3 ? first : 0.0) + (t >= 3 + gap ? second : 0.0);
+          }, rng);
+          s.stable = true;
+          out.push_back(std::move(s));
+        }
+}
+
+// A jump, then a slow creep from the new level that crosses many steps later. The growth
+// that crosses is the creep: the jump is neither one of its rises nor part of its trend.
+void JumpThenCreep(std::vector<Shape>& out, CorpusRng& rng) {
+  for (double jump : {0.20, 0.30})
+    for (int at : {3, 6})
+      for (double rate : {0.005, 0.01})
+        for (double noise : kNoiseLevels)
+          for (bool gpu : {false, true}) {
+            std::string name = std::string("jump-creep-") + Side(gpu) + "-j" + Pct(jump) + "-a" + std::to_string(at) +
+                               "-r" + Pct(rate) + "-" + NoiseTag(noise);
+            Shape s = Build("jump-creep", name, gpu, noise, 160, [=](int t) {
+              return 0.3 + (t >= at ? jump + rate * (t - at) : 0.0);
+            }, rng);
+            s.rises.clear();
+            for (int t = 0; t < static_cast<int>(s.level.size()); ++t) {
+              s.trend[t] = 0.3 + (t >= at ? rate * (t - at) : 0.0);
+              if (t > at) s.rises.push_back(t);
+            }
+            out.push_back(std::move(s));
+          }
+}
+
 }  // namespace
 
 std::vector<TraceCorpusEntry> GenerateTraceCorpus(uint64_t seed) {
@@ -311,6 +381,11 @@ std::vector<TraceCorpusEntry> GenerateTraceCorpus(uint64_t seed) {
   WarmUps(shapes, shape_rng);
   Sawtooths(shapes, shape_rng);
   Steady(shapes, shape_rng);
+  // Added after the others, so the families before keep their shapes and noise per seed.
+  LevelShifts(shapes, shape_rng);
+  FirstStepJumps(shapes, shape_rng);
+  TwoJumps(shapes, shape_rng);
+  JumpThenCreep(shapes, shape_rng);
 
   std::vector<TraceCorpusEntry> corpus;
   corpus.reserve(shapes.size());

@@ -16,6 +16,13 @@
 //   sawtooth         teeth with flat tops                                     (stable)
 //   steady           a flat level                                             (stable)
 //   token-varying    a flat level with peaks following varying batches        (stable)
+//   level-shift      one jump of 20-36% of the limit at step 4 or 7, then flat (stable)
+//   first-step-jump  one jump of 30-50% at step 1 (optimizer state), then flat (stable)
+//   two-jumps        two jumps of unequal size (the smaller under a third of the
+//                    larger, 3 or 6 steps apart), then flat; noise up to 2.5% (stable)
+//   jump-creep       a jump of 20-30%, then a creep of 0.5-1% per step from the new
+//                    level, crossing tens of steps later (the growth that crosses, for
+//                    visible_step, is the creep alone)
 // Noise: up to 0, 1, 2.5 or 5% of the limit per step: Gaussian with a deviation of a
 // 2.5th of that level, clipped at the level, on the end-of-step bytes (and a tenth of it
 // on the in-step excess).

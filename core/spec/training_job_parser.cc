@@ -385,6 +385,8 @@ void DecodeDebug(MapReader& r, DebugSpec& dbg) {
   r.ByteCount("hostLeakBytesPerStep", dbg.host_leak_bytes_per_step);
   r.ByteCount("gpuLeakBytesPerStep", dbg.gpu_leak_bytes_per_step);
   r.Double("hostLeakDecay", dbg.host_leak_decay);
+  r.Int("hostJumpAtStep", dbg.host_jump_at_step);
+  r.ByteCount("hostJumpBytes", dbg.host_jump_bytes);
 }
 
 // --- spec.template ----------------------------------------------------------------

@@ -91,7 +91,9 @@ ordered_json SpecJson(const TrainingJobSpec& s) {
                       {"actions", actions}};
   j["debug"] = {{"hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step},
                 {"gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step},
-                {"hostLeakDecay", s.debug.host_leak_decay}};
+                {"hostLeakDecay", s.debug.host_leak_decay},
+                {"hostJumpAtStep", s.debug.host_jump_at_step},
+                {"hostJumpBytes", s.debug.host_jump_bytes}};
   if (!s.pod_template.empty()) j["template"] = PodTemplateJson(s.pod_template);
   return j;
 }

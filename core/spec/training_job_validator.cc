@@ -424,6 +424,8 @@ void CheckRest(Checker& c, const TrainingJobSpec& s) {
   c.AtLeast("spec.debug.hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step, 0);
   c.AtLeast("spec.debug.gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step, 0);
   c.Fraction("spec.debug.hostLeakDecay", s.debug.host_leak_decay, /*include_one=*/true);
+  c.AtLeast("spec.debug.hostJumpAtStep", s.debug.host_jump_at_step, 0);
+  c.AtLeast("spec.debug.hostJumpBytes", s.debug.host_jump_bytes, 0);
 }
 
 }  // namespace

@@ -123,6 +123,61 @@ TEST(ForecasterTest, StaircaseIsSustainedGrowth) {
   EXPECT_NE(fc.host.steps_to_limit, kNever);
 }
 
+TEST(ForecasterTest, OneJumpThenFlatIsALevelShiftJudgedByItsLevel) {
+  // 30% for four steps, +28% of the limit at step 4, then flat: at every step after the
+  // jump the forecast is the plateau, with no growth and no period, and names the shift.
+  const int64_t limit = 128 * kGiB;
+  Forecaster f;
+  for (int t = 0; t < 20; ++t) {
+    const double end = (t >= 4 ? 0.58 : 0.30) * limit + (t % 2 ? 0.002 : -0.002) * limit;
+    f.Observe(Host(t, end, end + 0.02 * limit, 1000, limit));
+    if (t < 4) continue;
+    const Forecast fc = f.ForecastNext(1000);
+    EXPECT_NE(fc.host.memory_class, MemoryClass::kLeak) << "step " << t;
+    EXPECT_EQ(fc.host.period_steps, 0) << "step " << t;
+    EXPECT_LT(fc.host.growth_bytes_per_step, 0.002 * limit) << "step " << t;
+    EXPECT_EQ(fc.host.steps_to_threshold, kNever) << "step " << t;
+    EXPECT_NEAR(static_cast<double>(fc.host.NextPeak()), 0.60 * limit, 0.01 * limit) << "step " << t;
+    if (t < 4 + 11) {  // while the jump is in the 12-step window
+      EXPECT_NEAR(fc.host.level_shift_bytes, 0.28 * limit, 0.01 * limit) << "step " << t;
+      EXPECT_EQ(fc.host.level_shift_step, 4) << "step " << t;
+      EXPECT_NE(fc.host.Describe().find("a level shift of"), std::string::npos) << fc.host.Describe();
+    }
+  }
+}
+
+TEST(ForecasterTest, AJumpToALevelNearTheLimitIsStillACrossing) {
+  // The same jump, to 89% with a 3% in-step excess: the level itself crosses the 90%
+  // threshold at the next step; no growth is needed for that.
+  const int64_t limit = 64 * kGiB;
+  Forecaster f;
+  for (int t = 0; t < 6; ++t) {
+    const double end = (t >= 5 ? 0.89 : 0.30) * limit;
+    f.Observe(Host(t, end, end + 0.03 * limit, 1000, limit));
+  }
+  const Forecast fc = f.ForecastNext(1000);
+  EXPECT_GT(fc.host.level_shift_bytes, 0);
+  EXPECT_EQ(fc.host.steps_to_threshold, 1);
+  EXPECT_EQ(fc.host.memory_class, MemoryClass::kCapacity);
+}
+
+TEST(ForecasterTest, AStaircaseNeedsASecondJumpToShowItsPeriod) {
+  // Jumps of a fifth of the limit every fourth step: after the first, a level shift; after
+  // the second, a staircase with its period.
+  const int64_t limit = 64 * kGiB;
+  Forecaster f;
+  for (int t = 0; t <= 10; ++t) {
+    const double end = (0.2 + 0.2 * ((t + 2) / 4)) * limit;  // jumps at steps 2, 6, 10
+    f.Observe(Host(t, end, end, 1000, limit));
+    const Forecast fc = f.ForecastNext(1000);
+    if (t >= 2 && t < 6) {
+      EXPECT_EQ(fc.host.period_steps, 0) << "step " << t << ": " << fc.host.Describe();
+      EXPECT_NE(fc.host.memory_class, MemoryClass::kLeak) << "step " << t << ": " << fc.host.Describe();
+    }
+    if (t >= 6) EXPECT_EQ(fc.host.period_steps, 4) << "step " << t << ": " << fc.host.Describe();
+  }
+}
+
 TEST(ForecasterTest, StaircaseIsProjectedStairByStairWithItsPeriod) {
   // Flat for a step, then a jump of a fifth of the limit (a cache rebuilt every second
   // generation): 20% at step 0, 40% at steps 1-2, 60% at steps 3-4, 80% at step 5.

@@ -75,6 +75,27 @@ TEST(ReplayCliTest, OneJsonLinePerStepWithTheDesignKeys) {
   EXPECT_EQ(lines[5]["resource"], "host");
 }
 
+TEST(ReplayCliTest, OneJumpThenAPlateauGetsNoActionAndIsCalledALevelShift) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  // Host flat at 30% of 128 GiB, +28% of the limit at step 4, then flat at 58%.
+  Result r = RunHeadroom("replay " + kSource + "/tests/core/testdata/traces/host_level_shift.csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 60u);
+  int called_a_shift = 0;
+  for (const auto& j : lines) {
+    EXPECT_EQ(j["action"], "none") << j.dump();
+    const std::string reason = j["reason"];
+    EXPECT_EQ(reason.find("leak"), std::string::npos) << j.dump();
+    if (j["step"].get<int>() >= 5) {
+      called_a_shift += reason.find("a level shift of") != std::string::npos;
+    }
+  }
+  // Every step whose window holds the jump (steps 5 to 15; from step 16 it has left the
+  // 12-step window and the level is just flat).
+  EXPECT_GE(called_a_shift, 10) << r.out;
+}
+
 TEST(ReplayCliTest, LimitsAcceptBytesAndQuantities) {
   if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   const std::string trace = kSource + "/tests/core/testdata/traces/host_leak_linear.csv";

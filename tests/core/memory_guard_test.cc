@@ -2,6 +2,8 @@
 // records it in the history, and starts a fresh process that resumes from the checkpoint.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/guard/memory_guard.h"
 
 namespace headroom::guard {
@@ -84,6 +86,63 @@ TEST(MemoryGuardTest, RestartsThatBuyNoProgressFailInsteadOfLooping) {
   EXPECT_EQ(o.last.action, DecisionAction::kFail) << o.last.reason;
   EXPECT_NE(o.last.reason.find("bought only 2 steps of progress"), std::string::npos) << o.last.reason;
   EXPECT_LT(o.steps_done, 10);
+}
+
+// Memory that follows the step, not the process: what a restart cannot reclaim (a level
+// shift at a fixed step, state that grows with the data seen). `level(step)`.
+Outcome SimulateByStep(const spec::TrainingJobSpec& job, const std::function<int64_t(int)>& level) {
+  Outcome o;
+  GuardHistory history;
+  int step = 0;
+  while (step < job.grpo.steps) {
+    MemoryGuard guard(job, 1, history);
+    bool relaunched = false;
+    for (; step < job.grpo.steps; ++step) {
+      StepMemory m;
+      m.step = step;
+      m.host_bytes = level(step);
+      m.host_peak_bytes = m.host_bytes + 4 * kMiB;
+      m.host_limit_bytes = job.resources.memory_bytes;
+      m.tokens = 512;
+      if (m.host_peak_bytes >= m.host_limit_bytes) o.crossed_limit = true;
+      Decision d = guard.AfterStep(m, 512);
+      o.last = d;
+      if (!d.acts()) continue;
+      if (d.action == DecisionAction::kFail) {
+        o.steps_done = step + 1;
+        o.restarts = history.restarts;
+        return o;
+      }
+      history.Record(d);
+      ++step;
+      relaunched = true;
+      break;
+    }
+    if (!relaunched) break;
+  }
+  o.steps_done = step;
+  o.restarts = history.restarts;
+  return o;
+}
+
+TEST(MemoryGuardTest, ARestartThatReclaimedNothingIsNotRepeated) {
+  spec::TrainingJobSpec job = Drill();
+  job.memory_guard.actions = {spec::GuardAction::kRestart};
+  // +25 MiB every step of the run, whichever process runs it: the guard restarts once on
+  // the confirmed leak; the next process is back at the same level at the next step, so
+  // it restarts no more (each restart would have bought 3 steps: enough progress to loop
+  // until maxRestarts) and stops the job before the limit, saying why.
+  Outcome o = SimulateByStep(job, [](int step) { return 200 * kMiB + 25 * kMiB * step; });
+  EXPECT_FALSE(o.crossed_limit);
+  EXPECT_EQ(o.restarts, 1);
+  EXPECT_EQ(o.last.action, DecisionAction::kFail) << o.last.reason;
+  EXPECT_NE(o.last.reason.find("reclaimed nothing"), std::string::npos) << o.last.reason;
+  EXPECT_EQ(o.last.restart_reclaimed_nothing, "host");
+
+  // A leak a restart does reclaim is restarted as often as it needs (the drill above).
+  Outcome leak = Simulate(job, 250 * kMiB, 48 * kMiB);
+  EXPECT_EQ(leak.steps_done, 40);
+  EXPECT_GE(leak.restarts, 2);
 }
 
 TEST(MemoryGuardTest, RestartsStopAtMaxRestarts) {

@@ -167,6 +167,28 @@ TEST(PolicyTest, ACrossingThatProjectsNoGrowthIsActedOnAtOnce) {
   EXPECT_NE(d.reason.find("(no growth projected)"), std::string::npos) << d.reason;
 }
 
+TEST(PolicyTest, AJumpToALevelOverTheThresholdIsActedOnAtTheNextStep) {
+  // 30% for five steps, then one jump to 89% with a 3% in-step excess: a level shift, not
+  // a leak, so no restart, but the level itself crosses the 90% threshold: acted on at once.
+  spec::TrainingJobSpec job = DefaultJob();
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int t = 0; t < 6; ++t) {
+    StepMemory m;
+    m.step = t;
+    m.host_bytes = static_cast<int64_t>((t >= 5 ? 0.89 : 0.30) * kGiB);
+    m.host_peak_bytes = m.host_bytes + static_cast<int64_t>(0.03 * kGiB);
+    m.host_limit_bytes = kGiB;
+    m.tokens = 1000;
+    f.Observe(m);
+  }
+  Decision d = Decide(f.ForecastNext(1000), job, GuardHistory{}, nullptr, 1);
+  EXPECT_TRUE(d.acts()) << d.reason;
+  EXPECT_NE(d.action, DecisionAction::kRestart) << d.reason;
+  EXPECT_NE(d.reason.find("a level shift of"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("crosses the 90% threshold in 1 step (no growth projected)"), std::string::npos)
+      << d.reason;
+}
+
 TEST(PolicyTest, StableNearTheThresholdIsLeftAlone) {
   spec::TrainingJobSpec job = DefaultJob();
   Forecast fc = HostForecast(job, 20, 0.88 * kGiB, 0, 0, kGiB);
@@ -205,6 +227,44 @@ TEST(PolicyTest, ARestartThatBoughtNoProgressEscalatesToReshard) {
   // Enough progress since: restart is fine again.
   h.last_restart_step = 5;
   EXPECT_EQ(Decide(fc, job, h, nullptr, 1).action, DecisionAction::kRestart);
+}
+
+TEST(PolicyTest, ARestartThatReclaimedNothingIsNotRepeatedForThatResource) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.sharding.stage = 2;
+  // A confirmed leak, last 788 MiB, crossing in 2 steps (as in the first test).
+  Forecast fc = HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB);
+  GuardHistory h;
+  h.restarts = 1;
+  h.last_restart_step = h.guard_restart_step = 2;
+  h.last_action = "restart";
+  h.restart_resource = "host";
+  h.restart_level_bytes = 450 * kMiB;
+  ASSERT_EQ(Decide(fc, job, h, nullptr, 1).action, DecisionAction::kRestart);
+  h.AddRestartReclaimedNothing("host");
+  // Another action the planner shows fits: reshard, the restart skipped with the reason.
+  Decision d = Decide(fc, job, h, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  EXPECT_NE(d.reason.find("skipped restart: the guard's restart at step 2 (from 450 MiB) reclaimed nothing"),
+            std::string::npos)
+      << d.reason;
+  EXPECT_EQ(d.level_bytes, 788 * kMiB);
+
+  // Nothing else allowed, the level (788 MiB) below the 90% threshold: carry on, saying so.
+  job.memory_guard.actions = {GuardAction::kRestart};
+  d = Decide(fc, job, h, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kNone) << d.reason;
+  EXPECT_NE(d.reason.find("carrying on, the level is below the 90% threshold and nothing else fits (restart: "
+                          "the guard's restart at step 2"),
+            std::string::npos)
+      << d.reason;
+
+  // The other resource is not affected: a GPU restart that reclaimed nothing says nothing
+  // about the host.
+  GuardHistory gpu_only;
+  gpu_only.AddRestartReclaimedNothing("gpu");
+  EXPECT_EQ(Decide(fc, job, gpu_only, nullptr, 1).action, DecisionAction::kRestart);
 }
 
 TEST(PolicyTest, MaxRestartsSpentWithNothingElseAllowedFails) {
@@ -478,6 +538,31 @@ TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
   EXPECT_EQ(h.last_restart_step, 40);
   EXPECT_EQ(h.StepsSinceLastRestart(47), 7);
   EXPECT_EQ(GuardHistory::FromJson(h.ToJson()), h);
+
+  // A guard restart keeps its step, resource and level; a decision's finding that a
+  // restart reclaimed nothing is kept for every generation after it.
+  Decision guard_restart;
+  guard_restart.action = DecisionAction::kRestart;
+  guard_restart.step = 50;
+  guard_restart.resource = "gpu";
+  guard_restart.level_bytes = 60 * kGiB;
+  h.Record(guard_restart);
+  EXPECT_EQ(h.guard_restart_step, 50);
+  EXPECT_EQ(h.restart_resource, "gpu");
+  EXPECT_EQ(h.restart_level_bytes, 60 * kGiB);
+  EXPECT_FALSE(h.RestartReclaimedNothing("gpu"));
+  Decision next;
+  next.action = DecisionAction::kReshard;
+  next.step = 60;
+  next.restart_reclaimed_nothing = "gpu";
+  h.Record(next);
+  h.Record(reshard);
+  EXPECT_TRUE(h.RestartReclaimedNothing("gpu"));
+  EXPECT_FALSE(h.RestartReclaimedNothing("host"));
+  h.AddRestartReclaimedNothing("host,gpu");
+  EXPECT_EQ(h.restart_reclaimed_nothing, "gpu,host");
+  EXPECT_EQ(GuardHistory::FromJson(h.ToJson()), h);
+  EXPECT_EQ(Decision::FromJson(next.ToJson()).restart_reclaimed_nothing, "gpu");
 
   ::setenv(protocol::kGuardHistoryEnv, h.ToJson().c_str(), 1);
   EXPECT_EQ(GuardHistory::FromEnvironment(), h);

@@ -96,7 +96,30 @@ INSTANTIATE_TEST_SUITE_P(Stable, StableTraceTest,
                                            "gpu_capacity_steady",
                                            // Shapes a guard acting on any projected
                                            // threshold crossing restarted in a loop.
-                                           "host_warmup_steep", "host_sawtooth_first_tooth"));
+                                           "host_warmup_steep", "host_sawtooth_first_tooth",
+                                           // One jump, then a plateau: a level shift
+                                           // (restarted at step 5 and 9 before).
+                                           "host_level_shift", "gpu_level_shift"));
+
+TEST(ReplayTest, ALoneJumpIsALevelShiftInTheReasonsNotALeak) {
+  for (const char* name : {"host_level_shift", "gpu_level_shift"}) {
+    const bool gpu = std::string(name).rfind("gpu", 0) == 0;
+    const auto trace = Load(name);
+    int shifts = 0;
+    for (const ReplayStep& s : Replay(trace, ReplayOptions{})) {
+      const ResourceForecast& f = gpu ? s.forecast.gpu : s.forecast.host;
+      EXPECT_NE(f.memory_class, MemoryClass::kLeak) << name << " step " << s.step << ": " << s.decision.reason;
+      EXPECT_EQ(f.period_steps, 0) << name << " step " << s.step << ": " << s.decision.reason;
+      if (f.level_shift_bytes > 0) {
+        ++shifts;
+        EXPECT_NE(s.decision.reason.find("a level shift of"), std::string::npos) << s.decision.reason;
+        // Judged by its level: the forecast is the plateau, not a slope across the jump.
+        EXPECT_LT(f.growth_bytes_per_step, 0.01 * f.limit_bytes) << name << " step " << s.step;
+      }
+    }
+    EXPECT_GE(shifts, 8) << name;
+  }
+}
 
 TEST(ReplayTest, OffloadFillWithAnOffloadingJobMovesStateOrReshards) {
   // The job the report describes: a large model with parameters and optimizer offloaded.

@@ -216,6 +216,18 @@ TEST(SpecParser, HostLeakDecayIsAFraction) {
   EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostLeakDecay"})) << AllErrors(r);
 }
 
+TEST(SpecParser, HostJumpTakesAStepAndAByteCount) {
+  ParseResult r = ParseTrainingJob(
+      GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 0, hostJumpAtStep: 4, hostJumpBytes: 400Mi"));
+  ASSERT_TRUE(r.ok()) << AllErrors(r);
+  EXPECT_EQ(r.job->spec.debug.host_jump_at_step, 4);
+  EXPECT_EQ(r.job->spec.debug.host_jump_bytes, 400LL << 20);
+  r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 0, hostJumpBytes: 400MB"));
+  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostJumpBytes"})) << AllErrors(r);
+  r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 0, hostJumpAtStep: soon"));
+  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostJumpAtStep"})) << AllErrors(r);
+}
+
 TEST(SpecParser, QuantitiesKeepTheirTextAndTakeNumbers) {
   ParseResult r = ParseTrainingJob(GoodJobWith("{cpu: \"2\", memory: 4Gi, gpus: 0}", "{cpu: 1.5, memory: 1.5G}"));
   ASSERT_TRUE(r.ok()) << AllErrors(r);

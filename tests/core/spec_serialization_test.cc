@@ -34,6 +34,8 @@ TrainingJob AwkwardJob() {
   job.spec.memory_guard.actions = {};
   job.spec.debug.host_leak_bytes_per_step = 48LL << 20;
   job.spec.debug.host_leak_decay = 0.7;
+  job.spec.debug.host_jump_at_step = 4;
+  job.spec.debug.host_jump_bytes = 400LL << 20;
   job.spec.checkpoint.volume = "pvc";
   ApplyDefaults(job);
   return job;

@@ -65,6 +65,9 @@ TEST(SpecValidator, Ranges) {
        "must be >= 0, got -5"},
       {[](TrainingJob& j) { j.spec.debug.host_leak_decay = 1.5; }, "spec.debug.hostLeakDecay",
        "must be in (0, 1], got 1.5"},
+      {[](TrainingJob& j) { j.spec.debug.host_jump_at_step = -1; }, "spec.debug.hostJumpAtStep",
+       "must be >= 0, got -1"},
+      {[](TrainingJob& j) { j.spec.debug.host_jump_bytes = -5; }, "spec.debug.hostJumpBytes", "must be >= 0, got -5"},
       {[](TrainingJob& j) { j.spec.grpo.updates_per_step = 0; }, "spec.grpo.updatesPerStep", "must be >= 1, got 0"},
   };
   for (const Case& c : cases) {

@@ -41,7 +41,8 @@ TEST(TraceCorpusTest, HasEveryFamilyOnBothSidesAndUniqueNames) {
     if (e.resource == "gpu") gpu_families.insert(e.family);
   }
   for (const char* f : {"linear-leak", "staircase", "accelerating", "sawtooth-trend", "creep", "long-prompt",
-                        "warmup-plateau", "sawtooth", "steady", "token-varying"}) {
+                        "warmup-plateau", "sawtooth", "steady", "token-varying", "level-shift", "first-step-jump",
+                        "two-jumps", "jump-creep"}) {
     EXPECT_EQ(families.count(f), 1u) << f;
   }
   EXPECT_GE(gpu_families.size(), 8u);

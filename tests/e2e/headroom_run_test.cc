@@ -7,6 +7,8 @@
 //     no OOM kill and no step lost;
 //   - a healthy job whose memory warms up steeply and levels off (tests/e2e/testdata/
 //     warmup-steep.yaml) finishes with no guard action;
+//   - a job whose memory jumps once and stays flat (tests/e2e/testdata/level-shift.yaml,
+//     spec.debug.hostJumpAtStep) finishes with at most one restart and no OOM kill;
 //   - a reshard case and a micro-batch case (tests/e2e/testdata/), their limits set from a
 //     short calibration run's measured peak (and the planner's ratio between the two
 //     configurations) so that the guard must act and its change is enough.
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -250,6 +253,57 @@ TEST(HeadroomRunE2E, SteepWarmUpThatLevelsOffFinishesWithNoGuardAction) {
   EXPECT_GT(rise_first3, 0.08) << "the first steps did not climb steeply";
   EXPECT_LT(rise_last3, 0.03) << "the warm-up did not level off";
   EXPECT_GT(static_cast<double>(*std::max_element(level.begin(), level.end())), 0.6 * static_cast<double>(limit));
+}
+
+TEST(HeadroomRunE2E, OneJumpThenAPlateauFinishesWithoutALoopOfRestarts) {
+  SKIP_UNLESS_RUNNABLE();
+  Workspace ws;
+  spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/level-shift.yaml");
+  const int64_t limit = job.spec.resources.memory_bytes;
+  const int jump_at = job.spec.debug.host_jump_at_step;
+  // The jump is sized from what this machine's worker needs without it: the calibrated
+  // peak plus the jump is 72% of the limit, under the 90% threshold with room for the
+  // step's transients. Before level shifts were told from leaks, a jump like it (+40
+  // points at step 4 in a 30% job) was restarted at the step after it as "a leak".
+  spec::TrainingJob quiet = job;
+  quiet.spec.debug.host_jump_bytes = 0;
+  const HostUse base = MeasuredHost(ws, quiet);
+  const double jump = 0.72 * static_cast<double>(limit) - static_cast<double>(base.peak);
+  ASSERT_GT(jump, 0.3 * static_cast<double>(limit)) << "the worker alone needs " << base.peak << " bytes";
+  job.spec.debug.host_jump_bytes = static_cast<int64_t>(jump) & ~int64_t{(1 << 20) - 1};
+  std::printf("calibrated peak %lld MiB of %lld MiB; +%lld MiB at step %d, held from then on\n",
+              static_cast<long long>(base.peak >> 20), static_cast<long long>(limit >> 20),
+              static_cast<long long>(job.spec.debug.host_jump_bytes >> 20), jump_at);
+
+  RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
+  ASSERT_FALSE(r.summary.is_null()) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.summary["steps"], job.spec.grpo.steps);
+  EXPECT_LE(r.summary["restarts"].get<int>(), 1) << r.summary.dump(2);
+  EXPECT_EQ(r.summary["oom_kills"], 0) << r.output;
+  // A level shift well under the threshold gets no action at all.
+  EXPECT_TRUE(r.summary["actions"].empty()) << r.summary.dump(2);
+
+  // The jump really happened, once, at its step: the shape, not a quiet run.
+  std::istringstream csv(ReadAll(r.workdir + "/memory.csv"));
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::pair<int, int64_t>> level;  // (step, host_bytes)
+  while (std::getline(csv, line)) {
+    std::istringstream row(line);
+    std::string step, host;
+    std::getline(row, step, ',');
+    std::getline(row, host, ',');
+    level.emplace_back(std::stoi(step), std::stoll(host));
+  }
+  ASSERT_GE(level.size(), static_cast<size_t>(job.spec.grpo.steps)) << ReadAll(r.workdir + "/memory.csv");
+  int64_t before = 0, after = INT64_MAX;
+  for (const auto& [step, bytes] : level) {
+    if (step < jump_at) before = std::max(before, bytes);
+    if (step >= jump_at) after = std::min(after, bytes);
+  }
+  EXPECT_GT(static_cast<double>(after - before), 0.8 * static_cast<double>(job.spec.debug.host_jump_bytes))
+      << ReadAll(r.workdir + "/memory.csv");
 }
 
 TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {

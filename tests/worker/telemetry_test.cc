@@ -155,8 +155,8 @@ TEST(ModelFetchReport, StepLogLinesPerHundredthAndOneMetricsSeriesPerFetch) {
 TEST(DebugLeaks, HostLeakIsResidentAndHeld) {
   const int64_t before = memory::ReadProcMemory().working_set_bytes;
   DebugLeaks leaks(32 << 20, 0, torch::kCPU);
-  leaks.Step();
-  leaks.Step();
+  leaks.Step(1);
+  leaks.Step(2);
   const int64_t after = memory::ReadProcMemory().working_set_bytes;
   EXPECT_EQ(leaks.host_leaked_bytes(), 64 << 20);
   EXPECT_GT(after - before, 60 << 20) << "RSS grew by " << (after - before);
@@ -164,17 +164,35 @@ TEST(DebugLeaks, HostLeakIsResidentAndHeld) {
 
 TEST(DebugLeaks, HostLeakWithADecayLevelsOff) {
   DebugLeaks leaks(32 << 20, 0, torch::kCPU, /*host_decay=*/0.5);
-  leaks.Step();
+  leaks.Step(1);
   EXPECT_EQ(leaks.host_leaked_bytes(), 32 << 20);
-  leaks.Step();
+  leaks.Step(2);
   EXPECT_EQ(leaks.host_leaked_bytes(), 48 << 20);
-  leaks.Step();
+  leaks.Step(3);
   EXPECT_EQ(leaks.host_leaked_bytes(), 56 << 20);
+}
+
+TEST(DebugLeaks, HostJumpIsAllocatedOnceAtItsStepAndHeld) {
+  DebugLeaks leaks(0, 0, torch::kCPU, /*host_decay=*/1.0, /*host_jump_at_step=*/3, /*host_jump_bytes=*/40 << 20);
+  leaks.Step(1);
+  leaks.Step(2);
+  EXPECT_EQ(leaks.host_leaked_bytes(), 0);
+  const int64_t before = memory::ReadProcMemory().working_set_bytes;
+  leaks.Step(3);
+  const int64_t after = memory::ReadProcMemory().working_set_bytes;
+  EXPECT_EQ(leaks.host_leaked_bytes(), 40 << 20);
+  EXPECT_GT(after - before, 36 << 20) << "RSS grew by " << (after - before);
+  leaks.Step(4);
+  EXPECT_EQ(leaks.host_leaked_bytes(), 40 << 20);
+  // A worker resumed past the step holds it from its first step, as the first one did.
+  DebugLeaks resumed(0, 0, torch::kCPU, 1.0, 3, 8 << 20);
+  resumed.Step(7);
+  EXPECT_EQ(resumed.host_leaked_bytes(), 8 << 20);
 }
 
 TEST(DebugLeaks, GpuLeakIgnoredOnCpu) {
   DebugLeaks leaks(0, 1 << 20, torch::kCPU);
-  leaks.Step();
+  leaks.Step(1);
   EXPECT_EQ(leaks.gpu_leaked_bytes(), 0);
 }
 

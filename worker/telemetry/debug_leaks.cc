@@ -7,9 +7,11 @@
 namespace headroom::worker {
 
 DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device,
-                       double host_decay)
+                       double host_decay, int host_jump_at_step, int64_t host_jump_bytes)
     : host_next_(static_cast<double>(host_bytes_per_step)),
       host_decay_(host_decay),
+      host_jump_at_step_(host_jump_at_step),
+      host_jump_bytes_(host_jump_bytes),
       gpu_per_step_(gpu_bytes_per_step),
       device_(device) {
   if (gpu_per_step_ > 0 && !device_.is_cuda()) {
@@ -19,9 +21,13 @@ DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, 
   }
 }
 
-void DebugLeaks::Step() {
-  const auto host_bytes = static_cast<size_t>(host_next_);
+void DebugLeaks::Step(int64_t step) {
+  auto host_bytes = static_cast<size_t>(host_next_);
   host_next_ *= host_decay_;
+  if (!host_jumped_ && host_jump_at_step_ > 0 && host_jump_bytes_ > 0 && step >= host_jump_at_step_) {
+    host_jumped_ = true;
+    host_bytes += static_cast<size_t>(host_jump_bytes_);
+  }
   if (host_bytes > 0) {
     std::unique_ptr<char[]> block(new char[host_bytes]);
     // Touch every byte: untouched pages would cost address space only, not RSS.

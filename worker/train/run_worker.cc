@@ -258,7 +258,7 @@ StepReport RunOneStep(StepLoop& loop, int64_t step) {
   loop.progress.step = done;
   loop.simulated_gpu_oom.BeforeStep(done);
   loop.telemetry.BeginStep();
-  loop.leaks.Step();
+  loop.leaks.Step(done);
   StepReport report;
   report.training = loop.trainer.RunStep(step);
   report.measured = loop.telemetry.EndStep();
@@ -354,7 +354,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   // 3. Telemetry, the drills' leaks.
   StepTelemetry telemetry(TelemetryOptions(options, job, comm->world_size()), device);
   DebugLeaks leaks(spec.debug.host_leak_bytes_per_step, spec.debug.gpu_leak_bytes_per_step, device,
-                   spec.debug.host_leak_decay);
+                   spec.debug.host_leak_decay, spec.debug.host_jump_at_step, spec.debug.host_jump_bytes);
 
   // 4. The model, resolved once, and the trainer on it; the guard plans the same model.
   std::optional<ModelSource> model;

@@ -210,10 +210,46 @@ def host_sawtooth_first_tooth(rng):
             "expect: no action at any step (at step 4, 80%, the next step stays below the limit)"], rows
 
 
+def host_level_shift(rng):
+    # A false alarm reported on real runs: host memory flat at 30% of 128 GiB jumps once by
+    # 28% of the limit at step 4 (the first long batch; optimizer state; a cache sized
+    # once) and stays at 58% for 55 steps. The guard used to restart at step 5 on a leak of
+    # "17.6 GiB/step"; a restarted worker jumps again at the same step.
+    limit = 128 * GiB
+    gpu_limit = 80 * GiB
+    rows = []
+    for t in range(60):
+        tokens = 6144 + rng.randint(-250, 250)
+        frac = 0.30 + (0.28 if t >= 4 else 0.0)
+        end = frac * limit + rng.gauss(0, 0.002) * limit
+        peak = end + 0.02 * limit + rng.gauss(0, 0.001) * limit
+        gpu = 0.55 * gpu_limit + rng.gauss(0, 0.001) * gpu_limit
+        rows.append(row(t, end, gpu, peak, gpu + 0.03 * gpu_limit, tokens, limit, gpu_limit))
+    return ["one jump, then a plateau: host flat at 30% of 128 GiB, +28% of the limit at step 4, flat at 58%",
+            "expect: no action at any step; the reasons call the jump a level shift"], rows
+
+
+def gpu_level_shift(rng):
+    # The same on the GPU: reserved memory jumps by 35% of 80 GiB at step 6 (a KV cache
+    # sized once) and stays at 66%; the guard used to call it "a leak confirmed over 10
+    # steps" and restart at step 9.
+    limit = 128 * GiB
+    gpu_limit = 80 * GiB
+    rows = []
+    for t in range(60):
+        tokens = 6144 + rng.randint(-250, 250)
+        gpu = (0.31 + (0.35 if t >= 6 else 0.0)) * gpu_limit + rng.gauss(0, 0.002) * gpu_limit
+        gpu_peak = gpu + 0.03 * gpu_limit + rng.gauss(0, 0.001) * gpu_limit
+        host = 0.25 * limit + rng.gauss(0, 0.001) * limit
+        rows.append(row(t, host, gpu, host + 0.01 * limit, gpu_peak, tokens, limit, gpu_limit))
+    return ["one jump on the GPU: reserved flat at 31% of 80 GiB, +35% of the limit at step 6, flat at 66%",
+            "expect: no action at any step; the reasons call the jump a level shift"], rows
+
+
 TRACES = [host_leak_linear, host_staircase_offload, host_offload_fill, gpu_long_prompt_spike,
           host_gencache_fragmentation, gpu_missing_backward, host_steady_near_threshold,
           host_sawtooth, host_warmup_plateau, gpu_capacity_steady, host_warmup_steep,
-          host_sawtooth_first_tooth]
+          host_sawtooth_first_tooth, host_level_shift, gpu_level_shift]
 
 
 def main():
