@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/lenient_json.h"
 #include "core/protocol/step_record.h"
@@ -95,10 +95,10 @@ std::string GpuOomReport::Describe() const {
   out << "CUDA out of memory on " << (device.empty() ? "the GPU" : device);
   if (step > 0) out << " in step " << step;
   out << ":";
-  if (requested_bytes > 0) out << " tried to allocate " << guard::HumanBytes(static_cast<double>(requested_bytes)) << " with";
-  out << " " << guard::HumanBytes(static_cast<double>(allocated_bytes)) << " allocated, "
-      << guard::HumanBytes(static_cast<double>(reserved_bytes)) << " reserved";
-  if (total_bytes > 0) out << " of " << guard::HumanBytes(static_cast<double>(total_bytes));
+  if (requested_bytes > 0) out << " tried to allocate " << HumanBytes(static_cast<double>(requested_bytes)) << " with";
+  out << " " << HumanBytes(static_cast<double>(allocated_bytes)) << " allocated, "
+      << HumanBytes(static_cast<double>(reserved_bytes)) << " reserved";
+  if (total_bytes > 0) out << " of " << HumanBytes(static_cast<double>(total_bytes));
   return out.str();
 }
 

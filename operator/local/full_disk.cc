@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/base/human_bytes.h"
 #include "core/checkpoint/checkpoint_layout.h"
-#include "core/guard/human_bytes.h"
 
 namespace headroom::local {
 
@@ -60,8 +60,8 @@ std::string FullDiskNote(const std::string& workdir, const std::vector<std::stri
 
   const std::optional<int64_t> step = latest ? checkpoint::ParseStepDirName(latest->filename().string()) : std::nullopt;
   std::string note = "disk full: " + workdir + " is on the filesystem at " + (space ? space->mount_point : "?") +
-                     " with " + (space ? guard::HumanBytes(static_cast<double>(space->free_bytes)) : "?") + " free";
-  if (step_bytes > 0) note += " (a checkpoint takes " + guard::HumanBytes(static_cast<double>(step_bytes)) + ")";
+                     " with " + (space ? HumanBytes(static_cast<double>(space->free_bytes)) : "?") + " free";
+  if (step_bytes > 0) note += " (a checkpoint takes " + HumanBytes(static_cast<double>(step_bytes)) + ")";
   note += step ? "; kept: the checkpoint at step " + std::to_string(*step) + " in " + checkpoints
                : "; no checkpoint was saved yet";
   return note + "; free space there (or use another --workdir) and run the same command again to " +

@@ -7,8 +7,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/metrics/prometheus_text.h"
+#include "core/protocol/step_metrics.h"
 #include "operator/trainingjob/http_scrape.h"
-#include "operator/trainingjob/worker_metrics_text.h"
 #include "operator/kubeclient/resource_client.h"
 #include "operator/manifests/children.h"
 
@@ -391,9 +392,9 @@ void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::O
     const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
-    const std::vector<MetricSample> samples = ParsePrometheusText(*body);
-    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(samples);
-    std::optional<protocol::ModelFetchRecord> fetch = WorkerModelFetchFromMetrics(samples);
+    const std::vector<metrics::MetricSample> samples = metrics::ParsePrometheusText(*body);
+    std::optional<protocol::StepRecord> r = protocol::StepRecordFromMetrics(samples);
+    std::optional<protocol::ModelFetchRecord> fetch = protocol::ModelFetchFromMetrics(samples);
     if (!r && !fetch) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (fetch && o.generation == generation_) {
