@@ -9,8 +9,9 @@ mapfile -t BUILD_PACKAGES < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$SCRIPT_D
 
 PACKAGES=(
   "${BUILD_PACKAGES[@]}"
-  # toolchain beyond the build: the compiler cache, sources, sanitizer runtimes
-  ccache git clang libclang-rt-14-dev
+  # toolchain beyond the build: the compiler cache, sources, sanitizer runtimes, and the
+  # formatter scripts/format.sh runs (.clang-format)
+  ccache git clang libclang-rt-14-dev clang-format
   # libraries: Debian's LibTorch, and the test frameworks
   libtorch-dev libgloo-dev libgtest-dev libgmock-dev
   # Debian's LibTorch calls BLAS through libblas.so.3, which is netlib's reference BLAS

@@ -22,9 +22,9 @@
 #include <string>
 #include <thread>
 
+#include "core/metrics/prometheus_text.h"
 #include "core/net/free_port.h"
 #include "operator/trainingjob/http_scrape.h"
-#include "operator/trainingjob/worker_metrics_text.h"
 #include "operator/kubeclient/resource_client.h"
 #include "operator/manifests/children.h"
 #include "tests/operator/testserver/api_server.h"
@@ -69,7 +69,7 @@ double Reconciles(int port) {
   std::optional<std::string> page = trainingjob::HttpGet("127.0.0.1", port, "/metrics", std::chrono::seconds(2));
   double total = 0;
   if (!page) return -1;
-  for (const trainingjob::MetricSample& s : trainingjob::ParsePrometheusText(*page)) {
+  for (const metrics::MetricSample& s : metrics::ParsePrometheusText(*page)) {
     if (s.name == "headroom_operator_reconcile_total") total += s.value;
   }
   return total;

@@ -47,8 +47,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/worker/bench_timing.h"
+#include "core/base/human_bytes.h"
 #include "core/files/remove_tree.h"
-#include "core/guard/human_bytes.h"
 #include "core/guard/planner.h"
 #include "core/hf/hf_config.h"
 #include "core/memory/host_memory.h"
@@ -75,7 +75,7 @@ struct Args {
   double kl = 0.001;
 };
 
-std::string Bytes(int64_t b) { return guard::HumanBytes(static_cast<double>(b)); }
+std::string Bytes(int64_t b) { return HumanBytes(static_cast<double>(b)); }
 
 // Qwen2.5-0.5B's config.json (transformers 4.x keys), with the overridable sizes.
 nlohmann::json QwenConfig(const Args& a) {

@@ -7,9 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "core/files/input_file.h"
 #include "core/files/remove_tree.h"
 
 namespace headroom::checkpoint {
@@ -73,23 +72,26 @@ void SyncDirectory(const std::filesystem::path& dir) {
 void ReplaceFileAtomically(const std::filesystem::path& path, const std::string& contents) {
   std::filesystem::path temp = path;
   temp += ".tmp-" + std::to_string(::getpid());
-  {
+  try {
     DurableFile file(temp);
     file.Write(contents.data(), contents.size());
     file.Sync();
     file.Close();
+    if (::rename(temp.c_str(), path.c_str()) != 0) Fail("cannot rename " + temp.string() + " to", path);
+  } catch (const CheckpointError&) {
+    // A full disk or a failed rename leaves `path` as it was and no temporary beside it.
+    ::unlink(temp.c_str());
+    throw;
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) Fail("cannot rename " + temp.string() + " to", path);
   SyncDirectory(path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path());
 }
 
 std::string ReadWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot read", path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (in.bad()) Fail("cannot read", path);
-  return out.str();
+  try {
+    return files::ReadWholeFile(path.string(), files::kMaxJsonFileBytes, "a checkpoint file");
+  } catch (const files::InputFileError& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 void PublishDirectory(const std::filesystem::path& staged, const std::filesystem::path& target) {

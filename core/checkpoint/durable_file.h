@@ -47,11 +47,11 @@ class DurableFile : NonCopyable {
 // fsync of a directory: makes the names created, renamed or removed in it durable.
 void SyncDirectory(const std::filesystem::path& dir);
 
-// Writes `contents` to `path` so that readers see either the old file or the whole new
-// one: a temporary file beside it, fsync'd, renamed over `path`, the directory fsync'd.
+// The one atomic file write: readers see the old `path` or the whole new one (a temporary
+// beside it, fsync'd, renamed over it, the directory fsync'd); on failure `path` is as it was.
 void ReplaceFileAtomically(const std::filesystem::path& path, const std::string& contents);
 
-// The whole file as a string; throws CheckpointError naming the path when unreadable.
+// The whole file, by files::ReadWholeFile; throws CheckpointError naming the path if unreadable.
 std::string ReadWholeFile(const std::filesystem::path& path);
 
 // Puts the finished directory `staged` at `target` and fsyncs target's parent: a plain

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
 #include "core/guard/robust_fit.h"
 #include "core/spec/training_job.h"
 

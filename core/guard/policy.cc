@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
 
 namespace headroom::guard {
 

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/base/trim.h"
+
 namespace headroom::guard {
 
 namespace {
@@ -26,13 +28,6 @@ const Column kColumns[] = {
     {"host_limit_bytes", &StepMemory::host_limit_bytes, false},
     {"gpu_limit_bytes", &StepMemory::gpu_limit_bytes, false},
 };
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
 
 std::vector<std::string> SplitCsv(const std::string& line) {
   std::vector<std::string> cells;

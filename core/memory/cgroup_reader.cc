@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/base/trim.h"
+
 namespace headroom::memory {
 
 namespace {
@@ -18,13 +20,6 @@ namespace {
 // cgroup v1 reports "no limit" as LONG_MAX rounded down to the page size
 // (9223372036854771712); anything at or above 2^62 is treated as unlimited.
 constexpr int64_t kV1UnlimitedFloor = int64_t{1} << 62;
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 bool ParseInt64(const std::string& text, int64_t* out) {
   std::string t = Trim(text);

@@ -30,6 +30,31 @@ inline constexpr const char* kWorkerHeldoutReward = "headroom_worker_heldout_rew
 inline constexpr const char* kWorkerModelFetchDoneBytes = "headroom_worker_model_fetch_done_bytes";
 inline constexpr const char* kWorkerModelFetchTotalBytes = "headroom_worker_model_fetch_total_bytes";
 
+// Beyond docs/design.md's list (added, not renamed): the rest of the step record, one
+// series per field (core/protocol/step_metrics.h), so the operator reads back every
+// field the worker logs.
+inline constexpr char kWorkerExactFraction[] = "headroom_worker_exact_fraction";
+inline constexpr char kWorkerClipFraction[] = "headroom_worker_clip_fraction";
+inline constexpr char kWorkerGradNorm[] = "headroom_worker_grad_norm";
+inline constexpr char kWorkerGpuAllocRetries[] = "headroom_worker_gpu_alloc_retries";
+inline constexpr char kWorkerStepTokens[] = "headroom_worker_step_tokens";
+inline constexpr char kWorkerNextStepTokens[] = "headroom_worker_next_step_tokens";
+inline constexpr char kWorkerGeneratedTokens[] = "headroom_worker_generated_tokens";
+inline constexpr char kWorkerStepSeconds[] = "headroom_worker_step_seconds";
+inline constexpr char kWorkerTokensPerSecond[] = "headroom_worker_tokens_per_second";
+inline constexpr char kWorkerRolloutSeconds[] = "headroom_worker_rollout_seconds";
+inline constexpr char kWorkerUpdateSeconds[] = "headroom_worker_update_seconds";
+inline constexpr char kWorkerWorldSize[] = "headroom_worker_world_size";
+inline constexpr char kWorkerMicroBatchSize[] = "headroom_worker_micro_batch_size";
+inline constexpr char kWorkerGuardAction[] = "headroom_worker_guard_action";  // 1, labelled {action}
+inline constexpr char kWorkerOomThresholdSteps[] = "headroom_worker_oom_threshold_steps";  // {resource}
+inline constexpr char kWorkerCheckpointBytes[] = "headroom_worker_checkpoint_bytes";
+inline constexpr char kWorkerCheckpointSeconds[] = "headroom_worker_checkpoint_seconds";
+inline constexpr char kWorkerDatasetEpoch[] = "headroom_worker_dataset_epoch";
+inline constexpr char kWorkerDatasetCursor[] = "headroom_worker_dataset_cursor";
+inline constexpr char kWorkerPromptsFiltered[] = "headroom_worker_prompts_filtered";
+inline constexpr char kWorkerHeldoutProblems[] = "headroom_worker_heldout_problems";
+
 // --- operator -----------------------------------------------------------------------
 inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}
 inline constexpr const char* kOperatorReconcileDurationSeconds = "headroom_operator_reconcile_duration_seconds";
@@ -47,6 +72,7 @@ inline constexpr const char* kLabelResource = "resource";
 inline constexpr const char* kLabelRepo = "repo";
 inline constexpr const char* kLabelRevision = "revision";
 inline constexpr const char* kLabelFile = "file";
+inline constexpr const char* kLabelAction = "action";
 inline constexpr const char* kResourceHost = "host";
 inline constexpr const char* kResourceGpu = "gpu";
 

@@ -64,28 +64,6 @@ std::string StepRecord::ToJson() const {
   return j.dump();
 }
 
-guard::StepMemory StepRecord::ToStepMemory() const {
-  guard::StepMemory m;
-  m.step = static_cast<int>(step);
-  m.host_bytes = host_bytes;
-  m.host_peak_bytes = host_peak_bytes;
-  m.host_limit_bytes = host_limit_bytes;
-  m.gpu_bytes = gpu_reserved_bytes;
-  m.gpu_peak_bytes = gpu_peak_bytes;
-  m.gpu_limit_bytes = gpu_total_bytes;
-  m.tokens = tokens;
-  return m;
-}
-
-void StepRecord::SetForecast(const guard::Forecast& f) {
-  host_forecast_steps = f.host.steps_to_limit;
-  host_threshold_steps = f.host.steps_to_threshold;
-  host_growth_bytes_per_step = f.host.growth_bytes_per_step;
-  gpu_forecast_steps = f.gpu.steps_to_limit;
-  gpu_threshold_steps = f.gpu.steps_to_threshold;
-  gpu_growth_bytes_per_step = f.gpu.growth_bytes_per_step;
-}
-
 std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string* why) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {

@@ -51,8 +51,6 @@
 #include <string>
 #include <vector>
 
-#include "core/guard/forecaster.h"
-
 namespace headroom::protocol {
 
 struct StepRecord {
@@ -84,13 +82,7 @@ struct StepRecord {
   int generation = 0;
 
   std::string ToJson() const;  // one line, no trailing newline; keys in the order above
-
-  // What the guard reads (guard::StepMemory). The GPU side is the caching allocator's
-  // reserved bytes — what the device has given the process — against the device's total.
-  guard::StepMemory ToStepMemory() const;
-  // The forecast fields from the worker's guard (the *_forecast_steps, *_threshold_steps,
-  // *_growth_bytes_per_step keys).
-  void SetForecast(const guard::Forecast& forecast);
+  // The guard's view of it, and its forecast fields: core/guard/step_record_memory.h.
 };
 
 std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string* why = nullptr);

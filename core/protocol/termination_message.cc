@@ -13,7 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
+#include "core/base/trim.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/lenient_json.h"
@@ -24,13 +25,6 @@ namespace headroom::protocol {
 namespace {
 
 constexpr const char* kGpuOomError = "gpu_oom";
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -142,10 +136,10 @@ std::string GpuOomReport::Describe() const {
   out << "CUDA out of memory on " << (device.empty() ? "the GPU" : device);
   if (step > 0) out << " in step " << step;
   out << ":";
-  if (requested_bytes > 0) out << " tried to allocate " << guard::HumanBytes(static_cast<double>(requested_bytes)) << " with";
-  out << " " << guard::HumanBytes(static_cast<double>(allocated_bytes)) << " allocated, "
-      << guard::HumanBytes(static_cast<double>(reserved_bytes)) << " reserved";
-  if (total_bytes > 0) out << " of " << guard::HumanBytes(static_cast<double>(total_bytes));
+  if (requested_bytes > 0) out << " tried to allocate " << HumanBytes(static_cast<double>(requested_bytes)) << " with";
+  out << " " << HumanBytes(static_cast<double>(allocated_bytes)) << " allocated, "
+      << HumanBytes(static_cast<double>(reserved_bytes)) << " reserved";
+  if (total_bytes > 0) out << " of " << HumanBytes(static_cast<double>(total_bytes));
   return out.str();
 }
 

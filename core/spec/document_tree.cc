@@ -1,6 +1,6 @@
 #include "core/spec/document_tree.h"
 
-#include "core/spec/utf8.h"
+#include "core/base/utf8.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
@@ -162,7 +162,7 @@ class TreeBuilder : public YAML::EventHandler {
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
-    if (!IsValidUtf8(value)) {
+    if (!utf8::IsValid(value)) {
       const bool is_key = !stack_.empty() && stack_.back().node.kind == Kind::kMap && !stack_.back().has_key;
       errors_->push_back({is_key ? ChildPath(stack_.back().path, value) : NextChildPath(),
                           "not valid UTF-8", mark.line + 1, mark.column + 1});
@@ -322,7 +322,7 @@ void ConvertJson(const nlohmann::json& value, DocumentNode& out, int depth, int6
     case nlohmann::json::value_t::string:
       out.kind = Kind::kString;
       out.text = value.get<std::string>();
-      if (!IsValidUtf8(out.text)) throw LoadAbort{{"", "a string is not valid UTF-8"}};
+      if (!utf8::IsValid(out.text)) throw LoadAbort{{"", "a string is not valid UTF-8"}};
       break;
     case nlohmann::json::value_t::binary:
       out.kind = Kind::kString;
@@ -331,7 +331,7 @@ void ConvertJson(const nlohmann::json& value, DocumentNode& out, int depth, int6
     case nlohmann::json::value_t::object:
       out.kind = Kind::kMap;
       for (const auto& [key, member] : value.items()) {
-        if (!IsValidUtf8(key)) throw LoadAbort{{"", "a key is not valid UTF-8"}};
+        if (!utf8::IsValid(key)) throw LoadAbort{{"", "a key is not valid UTF-8"}};
         out.members.push_back({key, DocumentNode{}});
         ConvertJson(member, out.members.back().value, depth + 1, nodes);
       }

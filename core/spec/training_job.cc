@@ -2,8 +2,8 @@
 // training_job_{parser,defaults,validator,serializer}.cc and run_definition_hash.cc.
 #include "core/spec/training_job.h"
 
+#include "core/base/utf8.h"
 #include "core/spec/enum_names.h"
-#include "core/spec/utf8.h"
 
 namespace headroom::spec {
 namespace {
@@ -25,7 +25,7 @@ std::string OneLine(const std::string& text) {
   for (size_t pos = 0; pos < text.size();) {
     const char c = text[pos];
     const auto u = static_cast<unsigned char>(c);
-    const size_t n = Utf8SequenceLength(text, pos);
+    const size_t n = utf8::SequenceLength(text, pos);
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
 #include "core/hf/hf_config.h"
 #include "core/guard/planner.h"
 #include "core/spec/quantity.h"
@@ -30,7 +30,7 @@ struct PlanArgs {
   bool json = false;
 };
 
-std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : guard::HumanBytes(static_cast<double>(bytes)); }
+std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : HumanBytes(static_cast<double>(bytes)); }
 
 // `--json`: the plan as one object (components, totals, limits, thresholds, verdicts).
 void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
@@ -80,19 +80,19 @@ void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::Mode
   }
   std::printf("%-18s %14s %14s\n", "total per worker", Cell(plan.host_total_bytes).c_str(),
               Cell(plan.gpu_total_bytes).c_str());
-  std::printf("host: %s of the %s limit (%s; threshold %s)\n", guard::HumanBytes(plan.host_total_bytes).c_str(),
-              guard::HumanBytes(plan.host_limit_bytes).c_str(),
-              guard::Percent(plan.host_total_bytes, plan.host_limit_bytes).c_str(),
-              guard::Percent(g.host_threshold, 1).c_str());
+  std::printf("host: %s of the %s limit (%s; threshold %s)\n", HumanBytes(plan.host_total_bytes).c_str(),
+              HumanBytes(plan.host_limit_bytes).c_str(),
+              Percent(plan.host_total_bytes, plan.host_limit_bytes).c_str(),
+              Percent(g.host_threshold, 1).c_str());
   if (job.spec.resources.gpus > 0) {
     if (plan.gpu_limit_bytes > 0) {
-      std::printf("gpu:  %s of %s (%s; threshold %s)\n", guard::HumanBytes(plan.gpu_total_bytes).c_str(),
-                  guard::HumanBytes(plan.gpu_limit_bytes).c_str(),
-                  guard::Percent(plan.gpu_total_bytes, plan.gpu_limit_bytes).c_str(),
-                  guard::Percent(g.gpu_threshold, 1).c_str());
+      std::printf("gpu:  %s of %s (%s; threshold %s)\n", HumanBytes(plan.gpu_total_bytes).c_str(),
+                  HumanBytes(plan.gpu_limit_bytes).c_str(),
+                  Percent(plan.gpu_total_bytes, plan.gpu_limit_bytes).c_str(),
+                  Percent(g.gpu_threshold, 1).c_str());
     } else {
       std::printf("gpu:  %s (device size unknown: pass --gpu-memory 80Gi to compare)\n",
-                  guard::HumanBytes(plan.gpu_total_bytes).c_str());
+                  HumanBytes(plan.gpu_total_bytes).c_str());
     }
   }
   std::printf("verdict: %s", fits ? "fits below the guard thresholds" : "does NOT fit below the guard thresholds");

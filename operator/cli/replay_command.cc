@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/guard/replay.h"
+#include "core/guard/step_record_memory.h"
 #include "core/guard/trace.h"
 #include "core/hf/hf_config.h"
 #include "core/protocol/step_record.h"
@@ -59,7 +60,7 @@ std::vector<guard::StepMemory> ReadTraceOrStepLog(const std::string& path) {
   text << in.rdbuf();
   if (!protocol::LooksLikeStepLog(text.str())) return guard::ParseTrace(text.str(), path);
   std::vector<guard::StepMemory> trace;
-  for (const protocol::StepRecord& r : protocol::ParseStepLog(text.str(), path)) trace.push_back(r.ToStepMemory());
+  for (const protocol::StepRecord& r : protocol::ParseStepLog(text.str(), path)) trace.push_back(guard::StepMemoryOf(r));
   return trace;
 }
 

@@ -24,10 +24,10 @@
 #include <memory>
 #include <string>
 
+#include "core/checkpoint/durable_file.h"
 #include "core/protocol/stop_signals.h"
 #include "core/spec/training_job.h"
 #include "operator/cli/command_registry.h"
-#include "operator/local/atomic_file.h"
 #include "operator/local/build_freshness.h"
 #include "operator/local/local_run.h"
 
@@ -120,7 +120,7 @@ int RunRun(const RunFlags& flags) {
   }
   if (!flags.summary_path.empty()) {
     try {
-      local::WriteFileAtomically(flags.summary_path, result.summary.ToJson());
+      checkpoint::ReplaceFileAtomically(flags.summary_path, result.summary.ToJson());
     } catch (const std::exception& e) {
       std::cerr << "headroom: " << e.what() << "\n";
       return 1;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/base/human_bytes.h"
 #include "core/checkpoint/checkpoint_layout.h"
-#include "core/guard/human_bytes.h"
 
 namespace headroom::local {
 
@@ -96,7 +96,7 @@ std::string FullDiskNote(const std::string& workdir, const std::vector<std::stri
 
   const std::optional<int64_t> step = latest ? checkpoint::ParseStepDirName(latest->filename().string()) : std::nullopt;
   auto free_text = [](const std::optional<FilesystemSpace>& s) {
-    return s ? guard::HumanBytes(static_cast<double>(s->free_bytes)) : std::string("?");
+    return s ? HumanBytes(static_cast<double>(s->free_bytes)) : std::string("?");
   };
   std::string note;
   if (elsewhere_space) {
@@ -105,7 +105,7 @@ std::string FullDiskNote(const std::string& workdir, const std::vector<std::stri
   } else {
     note = "disk full: " + workdir + " is on the filesystem at " + (space ? space->mount_point : "?") + " with " +
            free_text(space) + " free";
-    if (step_bytes > 0) note += " (a checkpoint takes " + guard::HumanBytes(static_cast<double>(step_bytes)) + ")";
+    if (step_bytes > 0) note += " (a checkpoint takes " + HumanBytes(static_cast<double>(step_bytes)) + ")";
   }
   note += step ? "; kept: the checkpoint at step " + std::to_string(*step) + " in " + checkpoints
                : "; no checkpoint was saved yet";

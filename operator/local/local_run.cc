@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "core/checkpoint/checkpoint_layout.h"
+#include "core/checkpoint/durable_file.h"
 #include "core/hf/hf_export.h"
-#include "operator/local/atomic_file.h"
 #include "operator/local/full_disk.h"
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
@@ -138,8 +138,8 @@ std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& 
   chart.gpu_threshold = job.spec.memory_guard.gpu_threshold;
   try {
     series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
-    WriteFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
-    WriteFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
+    checkpoint::ReplaceFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+    checkpoint::ReplaceFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
   } catch (const std::exception& e) {
     return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
   }

@@ -5,8 +5,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/checkpoint/durable_file.h"
+#include "core/guard/step_record_memory.h"
 #include "core/guard/trace.h"
-#include "operator/local/atomic_file.h"
 
 namespace headroom::local {
 
@@ -37,11 +38,11 @@ void MemorySeries::WriteCsv(const std::string& trace_path, const std::string& by
   // Both files in replay's trace format (core/guard/trace.h), from what the guard reads
   // of each record: the by-rank file adds who measured it and two of its other fields.
   std::vector<guard::StepMemory> worst;
-  for (const protocol::StepRecord& r : WorstPerStep()) worst.push_back(r.ToStepMemory());
-  WriteFileAtomically(trace_path, guard::FormatTrace(worst));
+  for (const protocol::StepRecord& r : WorstPerStep()) worst.push_back(guard::StepMemoryOf(r));
+  checkpoint::ReplaceFileAtomically(trace_path, guard::FormatTrace(worst));
 
   std::vector<guard::StepMemory> all;
-  for (const protocol::StepRecord& r : records_) all.push_back(r.ToStepMemory());
+  for (const protocol::StepRecord& r : records_) all.push_back(guard::StepMemoryOf(r));
   std::istringstream rows(guard::FormatTrace(all));
   std::string row;
   std::getline(rows, row);
@@ -51,7 +52,7 @@ void MemorySeries::WriteCsv(const std::string& trace_path, const std::string& by
     std::getline(rows, row);
     by_rank << r.generation << ',' << r.rank << ',' << row << ',' << r.reward_mean << ',' << r.step_seconds << "\n";
   }
-  WriteFileAtomically(by_rank_path, by_rank.str());
+  checkpoint::ReplaceFileAtomically(by_rank_path, by_rank.str());
 }
 
 }  // namespace headroom::local

@@ -30,8 +30,8 @@ class MemorySeries {
   // The worst rank per (generation, step), in order of first arrival.
   std::vector<protocol::StepRecord> WorstPerStep() const;
 
-  // Writes both files, each atomically (atomic_file.h); throws std::runtime_error naming a
-  // file it cannot write, which keeps its previous contents.
+  // Writes both files, each atomically (core/checkpoint/durable_file.h); throws
+  // std::runtime_error naming a file it cannot write, which keeps its previous contents.
   void WriteCsv(const std::string& trace_path, const std::string& by_rank_path) const;
 
  private:

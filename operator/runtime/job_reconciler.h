@@ -33,16 +33,16 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 
-#include "core/spec/training_job.h"
-#include "operator/runtime/job_status.h"
-#include "core/guard/forecaster.h"
 #include "core/guard/guard_history.h"
 #include "core/guard/planner.h"
+#include "core/spec/training_job.h"
+#include "operator/runtime/crash_triage.h"
+#include "operator/runtime/job_status.h"
 #include "operator/runtime/worker_backend.h"
+#include "operator/runtime/worst_rank_memory.h"
 
 namespace headroom::runtime {
 
@@ -93,42 +93,23 @@ class JobReconciler {
   const guard::GuardHistory& guard_history() const { return history_; }
 
  private:
+  // The steps of Reconcile().
+  NextStep Finished() const;
+  NextStep FirstLaunch();
+  NextStep OnSomeRanksEnded(const Observation& observed, const RankObservation* crashed);
+  NextStep OnEveryRankRunning();
   NextStep Launch(const std::string& reason);
   NextStep Finish(JobPhase phase, const std::string& message);
+  // What the end of a generation leads to: job_reconciler_outcomes.cc.
   NextStep OnGenerationEnded(const Observation& observed);
+  // A crash: counted (crash_triage.h), then a restart from the checkpoint, or with the
+  // guard on an escalation when it repeats at the same step.
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
-  // Adds a generation's out-of-memory ends to the status (kernel kills, and of those the
-  // CUDA out-of-memory exits).
-  void CountOutOfMemoryEnds(const Observation& observed, int oom_kills);
-  // Adds the steps a crash lost since the checkpoint to the status and marks where the
-  // next generation's loss is settled from; returns the reason's "; resuming from ..." part.
-  std::string CountStepsLost(const Observation& observed);
-  // What happened to `crashed` during the step after `reached`, in the words of its exit
-  // (the kernel's kill, CUDA's report, or the worker's own error line).
-  std::string DescribeCrash(const RankObservation& crashed, int64_t reached) const;
-  // Counts a kernel OOM kill before this generation's first step (any other end resets the
-  // count); true once that happened kOomKillsBeforeAStepLimit generations in a row.
-  // An OOM kill before this generation's first step and before the worker said it had
-  // loaded its inputs: the inputs' memory, not a step's, so the guard does not act on it
-  // (loading takes what it takes whatever the guard changes).
-  bool KilledWhileLoading(const RankExit& e) const;
-  bool EndsForInputsOutOfMemory(const RankExit& e);
-  // The Failed message then: the cause (the inputs) first, `what` the last kill.
-  std::string OutOfMemoryReadingInputs(const std::string& what) const;
   NextStep OnGuardStop(const RankObservation& stopped);
   NextStep Relaunch(int64_t step, ActionType type, const std::string& reason,
                     bool counts_as_restart, bool reshard);
   void Ingest(const Observation& observed);
-  // The memory part of the status comes from the workers' own forecasts (each rank's
-  // guard forecasts its own memory every step and logs it): the worst rank of the newest
-  // step every rank has passed. A second forecaster here would fit the same numbers again,
-  // on a sparser series where the operator samples /metrics.
-  struct StepMemoryView {
-    int64_t host_bytes = 0, host_limit_bytes = 0, gpu_bytes = 0, gpu_limit_bytes = 0;
-    double host_growth_bytes_per_step = 0;
-    int host_forecast_steps = guard::kNever, host_threshold_steps = guard::kNever;
-  };
-  void MergeWorst(StepMemoryView& worst, const protocol::StepRecord& r) const;
+  // The memory part of the status: worst_rank_memory.h.
   void UpdateMemoryStatus();
   void Record(int64_t step, ActionType type, const std::string& reason);
   void SetCondition(const std::string& type, bool on, const std::string& reason,
@@ -154,16 +135,9 @@ class JobReconciler {
   std::optional<int> first_crashed_rank_;  // the rank whose crash ended this generation
   int unrequested_relaunches_ = 0;         // what memoryGuard.maxRestarts caps
   bool saw_step_this_generation_ = false;
-  // Generations in a row whose rank the kernel OOM-killed before it finished a step: memory
-  // spent reading inputs, which the guard's changes cannot shrink (kOomKillsBeforeAStepLimit).
-  int oom_kills_before_a_step_ = 0;
-  // A crash whose checkpoint step the backend could not see: steps lost are settled when
-  // the next generation reports its first step (resumed from = that step - 1).
-  std::optional<int64_t> unsettled_loss_from_step_;
   int64_t generation_resumed_from_ = 0;  // first step of this generation - 1
-  std::map<int, protocol::StepRecord> latest_by_rank_;
-  // Per-step memory, the worst over ranks, until every rank has passed the step.
-  std::map<int64_t, StepMemoryView> unfed_steps_;
+  CrashLedger crashes_;     // out-of-memory ends and steps lost
+  WorstRankMemory memory_;  // this generation's per-step memory, the worst over ranks
 };
 
 }  // namespace headroom::runtime

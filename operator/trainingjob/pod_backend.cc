@@ -7,9 +7,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/metrics/prometheus_text.h"
+#include "core/protocol/step_metrics.h"
 #include "core/protocol/termination_message.h"
 #include "operator/trainingjob/http_scrape.h"
-#include "operator/trainingjob/worker_metrics_text.h"
 #include "operator/kubeclient/resource_client.h"
 #include "operator/manifests/children.h"
 
@@ -376,9 +377,9 @@ void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::O
     const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
-    const std::vector<MetricSample> samples = ParsePrometheusText(*body);
-    std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(samples);
-    std::optional<protocol::ModelFetchRecord> fetch = WorkerModelFetchFromMetrics(samples);
+    const std::vector<metrics::MetricSample> samples = metrics::ParsePrometheusText(*body);
+    std::optional<protocol::StepRecord> r = protocol::StepRecordFromMetrics(samples);
+    std::optional<protocol::ModelFetchRecord> fetch = protocol::ModelFetchFromMetrics(samples);
     if (!r && !fetch) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (fetch && o.generation == generation_) {

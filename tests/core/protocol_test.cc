@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/guard/step_record_memory.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/model_fetch_record.h"
@@ -157,7 +158,7 @@ TEST(ModelFetchRecord, AStepLogWithAModelDownloadStillReadsAsItsSteps) {
 
 TEST(StepRecord, GuardReadsReservedGpuBytesAgainstTheDeviceTotal) {
   const StepRecord r = FilledRecord();
-  const guard::StepMemory m = r.ToStepMemory();
+  const guard::StepMemory m = guard::StepMemoryOf(r);
   EXPECT_EQ(m.step, 12);
   EXPECT_EQ(m.host_bytes, r.host_bytes);
   EXPECT_EQ(m.host_peak_bytes, r.host_peak_bytes);
@@ -177,7 +178,7 @@ TEST(StepRecord, TakesTheForecastItLogs) {
   f.gpu.steps_to_threshold = 9;
   f.gpu.growth_bytes_per_step = 20;
   StepRecord r;
-  r.SetForecast(f);
+  guard::SetForecastFields(f, r);
   EXPECT_EQ(r.host_forecast_steps, 4);
   EXPECT_EQ(r.host_threshold_steps, 2);
   EXPECT_EQ(r.host_growth_bytes_per_step, 10);

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/utf8.h"
 #include "core/spec/training_job.h"
-#include "core/spec/utf8.h"
 #include "tests/core/spec_test_util.h"
 
 namespace headroom::spec {
@@ -107,7 +107,7 @@ TEST(SpecParser, RejectsStringsThatAreNotUtf8) {
   EXPECT_EQ(r.errors[0].message, "not valid UTF-8");
   r = ParseTrainingJob(GoodJobWith("  workers: 2", "  work\xc3\x28" "ers: 2"));
   ASSERT_FALSE(r.ok());
-  for (const SpecError& e : r.errors) EXPECT_TRUE(IsValidUtf8(e.ToString())) << e.ToString();
+  for (const SpecError& e : r.errors) EXPECT_TRUE(utf8::IsValid(e.ToString())) << e.ToString();
   EXPECT_TRUE(ParseTrainingJob(GoodJobWith("  name: addition-tiny", "  name: addition-tiny\n  annotations: {note: \"caf\xc3\xa9 \xe2\x9c\x93\"}")).ok());
 
   nlohmann::json object = ToJsonValue(*ParseTrainingJob(kGoodJob).job);
@@ -123,14 +123,14 @@ TEST(SpecParser, RejectsStringsThatAreNotUtf8) {
 }
 
 TEST(Utf8, SequencesAndRejections) {
-  EXPECT_TRUE(IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(IsValidUtf8("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80"));  // é ✓ 😀
-  EXPECT_FALSE(IsValidUtf8("\xff"));
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
-  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // beyond U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\xe2\x9c"));          // truncated
-  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
+  EXPECT_TRUE(utf8::IsValid("plain ascii"));
+  EXPECT_TRUE(utf8::IsValid("\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80"));  // é ✓ 😀
+  EXPECT_FALSE(utf8::IsValid("\xff"));
+  EXPECT_FALSE(utf8::IsValid("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(utf8::IsValid("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(utf8::IsValid("\xf4\x90\x80\x80"));  // beyond U+10FFFF
+  EXPECT_FALSE(utf8::IsValid("\xe2\x9c"));          // truncated
+  EXPECT_EQ(utf8::SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
 }
 
 TEST(SpecParser, IntegralNumbersCountAsIntegersAsInJson) {

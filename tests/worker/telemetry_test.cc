@@ -20,6 +20,8 @@
 
 #include "core/memory/host_memory.h"
 #include "core/metrics/names.h"
+#include "core/metrics/prometheus_text.h"
+#include "core/protocol/step_metrics.h"
 #include "worker/telemetry/blas_info.h"
 #include "worker/telemetry/debug_leaks.h"
 #include "worker/telemetry/heap_trim.h"
@@ -106,6 +108,49 @@ TEST(WorkerMetrics, ServesDesignNamesWithJobAndRankAndHealthz) {
   EXPECT_NE(health.find("200 OK"), std::string::npos) << health;
   EXPECT_NE(health.find("headroom_worker_up"), std::string::npos);
   EXPECT_EQ(HttpGet(metrics.port(), "/nothing-here").find("200 OK"), std::string::npos);
+}
+
+// A record whose every field differs from its default and from every other field, so a
+// field the operator does not read back (or reads into another) shows.
+protocol::StepRecord DistinctRecord() {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(protocol::StepRecord().ToJson());
+  int i = 0;
+  for (auto& [key, value] : j.items()) {
+    ++i;
+    if (value.is_string()) {
+      value = "restart";
+    } else if (value.is_number_integer()) {
+      value = 1000 * i + 7;
+    } else {
+      value = i + 0.25;  // exact in binary and in prometheus-cpp's 16 digits
+    }
+  }
+  return *protocol::ParseStepLogLine(j.dump());
+}
+
+TEST(WorkerMetrics, EveryStepRecordFieldRoundTripsThroughTheOperatorsReader) {
+  const protocol::StepRecord sent = DistinctRecord();
+  ASSERT_NE(sent.ToJson(), protocol::StepRecord().ToJson());
+  WorkerMetrics metrics("round-trip", sent.rank, 0, "127.0.0.1");
+  metrics.Publish(sent);
+  const std::string page = HttpGet(metrics.port(), "/metrics");
+  const std::optional<protocol::StepRecord> back =
+      protocol::StepRecordFromMetrics(metrics::ParsePrometheusText(page.substr(page.find("\r\n\r\n") + 4)));
+  ASSERT_TRUE(back) << page;
+  EXPECT_EQ(back->ToJson(), sent.ToJson());
+
+  protocol::StepRecord changed = sent;
+  changed.step += 1;
+  changed.guard_action = "none";
+  changed.heldout_problems = 0;  // no evaluation this step: the latest one's numbers stay
+  changed.heldout_reward = -1;
+  metrics.Publish(changed);
+  const std::string next = HttpGet(metrics.port(), "/metrics");
+  const auto again = protocol::StepRecordFromMetrics(metrics::ParsePrometheusText(next.substr(next.find("\r\n\r\n") + 4)));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->guard_action, "none") << "the previous action's series is gone";
+  EXPECT_EQ(again->heldout_problems, sent.heldout_problems);
+  EXPECT_EQ(again->heldout_reward, sent.heldout_reward);
 }
 
 TEST(WorkerMetrics, ABusyPortIsAClearError) {

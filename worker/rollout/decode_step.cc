@@ -55,14 +55,10 @@ void DecodeStep::Begin(const torch::Tensor& prompts, const torch::Tensor& paddin
 }
 
 void DecodeStep::Sample(const torch::Tensor& logits) {
-  auto scores = logits.to(torch::kFloat32);
-  if (rule_.logit_bias.defined()) scores = scores + rule_.logit_bias;
-  auto next = rule_.temperature > 0 ? (scores / rule_.temperature + noise_.At(decode_index_)).argmax(-1)
-                                    : scores.argmax(-1);  // Gumbel-max = a softmax sample
-  next = torch::where(alive_, next, torch::full_like(next, rule_.pad_token));
+  const auto next = rule_.Pick(logits, alive_, [&] { return noise_.At(decode_index_); });
   sequences_.index_copy_(1, column_.view({1}), next.unsqueeze(1));
   mask_.index_copy_(1, decode_index_.view({1}), alive_.to(torch::kFloat32).unsqueeze(1));
-  for (int64_t stop : rule_.stop_tokens) alive_.logical_and_(next != stop);
+  rule_.Stop(alive_, next);
   token_.copy_(next.unsqueeze(1));
   decode_index_.add_(1);
   cache_position_.add_(1);

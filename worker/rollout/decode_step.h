@@ -29,12 +29,31 @@
 namespace headroom::worker {
 
 // What a step does besides the model: fixed for the step's lifetime (a captured graph
-// holds them as constants).
+// holds them as constants). The one sampling rule: both the dynamic decode loop
+// (rollout_engine.cc) and the static step below pick tokens and stop rows through it.
 struct DecodeRule {
   double temperature = 1.0;       // 0: greedy
   torch::Tensor logit_bias;       // [vocab] on the device, or undefined
   std::vector<int64_t> stop_tokens;
   int64_t pad_token = 0;
+
+  // The token each row takes from logits [B, vocab]: after the logit bias, Gumbel-max over
+  // logits / temperature + noise() (noise: [B, vocab] float32, asked for only when
+  // temperature > 0), or argmax at temperature 0; rows no longer `alive` ([B] bool) get
+  // the pad token. Tensor ops only.
+  template <typename Noise>
+  torch::Tensor Pick(const torch::Tensor& logits, const torch::Tensor& alive, Noise&& noise) const {
+    auto scores = logits.to(torch::kFloat32);
+    if (logit_bias.defined()) scores = scores + logit_bias;
+    auto next = temperature > 0 ? (scores / temperature + noise()).argmax(-1)  // Gumbel-max = a softmax sample
+                                : scores.argmax(-1);
+    return torch::where(alive, next, torch::full_like(next, pad_token));
+  }
+  // Rows whose token `next` is a stop token stop generating: `alive` is updated in place
+  // (the stop token itself is kept and masked in by the caller before this).
+  void Stop(torch::Tensor& alive, const torch::Tensor& next) const {
+    for (int64_t stop : stop_tokens) alive.logical_and_(next != stop);
+  }
 };
 
 class DecodeStep {

@@ -55,6 +55,7 @@ std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeDynamic(CausalLM& m
     // One decode step's noise at a time: a whole response's ([B, R, vocab]) would be tens of
     // GB for a real vocabulary.
     const GumbelNoise noise(sample_keys, r, model->vocab_size(), device_);
+    const DecodeRule rule{temperature, logit_bias_, stop_tokens_, pad_token_};
     auto seq = torch::full({b, p + r}, pad_token_, torch::TensorOptions().dtype(torch::kInt64).device(device_));
     seq.narrow(1, 0, p).copy_(prompts);
     auto alive = torch::ones({b}, torch::TensorOptions().dtype(torch::kBool).device(device_));
@@ -62,18 +63,11 @@ std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeDynamic(CausalLM& m
     cache_.Reset(b, padding);
     torch::Tensor input = prompts.to(device_);
     for (int64_t t = 0; t < r; ++t) {
-      auto logits = model->ForwardCached(input, cache_).to(torch::kFloat32);  // [B, vocab]
-      if (logit_bias_.defined()) logits = logits + logit_bias_;
-      torch::Tensor next;
-      if (temperature > 0) {
-        next = (logits / temperature + noise.At(t)).argmax(-1);  // Gumbel-max = a softmax sample
-      } else {
-        next = logits.argmax(-1);
-      }
-      next = torch::where(alive, next, torch::full_like(next, pad_token_));
+      const auto logits = model->ForwardCached(input, cache_);  // [B, vocab]
+      const auto next = rule.Pick(logits, alive, [&] { return noise.At(t); });
       seq.select(1, p + t).copy_(next);
       msk.select(1, t).copy_(alive);
-      for (int64_t stop : stop_tokens_) alive = alive.logical_and(next != stop);
+      rule.Stop(alive, next);
       // A check is a host sync: one per interval buys the early exit. The last token needs
       // none (the loop ends there on every rank).
       const bool check = (t + 1) % stop_check_interval_ == 0 && t + 1 < r;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "worker/model/model_transforms.h"
+
 namespace headroom::worker {
 namespace {
 
@@ -44,7 +46,8 @@ ModelShards::ModelShards(CausalLM model, Communicator& comm, ShardingOptions opt
 }
 
 ModelShards::~ModelShards() {
-  if (per_layer()) model_->set_block_executor(nullptr);
+  // The model's own block wrappers (model_transforms.h), if any, run its blocks again.
+  if (per_layer()) model_->set_block_executor(TransformedBlockExecutor(*model_));
 }
 
 int64_t ModelShards::numel() const {
@@ -136,7 +139,7 @@ torch::Tensor ModelShards::RunBlock(CausalLMImpl& model, int64_t layer, const to
     FlatParameterGroup& group = block_group(layer);
     group.Gather();
     NotePeak();
-    torch::Tensor y = model.Block(layer, x, mask, cache);
+    torch::Tensor y = RunTransformedBlock(model, layer, x, mask, cache);
     group.Release();
     return y;
   }
@@ -147,7 +150,7 @@ torch::Tensor ModelShards::ForwardNoGrad(int64_t layer, const torch::Tensor& x, 
   FlatParameterGroup& group = block_group(layer);
   group.Gather();
   NotePeak();
-  torch::Tensor y = model_->Block(layer, x, mask, nullptr);
+  torch::Tensor y = RunTransformedBlock(*model_, layer, x, mask, nullptr);
   group.Release();
   return y;
 }
@@ -162,7 +165,7 @@ torch::Tensor ModelShards::Backward(int64_t layer, const torch::Tensor& x, const
   {
     torch::AutoGradMode autograd(true);  // the engine runs backward functions without it
     torch::Tensor input = x.detach().requires_grad_(true);
-    torch::Tensor y = model_->Block(layer, input, mask, nullptr);
+    torch::Tensor y = RunTransformedBlock(*model_, layer, input, mask, nullptr);
     torch::autograd::backward({y}, {grad_y});
     dx = input.grad();
   }

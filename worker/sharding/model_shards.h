@@ -5,8 +5,8 @@
 // Groups. Stages 0-2: every parameter in one group (the fewest, largest collectives).
 // Stage 3: the outer parameters (embeddings, final norm, head) in one group and each
 // transformer block in its own, and this object becomes the model's BlockExecutor, so a
-// block's parameters are gathered just before the block runs and released right after,
-// in every forward: the rollout (once per generated token), the log-probs and the update.
+// block's parameters are gathered just before it runs (with its model_transforms.h wrappers)
+// and released right after, in every forward: the rollout (per token), log-probs, update.
 // Under autograd a block runs as a RecomputedBlock (recomputed_block.h): its backward
 // re-gathers the block, recomputes it, back-propagates, reduce_scatters the block's
 // gradient into the owned range (adding over micro-batches) and releases both again.
@@ -22,7 +22,7 @@
 //     (the same number of micro-batches of the same model on every rank).
 //   - Per mini-batch: Gather -> ZeroGrad -> forward/backward per micro-batch ->
 //     ReduceGradients -> Step. Stage 3 ends the step with nothing gathered.
-//   - `model` outlives this object; the destructor uninstalls the executor.
+//   - `model` outlives this object; the destructor puts back its own wrappers' executor.
 #pragma once
 
 #include <cstdint>

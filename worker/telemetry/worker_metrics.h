@@ -6,11 +6,18 @@
 // /healthz answers 200 with `headroom_worker_up 1` while the process serves requests.
 //
 // Port 0 binds any free port; port() tells which (and the worker logs it).
+//
+// The step series are core/protocol/step_metrics.h's table, the one mapping the operator
+// reads back with; besides them, docs/design.md's running token total and step-duration
+// histogram.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <prometheus/labels.h>
 
 #include "worker/telemetry/step_log.h"
 
@@ -23,6 +30,8 @@ class Registry;
 class Gauge;
 class Counter;
 class Histogram;
+template <typename T>
+class Family;
 }  // namespace prometheus
 
 namespace headroom::worker {
@@ -38,13 +47,17 @@ class WorkerMetrics {
   void Publish(const protocol::StepRecord& record);
 
  private:
+  struct Row;  // one gauge per row of core/protocol/step_metrics.h's table
+
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Registry> health_;
   std::unique_ptr<metrics::MetricsHttpServer> server_;
   int port_ = 0;
-  prometheus::Gauge *step_, *host_, *host_peak_, *host_limit_, *gpu_alloc_, *gpu_reserved_, *gpu_peak_,
-      *gpu_total_, *growth_host_, *growth_gpu_, *forecast_host_, *forecast_gpu_, *reward_, *loss_, *kl_,
-      *heldout_reward_;
+  prometheus::Labels labels_;
+  std::vector<Row> rows_;
+  prometheus::Family<prometheus::Gauge>* guard_action_family_ = nullptr;
+  prometheus::Gauge* guard_action_ = nullptr;
+  std::string guard_action_name_;
   prometheus::Counter* tokens_;
   prometheus::Histogram* step_seconds_;
 };

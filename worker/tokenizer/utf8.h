@@ -7,10 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/utf8.h"
+
 namespace headroom::worker::utf8 {
 
-// True when `s` is well-formed UTF-8 (no surrogates, no overlong forms, at most U+10FFFF).
-bool IsValid(std::string_view s);
+// Validity and lossy decoding have one owner (core/base/utf8.h).
+using ::headroom::utf8::IsValid;
+using ::headroom::utf8::Lossy;
 
 // The code point starting at byte `pos` of well-formed `s`; advances `pos` past it.
 char32_t Next(std::string_view s, std::size_t& pos);
@@ -18,10 +21,6 @@ char32_t Next(std::string_view s, std::size_t& pos);
 char32_t Previous(std::string_view s, std::size_t end);
 
 void Append(std::string& out, char32_t code_point);
-
-// `bytes` as text, each maximal invalid subsequence replaced by one U+FFFD, as Rust's
-// String::from_utf8_lossy does.
-std::string Lossy(std::string_view bytes);
 
 // Rust regex's Unicode `\s`: the White_Space property.
 bool IsWhitespace(char32_t c);

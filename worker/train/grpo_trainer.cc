@@ -12,6 +12,7 @@
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/model/model_source.h"
+#include "worker/model/model_transforms.h"
 #include "worker/sharding/inference_weights.h"
 #include "worker/sharding/sharded_state_checkpoint.h"
 #include "worker/tasks/counter_rng.h"
@@ -130,6 +131,10 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
     for (auto& p : reference_->parameters()) p.set_requires_grad(false);
     if (bf16_inference_weights) ConvertParametersToBf16(reference_);
   }
+  // The one place the policy's modules are wrapped or replaced (model_transforms.h): after
+  // the reference copy (which stays the untransformed initial policy), before sharding, so
+  // every later reader sees the result. The spec names none yet.
+  ApplyModelTransforms(*model_, ModelTransformsOf(spec_));
   ShardingOptions sharding;
   sharding.stage = spec_.sharding.stage;
   sharding.offload_params = spec_.sharding.offload_params;

@@ -13,6 +13,7 @@
 #include "core/guard/decision.h"
 #include "core/hf/hub_fetch.h"
 #include "core/guard/memory_guard.h"
+#include "core/guard/step_record_memory.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
@@ -265,7 +266,7 @@ StepReport RunOneStep(StepLoop& loop, int64_t step) {
   report.next_step_tokens = done < loop.spec.grpo.steps ? loop.trainer.TokensPerStep() : 0;
   report.dataset = loop.trainer.DatasetAfter(done);
   report.held_out = EvaluateHeldOutIfDue(loop, done);
-  report.guard = loop.guard.AfterStep(AssembleStepRecord(report).ToStepMemory(), report.next_step_tokens);
+  report.guard = loop.guard.AfterStep(guard::StepMemoryOf(AssembleStepRecord(report)), report.next_step_tokens);
   report.checkpoint = loop.checkpointer.AfterStep(done);
   return report;
 }

@@ -1,5 +1,7 @@
 #include "worker/train/step_report.h"
 
+#include "core/guard/step_record_memory.h"
+
 namespace headroom::worker {
 
 namespace {
@@ -52,7 +54,7 @@ protocol::StepRecord AssembleStepRecord(const StepReport& report) {
   }
   if (report.guard) {
     rec.guard_action = guard::DecisionActionName(report.guard->decision.action);
-    rec.SetForecast(report.guard->forecast);
+    guard::SetForecastFields(report.guard->forecast, rec);
   }
   if (report.checkpoint) {
     rec.checkpoint_bytes = static_cast<int64_t>(report.checkpoint->total_bytes);

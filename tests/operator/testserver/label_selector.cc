@@ -2,15 +2,10 @@
 
 #include <stdexcept>
 
+#include "core/base/trim.h"
+
 namespace headroom::testserver {
 namespace {
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 // Splits on commas that are not inside parentheses.
 std::vector<std::string> SplitTerms(const std::string& text) {

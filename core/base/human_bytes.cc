@@ -1,9 +1,9 @@
-#include "core/guard/human_bytes.h"
+#include "core/base/human_bytes.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace headroom::guard {
+namespace headroom {
 
 std::string HumanBytes(double bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -32,4 +32,4 @@ std::string Percent(double part, double total) {
   return buf;
 }
 
-}  // namespace headroom::guard
+}  // namespace headroom
