@@ -11,6 +11,7 @@
 
 #include "core/spec/crd_overlay.h"
 #include "core/spec/document_tree.h"
+#include "core/spec/model_presets.h"
 #include "core/spec/training_job_fields.h"
 
 namespace headroom::spec {
@@ -41,7 +42,7 @@ ordered_json ToJson(const DocumentNode& n) {
 }
 
 // The overlay is part of the program: a YAML mistake in it is a bug, not input.
-ordered_json LoadOverlay(const char* yaml, const std::string& what) {
+ordered_json LoadOverlay(const std::string& yaml, const std::string& what) {
   DocumentLoad load = LoadYamlDocument(yaml);
   if (!load.usable || !load.errors.empty()) {
     throw std::logic_error("crd_overlay.cc: " + what + ": " +
@@ -84,6 +85,25 @@ ordered_json DefaultOf(const FieldDef& f, void* member) {
   return nullptr;
 }
 
+// The overlay's $(presetHidden) and $(presetHeads): each preset's dim as a CEL chain,
+// "self.preset == 'tiny' ? 64 : self.preset == 'small' ? 512 : ...", so the CRD resolves
+// dims as ApplyDefaults does without a second copy of the presets.
+std::string WithPresets(std::string yaml) {
+  const std::pair<std::string, int ModelPreset::*> dims[] = {{"$(presetHidden)", &ModelPreset::hidden},
+                                                             {"$(presetHeads)", &ModelPreset::heads}};
+  for (const auto& [token, dim] : dims) {
+    std::string chain;
+    for (const std::string& name : ModelPresetNames()) {
+      const ModelPreset preset = *FindModelPreset(name);
+      chain += (chain.empty() ? "" : " : ") + ("self.preset == '" + name + "' ? ") + std::to_string(preset.*dim);
+    }
+    for (size_t at = yaml.find(token); at != std::string::npos; at = yaml.find(token, at + chain.size())) {
+      yaml.replace(at, token.size(), chain);
+    }
+  }
+  return yaml;
+}
+
 ordered_json Properties(const std::vector<FieldDef>& fields, void* defaults, const std::string& parent);
 
 // One row's schema; `defaults` is the default-constructed struct the row points into.
@@ -122,7 +142,7 @@ ordered_json FieldSchema(const FieldDef& f, void* defaults, const std::string& p
   void* member = f.member(defaults);
   if (f.crd_default) s["default"] = DefaultOf(f, member);
   s["description"] = f.doc;
-  if (const char* rules = CelRulesYaml(path)) s["x-kubernetes-validations"] = LoadOverlay(rules, path);
+  if (const char* rules = CelRulesYaml(path)) s["x-kubernetes-validations"] = LoadOverlay(WithPresets(rules), path);
   if (f.kind == FieldKind::kActions) {
     s["items"] = {{"type", "string"}, {"enum", Names(f)}, {"description", f.items_doc}};
   }

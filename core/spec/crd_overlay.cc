@@ -314,12 +314,13 @@ const char* CelRulesYaml(const std::string& path) {
 )yaml"},
       {"spec.model", R"yaml(
 # hidden and heads as ApplyDefaults resolves them: explicit, else the preset's
-# (model_presets.h: tiny 64/4, small 512/8, base 768/12).
+# ($(presetHidden) and $(presetHeads): the generator writes core/spec/model_presets.cc's
+# dims there, `self.preset == 'tiny' ? 64 : ...`).
 - rule: >-
     (has(self.hidden) && self.hidden > 0 ? self.hidden :
-     self.preset == 'tiny' ? 64 : self.preset == 'small' ? 512 : self.preset == 'base' ? 768 : 0)
+     $(presetHidden) : 0)
     % (has(self.heads) && self.heads > 0 ? self.heads :
-     self.preset == 'tiny' ? 4 : self.preset == 'small' ? 8 : self.preset == 'base' ? 12 : 1) == 0
+     $(presetHeads) : 1) == 0
   message: "must divide hidden"
   fieldPath: .heads
   reason: FieldValueInvalid

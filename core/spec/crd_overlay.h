@@ -13,7 +13,8 @@ const char* CrdHeaderComment();
 // The whole CustomResourceDefinition with spec's `properties: {}` left for the table.
 const char* CrdSkeletonYaml();
 // The x-kubernetes-validations list of the object at `path` ("spec", "spec.model"), or
-// nullptr when it has none.
+// nullptr when it has none. $(presetHidden) and $(presetHeads) stand for the presets'
+// dims as a CEL conditional chain, which the generator writes from model_presets.cc.
 const char* CelRulesYaml(const std::string& path);
 // The `properties` of spec.template (a PodTemplateSpec's metadata and spec).
 const char* PodTemplateSchemaYaml();

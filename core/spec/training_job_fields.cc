@@ -162,8 +162,9 @@ std::vector<FieldDef> ModelFields() {
   // Dims: 0 takes the preset's (ApplyDefaults); the validator's rule checks them after that.
   auto dim = [](Row row) { return row.Min(0).RangeInCrdOnly().NoDefault(); };
   return {
-      F<&ModelSpec::preset>("preset", "Model size preset: tiny, small or base; \"\" to give every dimension explicitly. "
-                                      "Explicit dimensions override the preset.")
+      F<&ModelSpec::preset>("preset",
+                            "Model size preset: tiny, small or base; \"\" to give every dimension explicitly. "
+                            "Explicit dimensions override the preset.")
           .OneOf(PresetNamesOrExplicit),
       dim(F<&ModelSpec::layers>("layers", "Transformer blocks; 0 takes the preset's.")),
       dim(F<&ModelSpec::hidden>("hidden", "Hidden (model) width; a multiple of heads; 0 takes the preset's.")),
@@ -324,7 +325,9 @@ std::vector<FieldDef> BuildSpecFields() {
       F<&TrainingJobSpec::max_workers>("maxWorkers",
                                        "Most workers the memory guard may reshard up to when memory runs short.")
           .Min(1),
-      F<&TrainingJobSpec::image>("image", "Container image of the headroom worker.").Length(1, std::nullopt).Pattern(R"(^\S+$)"),
+      F<&TrainingJobSpec::image>("image", "Container image of the headroom worker.")
+          .Length(1, std::nullopt)
+          .Pattern(R"(^\S+$)"),
       Object<&TrainingJobSpec::resources>(
           "resources", "Resources of each worker pod. The memory limit is the one the guard protects.",
           ResourcesFields()),

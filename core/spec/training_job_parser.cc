@@ -446,10 +446,13 @@ void DecodeFields(MapReader& r, const std::vector<FieldDef>& fields, void* objec
       case FieldKind::kString: r.String(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kQuantity: r.QuantityText(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kByteCount: r.ByteCount(f.name, *static_cast<int64_t*>(member)); break;
-      case FieldKind::kActions: r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions); break;
+      case FieldKind::kActions:
+        r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions);
+        break;
       case FieldKind::kPodTemplate: r.Map(f.name, *static_cast<PodTemplate*>(member), DecodePodTemplate); break;
       case FieldKind::kObject:
-        r.Map(f.name, member, [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });
+        r.Map(f.name, member,
+              [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });
         break;
     }
   }

@@ -414,9 +414,11 @@ void CheckDoubleRange(Checker& c, const std::string& path, const FieldDef& f, do
   } else if (!std::isfinite(v) && (f.minimum || f.maximum)) {
     c.Fail(path, "must be a finite number, got " + Num(v));
   } else if (!above) {
-    c.Fail(path, std::string("must be ") + (f.exclusive_minimum ? "> " : ">= ") + Num(*f.minimum) + ", got " + Num(v));
+    c.Fail(path, std::string("must be ") + (f.exclusive_minimum ? "> " : ">= ") + Num(*f.minimum) + ", got " +
+                     Num(v));
   } else if (!below) {
-    c.Fail(path, std::string("must be ") + (f.exclusive_maximum ? "< " : "<= ") + Num(*f.maximum) + ", got " + Num(v));
+    c.Fail(path, std::string("must be ") + (f.exclusive_maximum ? "< " : "<= ") + Num(*f.maximum) + ", got " +
+                     Num(v));
   }
 }
 
