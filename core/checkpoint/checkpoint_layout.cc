@@ -43,23 +43,69 @@ std::vector<int64_t> CompleteSteps(const std::filesystem::path& root) {
   return steps;
 }
 
+namespace {
+
+// What `latest` says: the step name, "" when there is no `latest`; `malformed` when it
+// holds something else.
+std::string ReadLatestName(const std::filesystem::path& latest, bool& malformed) {
+  malformed = false;
+  std::error_code ec;
+  if (!std::filesystem::exists(latest, ec)) return "";
+  std::string name;
+  try {
+    name = ReadWholeFile(latest);
+  } catch (const CheckpointError&) {
+    malformed = true;
+    return "";
+  }
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  malformed = !ParseStepDirName(name);
+  return name;
+}
+
+}  // namespace
+
+std::optional<LatestStep> FindLatestStep(const std::filesystem::path& root) {
+  const auto latest = root / kLatestFileName;
+  bool malformed = false;
+  const std::string name = ReadLatestName(latest, malformed);
+  if (!malformed && !name.empty() && std::filesystem::exists(root / name / kManifestFileName)) {
+    return LatestStep{root / name, *ParseStepDirName(name), ""};
+  }
+  const std::vector<int64_t> steps = CompleteSteps(root);
+  if (steps.empty()) return std::nullopt;
+  LatestStep found{root / StepDirName(steps.back()), steps.back(), ""};
+  if (malformed) {
+    found.fallback = latest.string() + " is not a step directory name like step-000120";
+  } else if (name.empty()) {
+    found.fallback = latest.string() + " is missing";
+  } else {
+    found.fallback = latest.string() + " names " + name + ", which has no " + kManifestFileName;
+  }
+  found.fallback += "; the newest complete step is " + StepDirName(found.step);
+  return found;
+}
+
+std::optional<int64_t> LatestCheckpointStep(const std::filesystem::path& root) {
+  const std::optional<LatestStep> found = FindLatestStep(root);
+  return found ? std::optional<int64_t>(found->step) : std::nullopt;
+}
+
 std::optional<std::filesystem::path> LatestCheckpoint(const std::filesystem::path& root) {
   const auto latest = root / kLatestFileName;
-  if (!std::filesystem::exists(latest)) return std::nullopt;
-  std::string name = ReadWholeFile(latest);
-  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-  if (!ParseStepDirName(name)) {
+  bool malformed = false;
+  const std::string name = ReadLatestName(latest, malformed);
+  if (malformed) {
     throw CheckpointError(latest.string() + ": expected a step directory name like step-000120, found '" + name + "'");
   }
-  if (std::filesystem::exists(root / name / kManifestFileName)) return root / name;
-  auto steps = CompleteSteps(root);
-  if (steps.empty()) {
+  const std::optional<LatestStep> found = FindLatestStep(root);
+  if (!found) {
+    if (name.empty()) return std::nullopt;
     throw CheckpointError(latest.string() + " names " + name + ", which has no " + kManifestFileName +
                           ", and no other complete step exists in " + root.string());
   }
-  std::cerr << "warning: checkpoint: " << latest.string() << " names " << name << ", which has no "
-            << kManifestFileName << "; using " << StepDirName(steps.back()) << " instead\n";
-  return root / StepDirName(steps.back());
+  if (!found->fallback.empty()) std::cerr << "warning: checkpoint: " << found->fallback << "; using it\n";
+  return found->dir;
 }
 
 std::filesystem::path StepDirOf(const std::filesystem::path& checkpoint) {

@@ -43,10 +43,27 @@ std::optional<int64_t> ParseStepDirName(const std::string& name);
 // Steps under `root` whose manifest exists, ascending.
 std::vector<int64_t> CompleteSteps(const std::filesystem::path& root);
 
-// The step directory `latest` names, or nullopt when `root` has no checkpoint.
-// Throws CheckpointError when `latest` is malformed. If it names a step that is not
-// complete (only possible if someone edited the directory), the newest complete step
-// is used instead, with a warning.
+// The step to resume from as the directory says it: the one reader of `latest` (the
+// worker, `headroom run`'s backend and its notices, the export all ask here).
+struct LatestStep {
+  std::filesystem::path dir;  // root/step-N
+  int64_t step = 0;
+  // "" when `latest` names this complete step; else why the newest complete step was taken
+  // instead: `latest` is missing (deleted by hand, or lost with its directory entry), is
+  // malformed, or names a step that is not complete. A missing `latest` never means "no
+  // checkpoint" while a complete step exists: starting over would overwrite training.
+  std::string fallback;
+};
+
+// nullopt only when `root` holds no complete step (and `latest` names none). Never throws
+// for what `latest` holds; reads only names and manifests' presence, never contents.
+std::optional<LatestStep> FindLatestStep(const std::filesystem::path& root);
+// FindLatestStep's step, for a supervisor's count of steps lost.
+std::optional<int64_t> LatestCheckpointStep(const std::filesystem::path& root);
+
+// FindLatestStep's directory, a fallback warned about on stderr. Throws CheckpointError
+// when `latest` is malformed, or when it names a step that is not complete and no other
+// complete step exists.
 std::optional<std::filesystem::path> LatestCheckpoint(const std::filesystem::path& root);
 
 // `checkpoint` itself when it holds a manifest (one step), else the step its `latest`

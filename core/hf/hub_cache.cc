@@ -1,12 +1,14 @@
 #include "core/hf/hub_cache.h"
 
+#include "core/files/untrusted_path.h"
 #include "core/hf/hf_config.h"
+#include "core/hf/weight_index.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <vector>
 
 namespace headroom::hf {
 namespace fs = std::filesystem;
@@ -22,21 +24,34 @@ bool IsFile(const fs::path& p) {
   return fs::is_regular_file(p, ec);  // follows the snapshot's symlink into blobs/
 }
 
+// "" when snapshot/name stays inside the repository's folder (snapshots/ links lead into
+// blobs/, never out), else what is wrong, as a "missing" phrase.
+std::string LeadsOut(const fs::path& snapshot, const std::string& name) {
+  try {
+    files::PathBelow(snapshot.parent_path().parent_path(), (fs::path("snapshots") / snapshot.filename() / name).string());
+  } catch (const files::UntrustedPathError& e) {
+    return (snapshot / name).string() + " inside the cache (" + e.what() + ")";
+  }
+  return "";
+}
+
 // What the weights need that the snapshot lacks; "" when complete.
 std::string MissingWeights(const fs::path& snapshot) {
-  if (IsFile(snapshot / "model.safetensors")) return "";
+  if (IsFile(snapshot / "model.safetensors")) return LeadsOut(snapshot, "model.safetensors");
   const fs::path index = snapshot / "model.safetensors.index.json";
   if (!IsFile(index)) return (snapshot / "model.safetensors").string() + " (or its .index.json)";
+  if (std::string out = LeadsOut(snapshot, kWeightsIndexFileName); !out.empty()) return out;
   std::ifstream in(index, std::ios::binary);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-    return index.string() + " as a valid index (no weight_map object)";
-  }
-  std::set<std::string> shards;
-  for (const auto& [name, shard] : j["weight_map"].items()) {
-    if (shard.is_string()) shards.insert(shard.get<std::string>());
+  std::vector<std::string> shards;
+  try {
+    shards = WeightMapShards(j);
+  } catch (const WeightIndexError& e) {
+    // Never joined to the snapshot: a name from outside is checked first.
+    return index.string() + " as a valid index (" + e.what() + ")";
   }
   for (const std::string& shard : shards) {
+    if (std::string out = LeadsOut(snapshot, shard); !out.empty()) return out;
     if (!IsFile(snapshot / shard)) return (snapshot / shard).string();
   }
   return "";
@@ -76,6 +91,9 @@ CachedSnapshot FindCachedHubSnapshot(const std::string& cache_dir, const std::st
   const fs::path repo_dir = fs::absolute(fs::path(cache_dir) / HubRepoFolderName(repo));
   std::string commit = revision;
   if (!IsHubCommitId(revision)) {
+    if (std::string why = files::WhyNotRelativeBelow(revision); !why.empty()) {
+      return {"", (repo_dir / "refs").string() + " entry for the revision " + files::Quoted(revision) + ", which " + why};
+    }
     const fs::path ref = repo_dir / "refs" / revision;
     std::ifstream in(ref, std::ios::binary);
     if (!in || !std::getline(in, commit) || !IsHubCommitId(commit)) {
@@ -84,6 +102,7 @@ CachedSnapshot FindCachedHubSnapshot(const std::string& cache_dir, const std::st
   }
   const fs::path snapshot = repo_dir / "snapshots" / commit;
   if (!IsFile(snapshot / "config.json")) return {"", (snapshot / "config.json").string()};
+  if (std::string out = LeadsOut(snapshot, "config.json"); !out.empty()) return {"", out};
   if (std::string missing = MissingWeights(snapshot); !missing.empty()) return {"", missing};
   return {snapshot.string(), ""};
 }

@@ -11,13 +11,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "core/base/non_copyable.h"
+#include "core/files/input_file.h"
+#include "core/files/untrusted_path.h"
 #include "core/hf/hub_cache.h"
 #include "core/hf/hub_digest.h"
 #include "core/hf/hub_http.h"
 #include "core/hf/hub_reference.h"
+#include "core/hf/weight_index.h"
 
 namespace headroom::hf {
 namespace fs = std::filesystem;
@@ -29,7 +33,7 @@ namespace {
 const char* const kOptionalFiles[] = {"generation_config.json", "tokenizer.json", "tokenizer_config.json",
                                       "special_tokens_map.json"};
 const char* const kSingleWeights = "model.safetensors";
-const char* const kWeightsIndex = "model.safetensors.index.json";
+const char* const kWeightsIndex = kWeightsIndexFileName;
 
 // Holds an exclusive flock on a file under the cache's .locks/ for its lifetime.
 class CacheLock : NonCopyable {
@@ -65,14 +69,19 @@ struct FileMeta {
 class Fetch {
  public:
   explicit Fetch(const HubFetchOptions& o)
-      : o_(o), http_(o.endpoint, o.token), repo_dir_(fs::path(o.cache_dir) / HubRepoFolderName(o.repo)) {}
+      : o_(o), http_(o.endpoint, o.token, o.timeout), repo_dir_(fs::path(o.cache_dir) / HubRepoFolderName(o.repo)) {}
 
   std::string Run();
 
  private:
   std::string Prefix() const { return o_.repo + "@" + o_.revision + ": "; }
   http::http_response Send(const http::method& m, const std::string& url, const std::string& what, int64_t from = 0);
+  // GET of a download URL, following its redirects.
+  http::http_response Get(const FileMeta& meta, int64_t from);
   void CheckStatus(const http::http_response& r, const std::string& what) const;
+  std::string Unreachable(const std::exception& e, const std::string& host) const;
+  [[noreturn]] void RedirectLoop(const std::string& what, const std::string& url, const std::string& location) const;
+  fs::path Below(const std::string& name, const std::string& file) const;
   std::set<std::string> ListRevision();
   FileMeta Head(const std::string& file);
   void Download(const FileMeta& meta, const fs::path& incomplete);
@@ -106,19 +115,58 @@ int64_t ParseSize(const std::string& text) {
   return text.empty() || *end != '\0' || value < 0 ? -1 : value;
 }
 
+// A hub that cannot answer now (its 5xx, a rate limit's 429): worth asking again.
+bool Unavailable(int code) { return code >= 500 || code == 429; }
+
+std::string Fetch::Unreachable(const std::exception& e, const std::string& host) const {
+  if (HubHttp::TimedOut(e)) return "no answer from " + host + " within " + std::to_string(o_.timeout.count()) + " s";
+  return "cannot reach " + host + ": " + e.what();
+}
+
+// One request, tried again with a doubling wait while the hub is unavailable (no
+// connection, a reset, a stall, a 5xx or 429); any other answer is returned at once.
 http::http_response Fetch::Send(const http::method& m, const std::string& url, const std::string& what, int64_t from) {
-  try {
-    return http_.Send(m, url, from);
-  } catch (const std::exception& e) {
-    throw HubFetchError(Prefix() + what + ": cannot reach " + web::uri(url).host() + ": " + e.what());
+  std::chrono::milliseconds delay = o_.retry_delay;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      http::http_response r = http_.Send(m, url, from);
+      if (!Unavailable(r.status_code()) || attempt >= o_.request_attempts) return r;
+    } catch (const std::exception& e) {
+      if (attempt >= o_.request_attempts) {
+        throw HubUnavailableError(Prefix() + what + ": " + Unreachable(e, web::uri(url).host()) + " (" +
+                                  std::to_string(attempt) + " tries)");
+      }
+    }
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
   }
 }
 
+void Fetch::RedirectLoop(const std::string& what, const std::string& url, const std::string& location) const {
+  throw HubUnavailableError(Prefix() + what + ": redirect loop: more than " + std::to_string(o_.max_redirects) +
+                            " redirects, the last from " + web::uri(url).host() + " to " + location);
+}
+
+// `name` below the repository's cache folder, checked (core/files/untrusted_path.h).
+fs::path Fetch::Below(const std::string& name, const std::string& file) const {
+  try {
+    return files::PathBelow(repo_dir_, name);
+  } catch (const files::UntrustedPathError& e) {
+    throw HubFetchError(Prefix() + file + ": the cache path " + e.what());
+  }
+}
+
+// Redirects are answered by the caller (Head, Get); here only 2xx is a success.
 void Fetch::CheckStatus(const http::http_response& r, const std::string& what) const {
   const int code = r.status_code();
-  if (code >= 200 && code < 400) return;
+  if (code >= 200 && code < 300) return;
   const std::string head = Prefix() + what + ": " + std::to_string(code) + " " + r.reason_phrase() + " from " +
                            web::uri(o_.endpoint).host();
+  if (Unavailable(code)) {
+    throw HubUnavailableError(head + " (" + std::to_string(o_.request_attempts) +
+                              " tries; the hub is unavailable, not the request wrong: try again later)");
+  }
+  if (code >= 300 && code < 400) throw HubFetchError(head + " (a redirect without a usable Location)");
   if (code == 401 || code == 403) {
     throw HubFetchError(head + (o_.token.empty() ? " (HF_TOKEN is not set: a private or gated repository needs one)"
                                                   : " (the HF_TOKEN given was refused)"));
@@ -161,21 +209,29 @@ FileMeta Fetch::Head(const std::string& file) {
   for (int hop = 0;; ++hop) {
     r = Send(http::methods::HEAD, url, file);
     const std::string location = HeaderValue(r, "Location");
-    if (r.status_code() < 300 || r.status_code() >= 400 || location.empty() || hop == 5) break;
+    if (r.status_code() < 300 || r.status_code() >= 400 || location.empty()) break;
     if (location.rfind('/', 0) != 0) {
       meta.download_url = location;
       break;
     }
+    if (hop == o_.max_redirects) RedirectLoop(file, url, location);
     url = HubHttp::Absolute(url, location);
   }
-  CheckStatus(r, file);
-  if (meta.download_url.empty()) meta.download_url = url;
+  if (meta.download_url.empty()) {
+    CheckStatus(r, file);
+    meta.download_url = url;
+  }
   const std::string linked = HeaderValue(r, "X-Linked-Etag");
   meta.lfs = !linked.empty();
   meta.etag = NormalizeEtag(meta.lfs ? linked : HeaderValue(r, "ETag"));
   meta.size = ParseSize(HeaderValue(r, meta.lfs ? "X-Linked-Size" : "Content-Length"));
-  if (meta.etag.empty() || meta.etag.find('/') != std::string::npos || meta.size < 0) {
+  if (meta.etag.empty() || meta.size < 0) {
     throw HubFetchError(Prefix() + file + ": the hub's answer has no usable ETag or size");
+  }
+  // The ETag names the file's blob in the cache: a name from outside, checked as one.
+  if (std::string why = files::WhyNotFileName(meta.etag); !why.empty()) {
+    throw HubFetchError(Prefix() + file + ": the hub's ETag " + files::Quoted(meta.etag) + " " + why +
+                        " (it must be a file name in the cache's blobs/)");
   }
   return meta;
 }
@@ -193,6 +249,20 @@ void Fetch::WriteFailed(int error, const FileMeta& meta, const fs::path& incompl
   }
   throw HubFetchError(Prefix() + meta.name + ": cannot write to the cache " + o_.cache_dir + " (" +
                       std::strerror(error) + "); " + where);
+}
+
+http::http_response Fetch::Get(const FileMeta& meta, int64_t from) {
+  std::string url = meta.download_url;
+  for (int hop = 0;; ++hop) {
+    http::http_response r = Send(http::methods::GET, url, meta.name, from);
+    const std::string location = HeaderValue(r, "Location");
+    if (r.status_code() < 300 || r.status_code() >= 400 || location.empty()) {
+      CheckStatus(r, meta.name);
+      return r;
+    }
+    if (hop == o_.max_redirects) RedirectLoop(meta.name, url, location);
+    url = HubHttp::Absolute(url, location);
+  }
 }
 
 void Fetch::AppendBody(http::http_response& r, const FileMeta& meta, const fs::path& incomplete, bool restart) {
@@ -220,19 +290,24 @@ void Fetch::Download(const FileMeta& meta, const fs::path& incomplete) {
     done_ = done_before + have;
     if (have == meta.size && meta.size > 0) return;
     try {
-      http::http_response r = Send(http::methods::GET, meta.download_url, meta.name, have);
-      CheckStatus(r, meta.name);
+      http::http_response r = Get(meta, have);
       AppendBody(r, meta, incomplete, /*restart=*/have == 0 || r.status_code() != http::status_codes::PartialContent);
     } catch (const HubFetchError&) {
       throw;
     } catch (const std::exception& e) {
-      if (attempt >= o_.attempts) throw HubFetchError(Prefix() + meta.name + ": download interrupted: " + e.what());
+      if (attempt >= o_.attempts) {
+        const std::string host = web::uri(meta.download_url).host();
+        throw HubUnavailableError(Prefix() + meta.name + ": download interrupted: " +
+                                  (HubHttp::TimedOut(e) ? "no data from " + host + " for " +
+                                                              std::to_string(o_.timeout.count()) + " s"
+                                                        : std::string(e.what())));
+      }
       continue;
     }
     const int64_t now = fs::exists(incomplete, ec) ? static_cast<int64_t>(fs::file_size(incomplete, ec)) : 0;
     if (now == meta.size) return;
     if (attempt >= o_.attempts) {
-      throw HubFetchError(Prefix() + meta.name + ": download interrupted at " + std::to_string(now) + " of " +
+      throw HubUnavailableError(Prefix() + meta.name + ": download interrupted at " + std::to_string(now) + " of " +
                           std::to_string(meta.size) + " bytes (kept in " + incomplete.string() + " to resume)");
     }
   }
@@ -258,7 +333,7 @@ void Fetch::Verify(const FileMeta& meta, const fs::path& incomplete) const {
 
 // blobs/<etag> (downloaded and checked unless already there), then the snapshot's link.
 void Fetch::Place(const FileMeta& meta) {
-  const fs::path blob = repo_dir_ / "blobs" / meta.etag;
+  const fs::path blob = Below("blobs/" + meta.etag, meta.name);
   std::error_code ec;
   fs::create_directories(blob.parent_path(), ec);
   if (fs::exists(blob, ec)) {
@@ -272,7 +347,7 @@ void Fetch::Place(const FileMeta& meta) {
     fs::rename(incomplete, blob, ec);
     if (ec) throw HubFetchError(Prefix() + "cannot rename " + incomplete.string() + ": " + ec.message());
   }
-  const fs::path link = repo_dir_ / "snapshots" / commit_ / meta.name;
+  const fs::path link = Below("snapshots/" + commit_ + "/" + meta.name, meta.name);
   fs::create_directories(link.parent_path(), ec);
   fs::remove(link, ec);
   fs::create_symlink(fs::relative(blob, link.parent_path()), link, ec);
@@ -281,16 +356,17 @@ void Fetch::Place(const FileMeta& meta) {
 
 std::vector<std::string> Fetch::Shards() {
   const fs::path index = repo_dir_ / "snapshots" / commit_ / kWeightsIndex;
-  std::ifstream in(index, std::ios::binary);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
-    throw HubFetchError(Prefix() + kWeightsIndex + " has no weight_map object");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(files::ReadWholeFile(index.string(), files::kMaxJsonFileBytes, "a JSON file"));
+  } catch (const std::exception& e) {
+    throw HubFetchError(Prefix() + kWeightsIndex + ": " + e.what());
   }
-  std::set<std::string> shards;
-  for (const auto& [name, shard] : j["weight_map"].items()) {
-    if (shard.is_string()) shards.insert(shard.get<std::string>());
+  try {
+    return WeightMapShards(j);  // every name checked before it becomes a path
+  } catch (const WeightIndexError& e) {
+    throw HubFetchError(Prefix() + kWeightsIndex + ": " + e.what());
   }
-  return {shards.begin(), shards.end()};
 }
 
 std::string Fetch::Run() {
@@ -342,6 +418,11 @@ void Fetch::WriteRef() const {
 }  // namespace
 
 std::string FetchHubSnapshot(const HubFetchOptions& options) {
+  // refs/<revision> is written below the repository's folder: the name is checked first.
+  if (std::string why = files::WhyNotRelativeBelow(options.revision); !why.empty()) {
+    throw HubFetchError(options.repo + "@" + options.revision + ": the revision " + files::Quoted(options.revision) +
+                        " " + why + " (it names a file under the cache's refs/)");
+  }
   CachedSnapshot cached = FindCachedHubSnapshot(options.cache_dir, options.repo, options.revision);
   if (!cached.dir.empty()) return cached.dir;
   // One fetch per repository and cache; whoever waited finds the snapshot complete.

@@ -1,5 +1,6 @@
 #include "core/hf/hub_http.h"
 
+#include <cerrno>
 #include <chrono>
 
 namespace headroom::hf {
@@ -13,7 +14,14 @@ std::string Origin(const web::uri& u) {
 
 }  // namespace
 
-HubHttp::HubHttp(std::string endpoint, std::string token) : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
+HubHttp::HubHttp(std::string endpoint, std::string token, std::chrono::seconds timeout)
+    : endpoint_(std::move(endpoint)), token_(std::move(token)), timeout_(timeout) {}
+
+bool HubHttp::TimedOut(const std::exception& e) {
+  // cpprest reports its own timer's expiry as ETIMEDOUT, whatever the socket said.
+  const auto* h = dynamic_cast<const http::http_exception*>(&e);
+  return h != nullptr && h->error_code().value() == ETIMEDOUT;
+}
 
 bool HubHttp::SameOrigin(const std::string& url) const {
   return Origin(web::uri(url)) == Origin(web::uri(endpoint_));
@@ -33,7 +41,7 @@ http::http_response HubHttp::Send(const http::method& method, const std::string&
   origin.set_scheme(target.scheme()).set_host(target.host()).set_port(target.port());
   http::client::http_client_config config;
   config.set_max_redirects(0);
-  config.set_timeout(std::chrono::seconds(60));
+  config.set_timeout(timeout_);
   http::client::http_client client(origin.to_uri(), config);
   http::http_request request(method);
   request.set_request_uri(target.resource());

@@ -6,14 +6,18 @@
 
 #include <cpprest/http_client.h>
 
+#include <chrono>
+#include <exception>
 #include <string>
 
 namespace headroom::hf {
 
 class HubHttp {
  public:
-  // `endpoint` as ResolveHubEndpoint returns it; `token` "" for anonymous requests.
-  HubHttp(std::string endpoint, std::string token);
+  // `endpoint` as ResolveHubEndpoint returns it; `token` "" for anonymous requests;
+  // `timeout`: how long a request may wait for the server (its answer, or the next bytes
+  // of a body) before it fails with std::errc::timed_out (see TimedOut()).
+  HubHttp(std::string endpoint, std::string token, std::chrono::seconds timeout = std::chrono::seconds(60));
 
   const std::string& endpoint() const { return endpoint_; }
 
@@ -29,9 +33,13 @@ class HubHttp {
   // `location` made absolute against `base` (a Location header may be a path).
   static std::string Absolute(const std::string& base, const std::string& location);
 
+  // True when `e` is a request or body read that waited longer than the timeout.
+  static bool TimedOut(const std::exception& e);
+
  private:
   std::string endpoint_;
   std::string token_;
+  std::chrono::seconds timeout_;
 };
 
 // The value of a response header, "" when absent.

@@ -1,5 +1,7 @@
 #include "core/hf/safetensors.h"
 
+#include "core/hf/weight_index.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -205,10 +207,11 @@ SafetensorsModel::SafetensorsModel(const std::string& model_dir) : dir_(model_di
     } catch (const json::exception& e) {
       Fail(index.string(), std::string("not valid JSON: ") + e.what());
     }
-    if (!j.contains("weight_map") || !j["weight_map"].is_object()) Fail(index.string(), "weight_map: required object");
-    std::set<std::string> unique;
-    for (const auto& [name, file] : j["weight_map"].items()) unique.insert(file.get<std::string>());
-    shards.assign(unique.begin(), unique.end());
+    try {
+      shards = WeightMapShards(j);
+    } catch (const WeightIndexError& e) {
+      Fail(index.string(), e.what());
+    }
   } else if (fs::exists(single)) {
     shards.push_back("model.safetensors");
   } else {

@@ -1,5 +1,6 @@
 #include "core/protocol/termination_message.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "core/guard/human_bytes.h"
 #include "core/protocol/environment.h"
+#include "core/protocol/exit_codes.h"
 #include "core/protocol/lenient_json.h"
 #include "core/protocol/step_record.h"
 
@@ -58,6 +60,51 @@ std::string WriteTerminationMessage(const std::string& message) {
   if (!message.empty()) out << message << "\n";
   out.flush();
   return out ? path : "";
+}
+
+namespace {
+constexpr const char* kWorkerError = "worker_error";
+}  // namespace
+
+std::string WorkerErrorMessage(const std::string& reason) {
+  auto json_of = [](const std::string& text) {
+    return nlohmann::json{{"error", kWorkerError}, {"message", text}}.dump(-1, ' ', false,
+                                                                          nlohmann::json::error_handler_t::replace);
+  };
+  std::string message = json_of(reason);
+  if (message.size() <= kMaxTerminationMessageBytes) return message;
+  // Shorter by what is over each time (escaping only grows the text), until it fits.
+  size_t keep = std::min(reason.size(), kMaxTerminationMessageBytes);
+  while (keep > 0) {
+    message = json_of(reason.substr(0, keep) + "... (cut to " + std::to_string(keep) +
+                      " bytes: the whole reason is in the worker's output)");
+    if (message.size() <= kMaxTerminationMessageBytes) break;
+    keep -= std::min(keep, message.size() - kMaxTerminationMessageBytes);
+  }
+  return message;
+}
+
+std::string StatedReason(const std::string& message) {
+  const auto j = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("error", "") != kWorkerError) return "";
+  const auto it = j.find("message");
+  return it != j.end() && it->is_string() ? Trim(it->get<std::string>()) : "";
+}
+
+std::string ReadTerminationFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+std::optional<int64_t> CheckpointedStep(int exit_code, const std::string& message) {
+  if (exit_code != kExitGuardStop) return std::nullopt;
+  const auto j = nlohmann::json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) return std::nullopt;
+  return j["step"].get<int64_t>();
 }
 
 std::string GpuOomReport::ToJson() const {

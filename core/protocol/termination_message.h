@@ -6,11 +6,17 @@
 // What is in it depends on the exit code (exit_codes.h):
 //   76  guard::Decision::ToJson()       the guard's decision
 //   77  GpuOomReport::ToJson()          the CUDA allocator's numbers at the failed request
-//   1   the worker's error line         plain text, one line
+//   1, 2  WorkerErrorMessage()          the worker's reason, whole (several lines, maybe)
 //   a kill (137)  LoadedPhaseMessage()  when it came after loading, before or in a step
-// Kubernetes keeps at most 4 KiB of it; every message here is one line well below that.
+// Kubernetes keeps at most 4 KiB of it (kMaxTerminationMessageBytes): WorkerErrorMessage
+// cuts a longer reason to fit, saying so; the worker's output holds it whole.
+//
+// This file is the one writer and the one reader of the message: the worker writes it,
+// and both supervisors (`headroom run`'s local backend, the operator's pod backend) read
+// it through ReadTerminationFile / StatedReason / CheckpointedStep.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +31,28 @@ inline constexpr const char* kTerminationLogPath = "/dev/termination-log";
 // happened). An empty `message` empties the file (Kubernetes then shows a failed
 // container's log tail instead).
 std::string WriteTerminationMessage(const std::string& message);
+
+inline constexpr size_t kMaxTerminationMessageBytes = 4096;
+
+// A worker's error, as it exits 1 (a failure) or 2 (an input it refuses): one line of JSON
+// {"error":"worker_error","message":"<the reason, whole>"} of at most
+// kMaxTerminationMessageBytes; a longer reason is cut there and ends "... (cut to N bytes:
+// the whole reason is in the worker's output)".
+std::string WorkerErrorMessage(const std::string& reason);
+
+// The reason a worker stated in its message (WorkerErrorMessage's "message"), whole; ""
+// for any other message (a decision, a report, the loaded phase, none). Plain text that is
+// not JSON (a log tail Kubernetes put there, an older worker's line) is not a statement:
+// the caller picks its line with CrashReasonLine.
+std::string StatedReason(const std::string& message);
+
+// The message a local rank left in its HEADROOM_TERMINATION_LOG file, trailing
+// whitespace removed; "" when there is none.
+std::string ReadTerminationFile(const std::string& path);
+
+// The step the worker says it checkpointed as it exited, when its message says one: a
+// guard stop (exit 76) checkpoints the step its decision names ("step").
+std::optional<int64_t> CheckpointedStep(int exit_code, const std::string& message);
 
 // A CUDA out-of-memory (exit 77). Byte counts are the caching allocator's for `device` at
 // the moment the request failed; requested_bytes is 0 when the error did not say.

@@ -13,8 +13,8 @@
 // Run from a build tree, it first checks that build is neither stale nor unfinished
 // (operator/local/build_freshness.h) and refuses to run old binaries otherwise.
 // Exit: 0 all steps done; 1 failed (gave up, the build is stale, or the worker could not start); 2 a bad
-// spec or usage; 130 stopped by Ctrl-C after a clean drain (rerun to resume) — a second
-// Ctrl-C kills the workers at once.
+// spec or usage; 130 stopped by Ctrl-C or SIGTERM (rerun to resume) — a second signal
+// kills the workers at once, and the stop stands.
 #include <unistd.h>
 
 #include <atomic>
@@ -35,7 +35,12 @@ namespace headroom::cli {
 namespace {
 
 std::atomic<int> g_interrupts{0};
-void OnInterrupt(int) { g_interrupts.fetch_add(1); }
+std::atomic<int> g_first_signal{0};  // which stop signal came first, for its name
+void OnInterrupt(int signal_number) {
+  int none = 0;
+  g_first_signal.compare_exchange_strong(none, signal_number);
+  g_interrupts.fetch_add(1);
+}
 
 std::filesystem::path SelfDirectory() {
   std::error_code ec;
@@ -96,6 +101,7 @@ int RunRun(const RunFlags& flags) {
   options.progress = &std::cout;
   options.terminal = isatty(STDOUT_FILENO) != 0;
   options.interrupts = &g_interrupts;
+  options.interrupt_signal = &g_first_signal;
 
   protocol::HandleStopSignals(OnInterrupt);
 

@@ -31,6 +31,26 @@ uint64_t BytesUnder(const fs::path& dir) {
   return total;
 }
 
+// The absolute paths a message names ("/a/b" up to a blank, quote, bracket, comma or
+// semicolon; a trailing ':' or '.' dropped).
+std::vector<std::string> PathsIn(const std::string& text) {
+  std::vector<std::string> paths;
+  for (size_t at = 0; (at = text.find('/', at)) != std::string::npos;) {
+    if (at > 0 && text[at - 1] != ' ' && text[at - 1] != '(' && text[at - 1] != '"' && text[at - 1] != '\'') {
+      at = text.find_first_of(" \t\n", at);
+      if (at == std::string::npos) break;
+      continue;
+    }
+    size_t end = text.find_first_of(" \t\n\"'(),;", at);
+    if (end == std::string::npos) end = text.size();
+    std::string path = text.substr(at, end - at);
+    while (!path.empty() && (path.back() == ':' || path.back() == '.')) path.pop_back();
+    if (path.size() > 1) paths.push_back(path);
+    at = end;
+  }
+  return paths;
+}
+
 }  // namespace
 
 std::optional<FilesystemSpace> SpaceOf(const std::string& path) {
@@ -54,17 +74,43 @@ std::string FullDiskNote(const std::string& workdir, const std::vector<std::stri
   const uint64_t step_bytes = latest ? BytesUnder(*latest) : 0;
   const std::optional<FilesystemSpace> space = SpaceOf(workdir);
   bool full = false;
-  for (const std::string& f : failures) full = full || f.find(std::strerror(ENOSPC)) != std::string::npos;
+  // The filesystem that filled is the one the failure names (the Hugging Face cache, say),
+  // when that is not the workdir's.
+  std::string elsewhere;
+  std::optional<FilesystemSpace> elsewhere_space;
+  for (const std::string& f : failures) {
+    if (f.find(std::strerror(ENOSPC)) == std::string::npos && f.find(std::strerror(EDQUOT)) == std::string::npos) {
+      continue;
+    }
+    full = true;
+    for (const std::string& path : PathsIn(f)) {
+      const std::optional<FilesystemSpace> named = SpaceOf(path);
+      if (!elsewhere_space && named && (!space || named->mount_point != space->mount_point)) {
+        elsewhere = path;
+        elsewhere_space = named;
+      }
+    }
+  }
   if (failed && latest && space && space->free_bytes < step_bytes) full = true;
   if (!full) return "";
 
   const std::optional<int64_t> step = latest ? checkpoint::ParseStepDirName(latest->filename().string()) : std::nullopt;
-  std::string note = "disk full: " + workdir + " is on the filesystem at " + (space ? space->mount_point : "?") +
-                     " with " + (space ? guard::HumanBytes(static_cast<double>(space->free_bytes)) : "?") + " free";
-  if (step_bytes > 0) note += " (a checkpoint takes " + guard::HumanBytes(static_cast<double>(step_bytes)) + ")";
+  auto free_text = [](const std::optional<FilesystemSpace>& s) {
+    return s ? guard::HumanBytes(static_cast<double>(s->free_bytes)) : std::string("?");
+  };
+  std::string note;
+  if (elsewhere_space) {
+    note = "disk full: " + elsewhere + " is on the filesystem at " + elsewhere_space->mount_point + " with " +
+           free_text(elsewhere_space) + " free (not the workdir's: " + workdir + " has " + free_text(space) + " free)";
+  } else {
+    note = "disk full: " + workdir + " is on the filesystem at " + (space ? space->mount_point : "?") + " with " +
+           free_text(space) + " free";
+    if (step_bytes > 0) note += " (a checkpoint takes " + guard::HumanBytes(static_cast<double>(step_bytes)) + ")";
+  }
   note += step ? "; kept: the checkpoint at step " + std::to_string(*step) + " in " + checkpoints
                : "; no checkpoint was saved yet";
-  return note + "; free space there (or use another --workdir) and run the same command again to " +
+  return note + (elsewhere_space ? "; free space there" : "; free space there (or use another --workdir)") +
+         " and run the same command again to " +
          (step ? "resume from step " + std::to_string(*step) : "start");
 }
 

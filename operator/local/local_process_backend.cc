@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/checkpoint/checkpoint_layout.h"
 #include "core/net/free_port.h"
 #include "core/protocol/environment.h"
 #include "operator/local/local_pod_template.h"
@@ -35,18 +36,6 @@ namespace fs = std::filesystem;
 using runtime::RankExit;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
 
 // The end of a file (at most its last 64 KiB: a LibTorch error's stack trace alone can
 // take several KiB after the line that matters).
@@ -76,13 +65,6 @@ int64_t ResidentBytes(pid_t pid) {
 }
 
 }  // namespace
-
-std::optional<int64_t> ReadLatestCheckpointStep(const std::string& dir) {
-  const std::string name = Trim(ReadFile(dir + "/latest"));
-  const size_t digits = name.find_first_of("0123456789");
-  if (name.empty() || digits == std::string::npos) return std::nullopt;
-  return std::stoll(name.substr(digits));
-}
 
 LocalProcessBackend::LocalProcessBackend(LocalBackendOptions options) : options_(std::move(options)) {
   fs::create_directories(options_.workdir);
@@ -384,7 +366,7 @@ runtime::Observation LocalProcessBackend::Observe() {
           }
         }
         e.reason = r.soft_limit_killed ? "SoftLimitExceeded" : protocol::ExitReason(e.exit_code, e.oom_killed);
-        e.termination_message = Trim(ReadFile(r.termination_path));
+        e.termination_message = protocol::ReadTerminationFile(r.termination_path);
         e.last_output = protocol::CrashReasonLine(Tail(r.out_path));
         r.exit = e;
       } else if (kill_now) {
@@ -402,7 +384,9 @@ runtime::Observation LocalProcessBackend::Observe() {
     ro.exit = r.exit;
     obs.ranks.push_back(ro);
   }
-  obs.checkpoint_step = ReadLatestCheckpointStep(checkpoint_dir());
+  // This backend sees the checkpoint directory itself: no complete step there is step 0
+  // (a crash before the first save lost every step it reached), not "cannot tell".
+  obs.checkpoint_step = checkpoint::LatestCheckpointStep(checkpoint_dir()).value_or(0);
   bool all_done = !ranks_.empty();
   for (const Rank& r : ranks_) all_done = all_done && r.exit;
   if (all_done) DestroyCgroups();

@@ -113,7 +113,4 @@ class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
 };
 
 
-// The step named by DIR/latest ("step-000120" -> 120); nullopt when there is none.
-std::optional<int64_t> ReadLatestCheckpointStep(const std::string& checkpoint_dir);
-
 }  // namespace headroom::local

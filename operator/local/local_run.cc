@@ -1,10 +1,14 @@
 #include "operator/local/local_run.h"
 
+#include <csignal>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "core/checkpoint/checkpoint_layout.h"
 #include "core/hf/hf_export.h"
 #include "operator/local/atomic_file.h"
 #include "operator/local/full_disk.h"
@@ -21,26 +25,102 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr const char* kEarlierRunsDir = "earlier-runs";
+constexpr int kEarlierRunsKept = 5;
+
+// An earlier run's generation folders (each worker's whole output, its termination
+// message, its step log) are kept, not deleted: moved to earlier-runs/run-N/ before this
+// run writes its own gen-0001/, the newest kEarlierRunsKept runs kept. Returns "" or why
+// they could not be moved (a full disk): then this run's generations overwrite them.
+std::string KeepEarlierGenerations(const std::string& workdir) try {
+  std::vector<fs::path> generations;
+  for (const auto& entry : fs::directory_iterator(workdir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("gen-", 0) == 0) {
+      generations.push_back(entry.path());
+    }
+  }
+  if (generations.empty()) return "";
+  const fs::path earlier = fs::path(workdir) / kEarlierRunsDir;
+  fs::create_directories(earlier);
+  std::vector<int> runs;
+  for (const auto& entry : fs::directory_iterator(earlier)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("run-", 0) == 0 && name.find_first_not_of("0123456789", 4) == std::string::npos && name.size() > 4) {
+      runs.push_back(std::stoi(name.substr(4)));
+    }
+  }
+  std::sort(runs.begin(), runs.end());
+  const int next = runs.empty() ? 1 : runs.back() + 1;
+  const fs::path target = earlier / ("run-" + std::to_string(next));
+  fs::create_directories(target);
+  for (const fs::path& g : generations) fs::rename(g, target / g.filename());
+  runs.push_back(next);
+  for (size_t i = 0; i + kEarlierRunsKept < runs.size(); ++i) {
+    fs::remove_all(earlier / ("run-" + std::to_string(runs[i])));
+  }
+  return "";
+} catch (const std::exception& e) {
+  return std::string("the earlier run's worker output could not be kept in ") + kEarlierRunsDir + "/ (" + e.what() +
+         "): this run's output replaces it";
+}
+
+// The checkpoint the run starts from, as the directory says before any worker looks
+// (checkpoint::FindLatestStep: a missing `latest` is a fallback, never a fresh start).
+struct StartingPoint {
+  std::string notice;           // said before the workers start; "" for a fresh start
+  std::optional<int64_t> step;  // the newest complete step found
+};
+
 // Decides how a run continues what the workdir holds. Nothing in checkpoints/ is ever
 // deleted: an interrupted run resumes, and a finished one (its checkpoint at the last step)
 // resumes at that step, trains nothing, and redoes only what is missing, such as an export
 // a kill interrupted. Training it again from scratch is the user's deliberate choice:
 // another --workdir, or removing the checkpoints (the notice says so).
-std::string PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
-  fs::create_directories(workdir);
-  for (const auto& entry : fs::directory_iterator(workdir)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("gen-", 0) == 0) fs::remove_all(entry.path());
-  }
+StartingPoint StartFrom(const std::string& workdir, const spec::TrainingJob& job) {
   const std::string checkpoints = workdir + "/checkpoints";
-  std::optional<int64_t> latest = ReadLatestCheckpointStep(checkpoints);
-  if (!latest) return "";
-  if (*latest >= job.spec.grpo.steps) {
+  const std::optional<checkpoint::LatestStep> latest = checkpoint::FindLatestStep(checkpoints);
+  if (!latest) return {};
+  const std::string fallback = latest->fallback.empty() ? "" : " (" + latest->fallback + ")";
+  if (latest->step >= job.spec.grpo.steps) {
     const bool export_missing = !job.spec.model.path.empty() && !fs::exists(hf::JobExportDir(checkpoints));
-    return "the job in " + workdir + " already finished (checkpoint at step " + std::to_string(*latest) +
-           ", kept)" + (export_missing ? "; writing its missing export" : "; nothing to train") +
-           ". To train it again from scratch, run with another --workdir or remove " + checkpoints;
+    return {"the job in " + workdir + " already finished (checkpoint at step " + std::to_string(latest->step) +
+                ", kept)" + fallback + (export_missing ? "; writing its missing export" : "; nothing to train") +
+                ". To train it again from scratch, run with another --workdir or remove " + checkpoints,
+            latest->step};
   }
-  return "resuming from the checkpoint at step " + std::to_string(*latest) + " in " + checkpoints;
+  // Which step the workers resume from is theirs to say (a damaged step is set aside for
+  // an older one): ResumedNotice tells it once they have.
+  return {"found checkpoints up to step " + std::to_string(latest->step) + " in " + checkpoints + fallback +
+              "; the workers resume from the newest intact one",
+          latest->step};
+}
+
+StartingPoint PrepareWorkdir(const std::string& workdir, const spec::TrainingJob& job) {
+  fs::create_directories(workdir);
+  const std::string not_kept = KeepEarlierGenerations(workdir);
+  StartingPoint start = StartFrom(workdir, job);
+  if (!not_kept.empty()) start.notice = not_kept + (start.notice.empty() ? "" : "; " + start.notice);
+  return start;
+}
+
+// What the first step of a run that found checkpoints says about where it resumed.
+std::string ResumedNotice(const std::string& workdir, int64_t found, int64_t resumed) {
+  const std::string checkpoints = workdir + "/checkpoints";
+  std::string notice = "resuming from the checkpoint at step " + std::to_string(resumed) + " in " + checkpoints;
+  if (resumed < found) {
+    const fs::path aside = fs::path(checkpoints) / (checkpoint::StepDirName(found) + checkpoint::kCorruptSuffix);
+    notice += " (not step " + std::to_string(found) +
+              (fs::exists(aside) ? ": it failed its checks and is set aside as " + aside.string()
+                                 : ": see the workers' output in " + workdir + "/gen-0001") +
+              ")";
+  }
+  return notice;
+}
+
+// How a stop signal is named to the user.
+std::string StopSignalWords(int signal_number) {
+  if (signal_number == SIGTERM) return "SIGTERM";
+  return "Ctrl-C (SIGINT)";
 }
 
 // memory.csv, memory.svg and summary.json, each atomically. Returns why they could not
@@ -84,8 +164,9 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   ProgressView view(out, options.terminal, job.metadata.name);
 
   const WorkdirLock lock(options.workdir);  // before anything in the workdir is touched
-  const std::string resume_note = PrepareWorkdir(options.workdir, job);
-  if (!resume_note.empty()) view.Notice(resume_note);
+  const StartingPoint start = PrepareWorkdir(options.workdir, job);
+  if (!start.notice.empty()) view.Notice(start.notice);
+  bool resume_told = !start.step;
 
   LocalBackendOptions backend_options;
   backend_options.workdir = options.workdir;
@@ -107,21 +188,31 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
     if (!options.guard_enabled) view.Notice("memory guard off (--no-guard): only the kernel's limit applies");
     runtime::DriveOptions drive;
     drive.on_step = [&](const runtime::Observation& observed, const runtime::NextStep&) {
+      if (!resume_told && !observed.new_steps.empty()) {
+        // The first step record says where the workers really resumed: one before it.
+        resume_told = true;
+        view.Notice(ResumedNotice(options.workdir, *start.step, observed.new_steps.front().step - 1));
+      }
       for (const protocol::StepRecord& r : observed.new_steps) series.Add(r);
       view.Update(reconciler.status(), observed.new_steps);
     };
     for (;;) {
       const int interrupts = options.interrupts ? options.interrupts->load() : 0;
       if (interrupts > interrupts_seen) {
-        interrupts_seen = interrupts;
-        result.interrupted = true;
-        if (interrupts == 1) {
-          reconciler.RequestStop("interrupted (Ctrl-C): drained to a checkpoint");
-          view.Notice("draining: workers checkpoint and stop (Ctrl-C again kills them)");
-        } else {
+        // Two signals may arrive between two polls: the stop is asked for whatever the
+        // count jumped to, then the workers are killed for the second.
+        const std::string by = StopSignalWords(options.interrupt_signal ? options.interrupt_signal->load() : 0);
+        if (interrupts_seen == 0) {
+          const std::string killed = " and a second signal: the workers were killed";
+          reconciler.RequestStop("stopped by " + by + (interrupts == 1 ? "" : killed));
+          if (interrupts == 1) view.Notice("draining: workers checkpoint and stop (a second " + by + " kills them)");
+        }
+        if (interrupts >= 2) {
           view.Notice("killing the workers");
           backend.Kill();
         }
+        interrupts_seen = interrupts;
+        result.interrupted = true;
       }
       if (runtime::DriveJob(reconciler, backend, drive).kind == runtime::NextStep::Kind::kFinished) break;
       std::this_thread::sleep_for(options.poll);

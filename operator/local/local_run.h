@@ -6,7 +6,10 @@
 //                               resumes from them; one whose checkpoint holds the last step
 //                               trains nothing and only redoes a missing export
 //   WORKDIR/run.lock            held (flock) while a run is under way (workdir_lock.h)
-//   WORKDIR/gen-NNNN/           per generation: job.yaml, rank logs, termination messages
+//   WORKDIR/gen-NNNN/           per generation: job.yaml, rank logs, each rank's whole
+//                               output (rank-R.out), termination messages
+//   WORKDIR/earlier-runs/run-N/ the gen-NNNN/ folders of earlier runs, moved there by the
+//                               next run (never deleted by it), the newest 5 runs kept
 //   WORKDIR/memory.csv          the per-step trace `headroom replay` reads
 //   WORKDIR/memory-by-rank.csv  every rank of every generation
 //   WORKDIR/memory.svg          the picture (memory_chart.h)
@@ -15,6 +18,8 @@
 // Ctrl-C: `interrupts` counts SIGINT/SIGTERM received by the caller. The first asks the
 // workers to checkpoint and stop (drain, exit 75) and ends Suspended with a resumable
 // checkpoint; the second kills them at once (the checkpoint is the last periodic one).
+// Either way the stop stands: two signals between two polls (GNU timeout signals the
+// process and its group) ask for it and kill, and the job ends Suspended, never restarted.
 #pragma once
 
 #include <atomic>
@@ -42,6 +47,8 @@ struct LocalRunOptions {
   std::ostream* progress = nullptr;   // null: silent
   bool terminal = false;              // redraw the progress block in place
   const std::atomic<int>* interrupts = nullptr;
+  // The first stop signal's number (SIGINT or SIGTERM), for its name; null or 0: Ctrl-C.
+  const std::atomic<int>* interrupt_signal = nullptr;
 };
 
 struct LocalRunResult {

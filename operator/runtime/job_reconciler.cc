@@ -31,12 +31,13 @@ std::string Percent(int64_t bytes, int64_t limit) {
   return limit > 0 ? std::to_string(100 * bytes / limit) + "%" : "?";
 }
 
-// Why a worker says it ended: its error line (core/protocol's rule), from its termination
-// message, else (a worker that wrote none, or on Kubernetes the log tail the pod falls
-// back to) its output. "" when it said nothing.
+// Why a worker says it ended, whole: the reason its termination message states, else (a
+// worker that stated none, or on Kubernetes the log tail the pod falls back to) the error
+// line of its output (core/protocol's rule). "" when it said nothing.
 std::string ReasonTheWorkerGave(const RankExit& e) {
+  if (std::string stated = protocol::StatedReason(e.termination_message); !stated.empty()) return stated;
   const bool said = !e.termination_message.empty() && !protocol::LoadedPhaseNextStep(e.termination_message);
-  return protocol::CrashReasonLine(said ? e.termination_message : e.last_output).substr(0, 300);
+  return protocol::CrashReasonLine(said ? e.termination_message : e.last_output);
 }
 
 // A rank OOM-killed while loading (before it reported the "loaded" phase,
@@ -319,7 +320,11 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     if (e.exit_code == protocol::kExitInvalidSpec) {
       // The cause first: it is the line a user reads (progress view, summary, status).
       const std::string cause = ReasonTheWorkerGave(e);
-      const std::string who = "rank " + std::to_string(r.rank) + " refused to start (exit 2)";
+      // Exit 2 after a step is a worker that found retrying cannot help (a full disk a
+      // save failed on twice), not a refusal to start.
+      const std::string who = "rank " + std::to_string(r.rank) +
+                              (saw_step_this_generation_ ? " stopped: retrying cannot help (exit 2)"
+                                                         : " refused to start (exit 2)");
       return Finish(JobPhase::kFailed, cause.empty() ? who + " and gave no reason" : cause + " (" + who + ")");
     }
     if (e.oom_killed || e.exit_code == protocol::kExitGpuOom) ++oom;
@@ -466,7 +471,7 @@ std::string JobReconciler::DescribeCrash(const RankObservation& crashed, int64_t
     if (const auto report = protocol::GpuOomReport::FromJson(e.termination_message)) {
       what += ": " + report->Describe();
     } else if (!e.last_output.empty()) {
-      what += ": " + e.last_output.substr(0, 200);
+      what += ": " + e.last_output;
     }
     return what;
   }
@@ -475,7 +480,7 @@ std::string JobReconciler::DescribeCrash(const RankObservation& crashed, int64_t
   // On Kubernetes a worker that wrote no message has its log's tail there instead
   // (FallbackToLogsOnError): the reason is its error line, not a frame or a warning.
   const std::string said = ReasonTheWorkerGave(e);
-  if (!said.empty()) what += ": " + said.substr(0, 200);
+  if (!said.empty()) what += ": " + said;
   return what;
 }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/protocol/termination_message.h"
 #include "operator/trainingjob/http_scrape.h"
 #include "operator/trainingjob/worker_metrics_text.h"
 #include "operator/kubeclient/resource_client.h"
@@ -36,22 +37,6 @@ int RankOf(const json& pod) {
   } catch (const std::exception&) {
     return -1;
   }
-}
-
-// The step a termination message says the workers checkpointed, when it says one: a
-// guard decision's "step" (the worker checkpoints the step it stops at), or an explicit
-// "checkpoint_step"/"checkpointStep".
-std::optional<int64_t> CheckpointStepOf(const runtime::RankExit& e) {
-  if (e.termination_message.empty()) return std::nullopt;
-  json j = json::parse(e.termination_message, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return std::nullopt;
-  for (const char* key : {"checkpoint_step", "checkpointStep"}) {
-    if (j.contains(key) && j[key].is_number_integer()) return j[key].get<int64_t>();
-  }
-  if (e.exit_code == protocol::kExitGuardStop && j.contains("step") && j["step"].is_number_integer()) {
-    return j["step"].get<int64_t>();
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -359,7 +344,7 @@ std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observat
       ro.running = true;  // being created, or created and not yet seen: starting
     } else if (rp.exit) {
       ro.exit = *rp.exit;
-      if (std::optional<int64_t> c = CheckpointStepOf(*rp.exit)) {
+      if (std::optional<int64_t> c = protocol::CheckpointedStep(rp.exit->exit_code, rp.exit->termination_message)) {
         checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
       }
     } else if (rp.deleted) {

@@ -150,5 +150,26 @@ TEST_F(Scratch, ADamagedStepSetAsideIsNeitherCompleteNorPruned) {
   EXPECT_EQ(StepDirOf(root_), root_ / "step-000002");
 }
 
+// `latest` is one file: deleted by hand or lost with its directory entry, the intact
+// steps are still there, and the reader takes the newest of them, saying why.
+TEST_F(Scratch, AMissingLatestIsTheNewestCompleteStepNeverNoCheckpoint) {
+  WriteStep(15, 64);
+  WriteStep(18, 64);
+  fs::remove(root_ / kLatestFileName);
+  const std::optional<LatestStep> found = FindLatestStep(root_);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 18);
+  EXPECT_EQ(found->dir, root_ / "step-000018");
+  EXPECT_EQ(found->fallback, (root_ / kLatestFileName).string() + " is missing; the newest complete step is step-000018");
+  EXPECT_EQ(LatestCheckpoint(root_), root_ / "step-000018");
+  EXPECT_EQ(LatestCheckpointStep(root_), 18);
+  EXPECT_EQ(StepDirOf(root_), root_ / "step-000018");
+  // `latest` naming a step is the step; an empty directory is no checkpoint.
+  WriteLatest(root_, 15);
+  EXPECT_EQ(FindLatestStep(root_)->step, 15);
+  EXPECT_EQ(FindLatestStep(root_)->fallback, "");
+  EXPECT_FALSE(FindLatestStep(root_ / "none"));
+}
+
 }  // namespace
 }  // namespace headroom::checkpoint

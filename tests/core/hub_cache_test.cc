@@ -110,3 +110,34 @@ TEST_F(HubCacheTest, ASymlinkToAMissingBlobIsMissing) {
 
 }  // namespace
 }  // namespace headroom::hf
+
+namespace headroom::hf {
+namespace {
+
+// A cached index naming a file outside the snapshot (one that exists: the file check alone
+// would call the snapshot complete), or a shard that links out of the repository's folder:
+// never a usable snapshot, and the reason names the bad name.
+TEST_F(HubCacheTest, AnIndexNamingAFileOutsideTheSnapshotIsNeverComplete) {
+  const fs::path outside = cache_ / "outside.safetensors";
+  AddFile("config.json", "aaaa", "{}");
+  AddRef("main", kCommit);
+  std::ofstream(outside) << "not the repository's";
+  for (const std::string& shard : {outside.string(), std::string("../../../outside.safetensors")}) {
+    fs::remove(repo_dir_ / "snapshots" / kCommit / "model.safetensors.index.json");
+    fs::remove(repo_dir_ / "blobs" / "cccc");
+    AddFile("model.safetensors.index.json", "cccc", R"({"weight_map": {"a": ")" + shard + R"("}})");
+    const CachedSnapshot found = FindCachedHubSnapshot(cache_.string(), "org/tiny", "main");
+    EXPECT_EQ(found.dir, "") << shard;
+    EXPECT_NE(found.missing.find("weight_map names \"" + shard + "\""), std::string::npos) << found.missing;
+  }
+  fs::remove(repo_dir_ / "snapshots" / kCommit / "model.safetensors.index.json");
+  fs::remove(repo_dir_ / "blobs" / "cccc");
+  AddFile("model.safetensors.index.json", "cccc", R"({"weight_map": {"a": "model.safetensors"}})");
+  fs::create_symlink(outside, repo_dir_ / "snapshots" / kCommit / "model.safetensors");
+  const CachedSnapshot linked = FindCachedHubSnapshot(cache_.string(), "org/tiny", "main");
+  EXPECT_EQ(linked.dir, "");
+  EXPECT_NE(linked.missing.find("leads out of"), std::string::npos) << linked.missing;
+}
+
+}  // namespace
+}  // namespace headroom::hf

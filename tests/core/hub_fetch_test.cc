@@ -4,7 +4,10 @@
 // origin and never on disk, a connection dropped mid-file resumed with a Range, and one
 // clear line for 401, 404, a checksum mismatch and a full disk.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +15,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/hf/hub_fetch.h"
@@ -211,6 +216,175 @@ TEST_F(HubFetchTest, AChecksumMismatchLeavesNoFileBehind) {
   for (const auto& entry : fs::directory_iterator(RepoDir() / "blobs")) {
     EXPECT_NE(entry.path().filename().string(), HubTestServer::Sha256(Slurp(fs::path(Fixture()) / "model.safetensors")));
     EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
+  }
+}
+
+// What a hostile repository can put in the names it hands out: a weight map naming files
+// outside the snapshot, an ETag of "..". The fetch refuses with one line naming the
+// repository, the file and the bad name (bad input: the worker exits 2), and nothing
+// outside the repository's cache folder is touched.
+class HostileHubTest : public ::testing::Test {
+ protected:
+  HostileHubTest() {
+    std::ofstream(victim_) << "victim\n";
+    std::ofstream(absolute_victim_) << "absolute victim\n";
+  }
+  std::string FetchError(HubTestServer& server) {
+    HubFetchOptions o;
+    o.endpoint = server.endpoint();
+    o.repo = kRepo;
+    o.cache_dir = cache_;
+    try {
+      FetchHubSnapshot(o);
+    } catch (const HubUnavailableError& e) {
+      return std::string("<unavailable, not bad input> ") + e.what();
+    } catch (const HubFetchError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  }
+  void ExpectVictimsUntouched() {
+    for (const auto& [path, text] : {std::pair{victim_, "victim\n"}, {absolute_victim_, "absolute victim\n"}}) {
+      EXPECT_FALSE(fs::is_symlink(path)) << path;
+      EXPECT_EQ(Slurp(path), text) << path;
+    }
+  }
+  static std::map<std::string, headroom::testing::HubTestFile> IndexNaming(const std::string& shard) {
+    std::map<std::string, headroom::testing::HubTestFile> files;
+    files["config.json"] = {Slurp(fs::path(Fixture()) / "config.json")};
+    files["model.safetensors.index.json"] = {
+        nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", {{"lm_head.weight", shard}}}}.dump()};
+    files["model-00001-of-00001.safetensors"] = {Slurp(fs::path(Fixture()) / "model.safetensors"), true};
+    return files;
+  }
+
+  headroom::testing::TempDir dir_{"hub-hostile-test"};
+  std::string cache_ = dir_.path() + "/cache";
+  std::string victim_ = dir_.path() + "/victim.txt";
+  std::string absolute_victim_ = dir_.path() + "/absolute-victim.txt";
+};
+
+TEST_F(HostileHubTest, AWeightMapNamingAFileOutsideTheSnapshotIsRefusedNamingIt) {
+  // cache/models--org--qwen2-fixture/snapshots/<commit>/../../../../victim.txt is victim_.
+  for (const std::string& shard : {std::string("../../../../victim.txt"), absolute_victim_}) {
+    HubTestServer server(kRepo, kCommit, IndexNaming(shard));
+    const std::string error = FetchError(server);
+    EXPECT_EQ(error.rfind(kRepo + "@main: model.safetensors.index.json: weight_map names \"" + shard + "\"", 0), 0u)
+        << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    ExpectVictimsUntouched();
+  }
+}
+
+TEST_F(HostileHubTest, AnEtagOfDotDotIsRefusedAndLeavesNoLinkToTheRepository) {
+  HubTestServer server(kRepo, kCommit, HubTestServer::FilesFrom(Fixture()));
+  server.OverrideEtag("config.json", "..");
+  const std::string error = FetchError(server);
+  EXPECT_EQ(error.rfind(kRepo + "@main: config.json: the hub's ETag \"..\" has a '..' component", 0), 0u) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  const fs::path snapshots = fs::path(cache_) / "models--org--qwen2-fixture" / "snapshots";
+  if (fs::exists(snapshots)) {
+    for (const auto& entry : fs::recursive_directory_iterator(snapshots)) {
+      EXPECT_FALSE(entry.is_symlink() && fs::is_directory(entry.path())) << entry.path() << " links to a directory";
+    }
+  }
+  ExpectVictimsUntouched();
+}
+
+// 5xx answers are the hub's trouble: asked again with a growing wait, and a success after
+// them is a success. A 4xx is the request's (the user's) and is not asked again.
+TEST_F(HubFetchTest, AServerErrorIsRetriedAndThenSucceeds) {
+  server_.FailNextHubRequests(2, 500);
+  HubFetchOptions o = Options();
+  o.retry_delay = std::chrono::milliseconds(1);
+  const std::string dir = FetchHubSnapshot(o);
+  EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), Slurp(fs::path(Fixture()) / "model.safetensors"));
+  size_t listings = 0;
+  for (const auto& r : server_.requests()) listings += r.path.find("/revision/") != std::string::npos;
+  EXPECT_EQ(listings, 3u) << "two 500s, then the listing";
+}
+
+TEST_F(HubFetchTest, AServerErrorThatPersistsIsUnavailableNotBadInput) {
+  server_.FailNextHubRequests(100, 503);
+  HubFetchOptions o = Options();
+  o.retry_delay = std::chrono::milliseconds(1);
+  o.request_attempts = 3;
+  try {
+    FetchHubSnapshot(o);
+    ADD_FAILURE() << "no error";
+  } catch (const HubUnavailableError& e) {
+    EXPECT_NE(std::string(e.what()).find("503"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 tries"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server_.requests().size(), 3u);
+}
+
+TEST_F(HubFetchTest, AClientErrorIsNotRetried) {
+  server_.FailNextHubRequests(1, 400);
+  HubFetchOptions o = Options();
+  o.retry_delay = std::chrono::milliseconds(1);
+  try {
+    FetchHubSnapshot(o);
+    ADD_FAILURE() << "no error";
+  } catch (const HubUnavailableError& e) {
+    ADD_FAILURE() << "a 400 is the request's error: " << e.what();
+  } catch (const HubFetchError& e) {
+    EXPECT_NE(std::string(e.what()).find("400"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+TEST_F(HubFetchTest, ARedirectLoopIsNamedAsOne) {
+  server_.RedirectContentToItself(true);
+  HubFetchOptions o = Options();
+  o.attempts = 1;
+  try {
+    FetchHubSnapshot(o);
+    ADD_FAILURE() << "no error";
+  } catch (const HubFetchError& e) {
+    const std::string error = e.what();
+    EXPECT_NE(error.find("model.safetensors: redirect loop: more than 5 redirects"), std::string::npos) << error;
+    EXPECT_EQ(error.find("interrupted"), std::string::npos) << error;
+  }
+  EXPECT_FALSE(fs::exists(RepoDir() / "snapshots" / kCommit / "model.safetensors"));
+}
+
+// A host that takes the connection and never answers (its listen backlog accepts it).
+class SilentHost {
+ public:
+  SilentHost() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("silent host: cannot listen");
+    }
+    url_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  }
+  ~SilentHost() { ::close(fd_); }
+  const std::string& url() const { return url_; }
+
+ private:
+  int fd_ = -1;
+  std::string url_;
+};
+
+TEST_F(HubFetchTest, AStallNamesTheTimeoutItWaited) {
+  SilentHost silent;
+  HubFetchOptions o = Options();
+  o.endpoint = silent.url();
+  o.timeout = std::chrono::seconds(1);
+  o.request_attempts = 2;
+  o.retry_delay = std::chrono::milliseconds(1);
+  try {
+    FetchHubSnapshot(o);
+    ADD_FAILURE() << "no error";
+  } catch (const HubUnavailableError& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer from 127.0.0.1 within 1 s (2 tries)"), std::string::npos)
+        << e.what();
   }
 }
 

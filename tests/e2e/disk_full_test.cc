@@ -1,8 +1,9 @@
 // `headroom run` with its work directory on a real filesystem that fills up (a tmpfs
 // mounted by the test; it skips, saying why, where it cannot mount one): the example text
 // job at 4 steps, a checkpoint every step, on a tmpfs sized to hold the steps so far and
-// one more checkpoint, so the save of step 3 finds the disk full. The run ends Failed
-// with one last line naming the filesystem and the checkpoint kept; its summary and
+// one more checkpoint, so the save of step 3 finds the disk full. The worker tries the save
+// once more, finds the disk as full, and the run ends Failed at once (no restart
+// retraining the interval) with one last line naming the filesystem and the checkpoint kept; its summary and
 // memory files are whole; nothing half-written is left; and once space returns the same
 // command resumes from the checkpoint kept and finishes.
 #include <gtest/gtest.h>
@@ -95,6 +96,11 @@ TEST(DiskFullE2E, TheRunEndsNamingTheDiskKeepsItsRecordAndResumesOnceSpaceReturn
   }
   EXPECT_EQ(PartialEntries(checkpoints), std::vector<std::string>{}) << full.output;
   EXPECT_EQ(checkpoint::CompleteSteps(checkpoints), (std::vector<int64_t>{1, 2}));
+  // The refused save was tried once more in the worker, then the job stopped: no restart
+  // retrained the interval only to fail the same way.
+  EXPECT_NE(ReadAll(workdir + "/gen-0001/rank-0.out").find("trying once more"), std::string::npos) << full.output;
+  EXPECT_FALSE(fs::exists(workdir + "/gen-0002")) << "a restart retrained the interval\n" << full.output;
+  EXPECT_NE(ReadAll(dir.path() + "/summary-copy.json").find("\"restarts\": 0"), std::string::npos) << full.output;
 
   disk.Resize(64 << 20);  // space returns
   const RunResult rerun = HeadroomRun(job, workdir);

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -104,6 +105,43 @@ TEST(HubJobE2E, FetchesTheModelFromAHubResumingACutDownloadAndTrains) {
       if (entry.is_regular_file()) EXPECT_EQ(ReadAll(entry.path()).find(kToken), std::string::npos) << entry.path();
     }
   }
+}
+
+}  // namespace
+}  // namespace headroom::e2e
+
+namespace headroom::e2e {
+namespace {
+
+// A hostile repository against the real worker: its weight map names a file outside the
+// cache. The worker refuses with exit 2 and one line naming the repository, the file and
+// the bad name, in its output and its termination message; the victim is untouched.
+TEST(HubJobE2E, AWeightMapNamingAFileOutsideTheCacheIsRefusedAndTouchesNothing) {
+  if (access((kBin + "/headroom-worker").c_str(), X_OK) != 0) GTEST_SKIP() << "no " << kBin << "/headroom-worker";
+  const std::string job = HubJob();
+  ASSERT_FALSE(job.empty());
+  headroom::testing::TempDir ws("headroom-e2e-hostile-hub");
+  const fs::path victim = fs::path(ws.path()) / "victim.txt";
+  std::ofstream(victim) << "victim\n";
+  std::map<std::string, headroom::testing::HubTestFile> files = HubTestServer::FilesFrom(kModel);
+  files.erase("model.safetensors");
+  files["model.safetensors.index.json"] = {R"({"weight_map": {"lm_head.weight": ")" + victim.string() + R"("}})"};
+  HubTestServer server("headroom-test/qwen2-tiny-addition", kCommit, files);
+  std::ofstream(fs::path(ws.path()) / "job.yaml") << job;
+  const std::string command = "HF_ENDPOINT='" + server.endpoint() + "' HF_HUB_CACHE='" + ws.path() +
+                              "/hf-cache' HEADROOM_TERMINATION_LOG='" + ws.path() + "/termination.txt' '" + kBin +
+                              "/headroom-worker' --job '" + ws.path() + "/job.yaml' --checkpoint-dir '" + ws.path() +
+                              "/checkpoints' --metrics-port 0 > '" + ws.path() + "/output.txt' 2>&1";
+  const int status = std::system(command.c_str());
+  const std::string output = ReadAll(fs::path(ws.path()) / "output.txt");
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+  const std::string line = "spec.model.hub: headroom-test/qwen2-tiny-addition@main: model.safetensors.index.json: "
+                           "weight_map names \"" + victim.string() + "\", which is an absolute path";
+  EXPECT_NE(output.find(line), std::string::npos) << output;
+  EXPECT_NE(ReadAll(fs::path(ws.path()) / "termination.txt").find("weight_map names"), std::string::npos);
+  EXPECT_FALSE(fs::is_symlink(victim));
+  EXPECT_EQ(ReadAll(victim), "victim\n");
 }
 
 }  // namespace

@@ -90,6 +90,17 @@ class HubTestServer {
   }
   // Content downloads serve these bytes instead of the file's (a checksum mismatch).
   void CorruptContent(bool corrupt) { Locked([&] { corrupt_ = corrupt; }); }
+  // The next `n` requests to the hub listener answer `code` (a 500: the hub unavailable).
+  void FailNextHubRequests(int n, int code = 500) {
+    Locked([&] {
+      fail_next_ = n;
+      fail_code_ = code;
+    });
+  }
+  // Every content download answers 302 to itself (a redirect loop on the CDN).
+  void RedirectContentToItself(bool on) { Locked([&] { content_loops_ = on; }); }
+  // The file's ETag (X-Linked-Etag for an LFS file) as the hub sends it, unquoted.
+  void OverrideEtag(const std::string& file, const std::string& etag) { Locked([&] { etags_[file] = etag; }); }
   std::vector<HubRequestSeen> requests() const {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
@@ -149,8 +160,16 @@ class HubTestServer {
     req.headers().match("Range", seen.range);
     Locked([&] { requests_.push_back(seen); });
     web::http::http_response r;
+    int fail = 0;
+    Locked([&] {
+      if (which == "hub" && fail_next_ > 0) {
+        --fail_next_;
+        fail = fail_code_;
+      }
+    });
     try {
-      r = which == "hub" ? Hub(seen) : Content(seen);
+      r = fail != 0 ? web::http::http_response(static_cast<web::http::status_code>(fail))
+                    : which == "hub" ? Hub(seen) : Content(seen);
     } catch (const std::exception& e) {
       r = web::http::http_response(500);
       r.set_body(std::string(e.what()));
@@ -207,18 +226,33 @@ class HubTestServer {
       Locked([&] { host = lfs_host_.empty() ? content_url_ : lfs_host_; });
       r.headers().add("Location", host + "/lfs/" + sha + "/" + name);
       r.headers().add("X-Repo-Commit", commit_);
-      r.headers().add("X-Linked-Etag", "\"" + sha + "\"");
+      r.headers().add("X-Linked-Etag", "\"" + EtagOf(name, sha) + "\"");
       r.headers().add("X-Linked-Size", std::to_string(file.contents.size()));
       r.headers().add("ETag", "\"" + GitBlobSha1("pointer " + sha) + "\"");
       return r;
     }
     web::http::http_response r = Body(seen, file.contents);
     r.headers().add("X-Repo-Commit", commit_);
-    r.headers().add("ETag", "\"" + GitBlobSha1(file.contents) + "\"");
+    r.headers().add("ETag", "\"" + EtagOf(name, GitBlobSha1(file.contents)) + "\"");
     return r;
   }
 
+  std::string EtagOf(const std::string& name, const std::string& real) {
+    std::string etag = real;
+    Locked([&] {
+      if (const auto it = etags_.find(name); it != etags_.end()) etag = it->second;
+    });
+    return etag;
+  }
+
   web::http::http_response Content(const HubRequestSeen& seen) {
+    bool loops = false;
+    Locked([&] { loops = content_loops_; });
+    if (loops) {
+      web::http::http_response r(302);
+      r.headers().add("Location", content_url_ + seen.path);
+      return r;
+    }
     const std::vector<std::string> parts = Split(seen.path);
     for (const auto& [name, file] : files_) {
       if (parts.size() == 3 && parts[0] == "lfs" && parts[1] == Sha256(file.contents) && parts[2] == name) {
@@ -263,6 +297,10 @@ class HubTestServer {
   std::string lfs_host_;
   int64_t cut_after_ = -1;
   bool corrupt_ = false;
+  int fail_next_ = 0;
+  int fail_code_ = 500;
+  bool content_loops_ = false;
+  std::map<std::string, std::string> etags_;
   std::vector<HubRequestSeen> requests_;
 };
 

@@ -1,6 +1,7 @@
 // FullDiskNote: a run that ended for a full disk gets one line naming the filesystem and
 // the checkpoint kept; any other ending gets none.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
 #include <cerrno>
 #include <cstring>
@@ -37,6 +38,28 @@ TEST(FullDiskNote, NamesTheFilesystemAndTheCheckpointKeptWhenAFailureSaysENOSPC)
       << note;
   EXPECT_NE(note.find("kept: the checkpoint at step 2 in " + workdir + "/checkpoints"), std::string::npos) << note;
   EXPECT_NE(note.find("resume from step 2"), std::string::npos) << note;
+}
+
+// The Hugging Face cache on its own small filesystem fills up during a download: the
+// note names the cache's filesystem, not the workdir's (which has room).
+TEST(FullDiskNote, NamesTheFilesystemTheFailureNamesWhenItIsNotTheWorkdirs) {
+  headroom::testing::TempDir dir("headroom-full-disk");
+  const std::string workdir = WorkdirWithStep2(dir);
+  const std::string cache = dir.path() + "/hub-cache";
+  fs::create_directories(cache);
+  if (::mount("tmpfs", cache.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs for the cache (needs root): " << std::strerror(errno);
+  }
+  const std::string failure = "spec.model.hub: org/model@main: model.safetensors: the cache " + cache + " is full (" +
+                              std::strerror(ENOSPC) + "); 40960 of 90112 bytes kept in " + cache +
+                              "/models--org--model/blobs/abc.incomplete to resume once there is space (rank 0 refused "
+                              "to start (exit 2))";
+  const std::string note = FullDiskNote(workdir, {failure, ""}, true);
+  ::umount2(cache.c_str(), MNT_DETACH);
+  const std::optional<FilesystemSpace> space = SpaceOf(workdir);
+  ASSERT_TRUE(space);
+  EXPECT_EQ(note.rfind("disk full: " + cache + " is on the filesystem at " + cache + " with ", 0), 0u) << note;
+  EXPECT_NE(note.find("(not the workdir's: " + workdir + " has "), std::string::npos) << note;
 }
 
 TEST(FullDiskNote, IsEmptyForAnyOtherEnding) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/checkpoint/checkpoint_layout.h"
 #include "core/memory/cgroup.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/workdir_lock.h"
@@ -190,7 +191,7 @@ TEST(LocalRun, CtrlCDrainsToAResumableCheckpointAndARerunResumes) {
   presser.join();
   EXPECT_EQ(r.exit_code, 130);
   EXPECT_EQ(r.summary.phase, "Suspended");
-  const std::optional<int64_t> at = ReadLatestCheckpointStep(o.workdir + "/checkpoints");
+  const std::optional<int64_t> at = checkpoint::LatestCheckpointStep(o.workdir + "/checkpoints");
   ASSERT_TRUE(at);
   EXPECT_EQ(*at, r.summary.steps);  // drained at a step boundary: nothing to redo
   EXPECT_LT(*at, 400);
@@ -238,7 +239,7 @@ TEST(LocalRun, ARerunOfAFinishedJobKeepsItsCheckpointsAndTrainsNothing) {
   o.progress = &progress;
   LocalRunResult rerun = RunJobLocally(MakeJob({.steps = 3, .checkpoint_every = 1}), o);
   EXPECT_EQ(rerun.exit_code, 0) << rerun.status.message;
-  EXPECT_EQ(ReadLatestCheckpointStep(checkpoints), std::optional<int64_t>(3));
+  EXPECT_EQ(checkpoint::LatestCheckpointStep(checkpoints), std::optional<int64_t>(3));
   EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-000001")) << "an earlier checkpoint was deleted";
   EXPECT_EQ(ReadAll(o.workdir + "/gen-0001/rank-0.log").find("\"step\""), std::string::npos)
       << "the rerun trained again";
@@ -266,6 +267,117 @@ TEST(LocalRun, TheWorkdirLockIsFreeAgainOnceItsHolderIsGone) {
   TempDir dir;
   { const WorkdirLock first(dir.path()); }
   EXPECT_NO_THROW(WorkdirLock second(dir.path()));
+}
+
+}  // namespace
+}  // namespace headroom::local
+
+namespace headroom::local {
+namespace {
+
+// Intact checkpoints and no `latest` (deleted by hand, lost with its directory entry):
+// the run resumes from the newest complete step, never from step 1 over them.
+TEST(LocalRun, AMissingLatestResumesFromTheNewestCheckpointInsteadOfStartingOver) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  ASSERT_EQ(RunJobLocally(MakeJob({.steps = 18, .checkpoint_every = 5}), o).exit_code, 0);
+  const std::string checkpoints = o.workdir + "/checkpoints";
+  const std::string step5 = ReadAll(checkpoints + "/step-000005/manifest.json");
+  std::filesystem::remove(checkpoints + "/latest");
+  std::ostringstream progress;
+  o.progress = &progress;
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 20, .checkpoint_every = 5}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  const std::string log = ReadAll(o.workdir + "/gen-0001/rank-0.log");
+  EXPECT_EQ(nlohmann::json::parse(log.substr(0, log.find('\n')))["step"], 19) << "trained over the checkpoints";
+  EXPECT_EQ(ReadAll(checkpoints + "/step-000005/manifest.json"), step5) << "step 5 was overwritten";
+  EXPECT_NE(progress.str().find("latest is missing"), std::string::npos) << progress.str();
+  EXPECT_NE(progress.str().find("resuming from the checkpoint at step 18"), std::string::npos) << progress.str();
+}
+
+// The newest checkpoint fails its checks when the worker resumes: the run says the step
+// the worker really resumed from, and why not the newer one.
+TEST(LocalRun, AResumeFromAnOlderStepIsReportedWithTheStepResumedFrom) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  ASSERT_EQ(RunJobLocally(MakeJob({.steps = 13, .checkpoint_every = 5}), o).exit_code, 0);
+  o = Options(dir, {{"FAKE_DAMAGED_STEP", "13"}});
+  std::ostringstream progress;
+  o.progress = &progress;
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 16, .checkpoint_every = 5}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  const std::string said = progress.str();
+  EXPECT_EQ(said.find("resuming from the checkpoint at step 13"), std::string::npos) << said;
+  EXPECT_NE(said.find("resuming from the checkpoint at step 10 in " + o.workdir + "/checkpoints (not step 13: it "
+                      "failed its checks and is set aside as " +
+                      o.workdir + "/checkpoints/step-000013.corrupt)"),
+            std::string::npos)
+      << said;
+}
+
+// Two interrupts between two polls (GNU timeout signals the process and its group): the
+// stop stands, the workers are killed, the job ends Suspended and is never restarted.
+TEST(LocalRun, TwoInterruptsAtOnceStopTheJobAndNeverRestartIt) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  std::atomic<int> interrupts{0};
+  o.interrupts = &interrupts;
+  std::thread presser([&] {
+    for (int i = 0; i < 500 && !std::filesystem::exists(o.workdir + "/checkpoints/latest"); ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    interrupts = 2;  // both arrive before the run looks
+  });
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 400, .checkpoint_every = 2}), o);
+  presser.join();
+  EXPECT_EQ(r.exit_code, 130) << r.status.message;
+  EXPECT_EQ(r.summary.phase, "Suspended") << r.status.message;
+  EXPECT_EQ(r.summary.restarts, 0) << r.status.message;
+  EXPECT_LT(r.summary.steps, 400);
+  EXPECT_FALSE(std::filesystem::exists(o.workdir + "/gen-0002")) << "a generation was launched after the stop";
+  EXPECT_NE(r.status.message.find("the workers were killed"), std::string::npos) << r.status.message;
+}
+
+// A reason a worker states is kept whole: a 2,000-byte reason of several lines reaches
+// the summary and summary.json as the worker wrote it, no line and no byte dropped.
+TEST(LocalRun, AWorkersReasonReachesTheSummaryWhole) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  std::string reason = "checkpoint /data/run/checkpoints: no intact step to resume from (2 tried):";
+  for (int i = 0; reason.size() < 1900; ++i) {
+    reason += "\n  /data/run/checkpoints/step-0000" + std::to_string(10 + i) +
+              "/rank-00000.bin has 1024 bytes, the manifest recorded 2048 (truncated)";
+  }
+  reason += "\nThe damaged steps are kept as step-N.corrupt; to start over, use a new checkpoint directory";
+  ASSERT_GE(reason.size(), 2000u);
+  LocalRunOptions o = Options(dir, {{"FAKE_REFUSE", reason}, {"FAKE_REFUSE_STATED", "1"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 3}), o);
+  EXPECT_EQ(r.summary.phase, "Failed");
+  EXPECT_NE(r.summary.message.find(reason), std::string::npos) << r.summary.message;
+  const nlohmann::json summary = nlohmann::json::parse(ReadAll(o.workdir + "/summary.json"));
+  EXPECT_NE(summary.value("error", "").find(reason), std::string::npos) << summary.dump(2);
+  ASSERT_FALSE(summary["actions"].empty());
+  EXPECT_NE(summary["actions"].back().value("reason", "").find(reason), std::string::npos) << summary.dump(2);
+  std::ostringstream printed;
+  r.summary.Print(printed);
+  EXPECT_NE(printed.str().find(reason), std::string::npos) << printed.str();
+}
+
+// The next run keeps what the last one's workers wrote: their generation folders move to
+// earlier-runs/, whole.
+TEST(LocalRun, TheNextRunKeepsTheWorkersOutputOfTheLastOne) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir, {{"FAKE_REFUSE", "the reason of the first run"}});
+  RunJobLocally(MakeJob({.steps = 3}), o);
+  const std::string first = ReadAll(o.workdir + "/gen-0001/rank-0.out");
+  ASSERT_NE(first.find("the reason of the first run"), std::string::npos) << first;
+  RunJobLocally(MakeJob({.steps = 3}), Options(dir));
+  EXPECT_EQ(ReadAll(o.workdir + "/earlier-runs/run-1/gen-0001/rank-0.out"), first);
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0001/rank-0.log")) << "the second run's own";
 }
 
 }  // namespace

@@ -357,6 +357,24 @@ TEST(JobReconciler, AWorkerThatRefusesToStartFailsWithItsOwnReasonFirst) {
   EXPECT_EQ(rec.status().actions.back().reason, message);
 }
 
+// A reason the worker states (core/protocol's WorkerErrorMessage) is kept whole, however
+// long and however many lines: in a crash's restart action and in a refusal's Failed
+// message, no 200- or 300-byte cut and no line dropped.
+TEST(JobReconciler, AStatedReasonIsKeptWhole) {
+  std::string reason = "cannot write /data/checkpoints/step-000010.partial/rank-00000.bin:";
+  for (int i = 0; reason.size() < 2000; ++i) reason += "\n  detail line " + std::to_string(i) + " of the worker's reason";
+  JobReconciler crashed(MakeJob(), Options());
+  crashed.Reconcile(Observation{});
+  crashed.Reconcile(Script{}.Ended({Exit(1, protocol::WorkerErrorMessage(reason))}, 0));
+  ASSERT_FALSE(crashed.status().actions.empty());
+  EXPECT_NE(crashed.status().actions.back().reason.find(reason), std::string::npos)
+      << crashed.status().actions.back().reason;
+  JobReconciler refused(MakeJob(), Options());
+  refused.Reconcile(Observation{});
+  refused.Reconcile(Script{}.Ended({Exit(2, protocol::WorkerErrorMessage(reason))}));
+  EXPECT_EQ(refused.status().message.rfind(reason, 0), 0u) << refused.status().message;
+}
+
 // A worker the kernel kills while still reading its inputs (no step finished, no "loaded"
 // phase written) is not a memory problem the guard can solve: after two plain restarts the
 // job ends naming the inputs, instead of resharding and shrinking through every setting.

@@ -205,7 +205,7 @@ TEST_F(RunWorkerTest, GpuOutOfMemoryExits77WithTheAllocatorReport) {
   EXPECT_EQ(LogLines().back()["step"].get<int>(), 3);
 }
 
-TEST_F(RunWorkerTest, AFailureLeavesItsErrorLineAsTheTerminationMessage) {
+TEST_F(RunWorkerTest, AFailureLeavesItsReasonAsTheTerminationMessage) {
   const auto termination = dir_ / "termination.txt";
   ::setenv(protocol::kTerminationLogEnv, termination.c_str(), 1);
   ::setenv(protocol::kSimulateGpuOomAtStepEnv, "soon", 1);
@@ -214,8 +214,9 @@ TEST_F(RunWorkerTest, AFailureLeavesItsErrorLineAsTheTerminationMessage) {
   ::testing::internal::GetCapturedStderr();
   ::unsetenv(protocol::kSimulateGpuOomAtStepEnv);
   ::unsetenv(protocol::kTerminationLogEnv);
-  EXPECT_EQ(ReadFile(termination),
-            std::string(protocol::kSimulateGpuOomAtStepEnv) + ": must be a step >= 1, got \"soon\"\n");
+  EXPECT_EQ(protocol::StatedReason(ReadFile(termination)),
+            std::string(protocol::kSimulateGpuOomAtStepEnv) + ": must be a step >= 1, got \"soon\"")
+      << ReadFile(termination);
 }
 
 TEST_F(RunWorkerTest, ReplayingItsStepLogGivesTheWorkersDecisionsStepForStep) {

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -100,6 +103,82 @@ TEST_F(TrainComponentsTest, CheckpointerResumesWhereTheLastSaveLeftOffAndRefuses
 
 // model.init: checkpoint starts from a checkpoint's model weights: the directory's latest
 // step, or a named step directory; a missing one is named.
+// Intact steps and no `latest`: the run resumes from the newest step, never from scratch
+// over them, and `latest` names it again.
+TEST_F(TrainComponentsTest, CheckpointerResumesFromTheNewestStepWhenLatestIsMissing) {
+  const spec::TrainingJobSpec spec = SmallJob(20, 5);
+  auto comm = MakeLocalCommunicator();
+  {
+    GrpoTrainer trainer(spec, *comm, torch::kCPU);
+    Checkpointer first(dir_.string(), spec, *comm, 0, trainer);
+    ASSERT_EQ(first.Resume(), 0);
+    for (int64_t done = 1; done <= 18; ++done) first.AfterStep(done);
+    ASSERT_TRUE(first.Save(18));
+  }
+  ASSERT_EQ(CompleteSteps(dir_), (std::vector<int64_t>{5, 10, 15, 18}));
+  fs::remove(dir_ / kLatestFileName);
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  Checkpointer again(dir_.string(), spec, *comm, 0, trainer);
+  EXPECT_EQ(again.Resume(), 18) << "a missing latest started the training over";
+  EXPECT_EQ(checkpoint::ReadWholeFile(dir_ / kLatestFileName), "step-000018\n");
+}
+
+// A tmpfs at `dir` (needs CAP_SYS_ADMIN); `error()` says why not.
+class SmallFilesystem {
+ public:
+  SmallFilesystem(const fs::path& dir, const std::string& options) : dir_(dir) {
+    fs::create_directories(dir);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) != 0) error_ = std::strerror(errno);
+  }
+  ~SmallFilesystem() {
+    if (error_.empty()) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool Remount(const std::string& options, unsigned long flags = 0) {
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT | flags, options.c_str()) == 0;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  fs::path dir_;
+  std::string error_;
+};
+
+// A save the storage refuses is tried once more (nothing retrained), and refused the same
+// way again it stops with CheckpointUnusable (the worker exits 2): a full disk and a
+// read-only filesystem.
+TEST_F(TrainComponentsTest, ASaveTheStorageRefusesTwiceStopsAfterTheOneRetry) {
+  const spec::TrainingJobSpec spec = SmallJob(12, 5);
+  auto comm = MakeLocalCommunicator();
+  GrpoTrainer trainer(spec, *comm, torch::kCPU);
+  for (const bool read_only : {false, true}) {
+    const fs::path ckpt = dir_ / (read_only ? "ro" : "full");
+    SmallFilesystem disk(ckpt, "size=1m");
+    if (!disk.error().empty()) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << disk.error();
+    Checkpointer checkpointer(ckpt.string(), spec, *comm, 0, trainer);
+    ASSERT_EQ(checkpointer.Resume(), 0);
+    ASSERT_TRUE(read_only ? disk.Remount("size=1m", MS_RDONLY) : disk.Remount("size=4k")) << std::strerror(errno);
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    try {
+      checkpointer.Save(5);
+      ADD_FAILURE() << "the save succeeded";
+    } catch (const CheckpointUnusable& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::strerror(read_only ? EROFS : ENOSPC)), std::string::npos) << what;
+      EXPECT_NE(what.find("the same on the retry"), std::string::npos) << what;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "stopped without its one retry, as another failure: " << e.what();
+    }
+    const std::string warned = ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+    size_t retries = 0;
+    for (size_t at = warned.find("trying once more"); at != std::string::npos; at = warned.find("trying once more", at + 1)) {
+      ++retries;
+    }
+    EXPECT_EQ(retries, 1u) << warned;
+    EXPECT_TRUE(CompleteSteps(ckpt).empty());
+  }
+}
+
 TEST_F(TrainComponentsTest, InitCheckpointStartsFromTheCheckpointsWeights) {
   const spec::TrainingJobSpec spec = SmallJob(4, 2);
   auto comm = MakeLocalCommunicator();

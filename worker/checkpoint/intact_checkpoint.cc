@@ -14,16 +14,16 @@ namespace headroom::worker {
 namespace {
 
 // The steps to try, newest first: `latest`'s, then every older complete one. A `latest`
-// that is malformed or names a missing step leaves all complete steps as candidates.
-std::vector<int64_t> Candidates(const std::filesystem::path& root) {
+// that is missing, malformed or names a missing step leaves all complete steps as
+// candidates (checkpoint::FindLatestStep). `named` is whether `latest` named the first.
+std::vector<int64_t> Candidates(const std::filesystem::path& root, bool& named) {
   std::vector<int64_t> steps = CompleteSteps(root);
-  std::optional<int64_t> newest;
-  try {
-    if (auto dir = LatestCheckpoint(root)) newest = ParseStepDirName(dir->filename().string());
-  } catch (const CheckpointError& e) {
-    spdlog::warn("checkpoint: {}; trying every complete step", e.what());
+  const std::optional<checkpoint::LatestStep> latest = checkpoint::FindLatestStep(root);
+  named = latest && latest->fallback.empty();
+  if (latest && !named) spdlog::warn("checkpoint: {}; trying every complete step, newest first", latest->fallback);
+  if (named) {
+    steps.erase(std::remove_if(steps.begin(), steps.end(), [&](int64_t s) { return s > latest->step; }), steps.end());
   }
-  if (newest) steps.erase(std::remove_if(steps.begin(), steps.end(), [&](int64_t s) { return s > *newest; }), steps.end());
   std::reverse(steps.begin(), steps.end());
   return steps;
 }
@@ -45,8 +45,11 @@ std::string CheckShare(const std::filesystem::path& step_dir, int rank, int worl
 }  // namespace
 
 std::optional<CheckpointReader> OpenNewestIntactCheckpoint(const std::filesystem::path& root, Communicator& comm) {
-  if (!std::filesystem::exists(root / kLatestFileName)) return std::nullopt;
-  const std::vector<int64_t> candidates = Candidates(root);
+  bool named = false;
+  const std::vector<int64_t> candidates = Candidates(root, named);
+  // Nothing saved yet. A `latest` naming a step that is gone, with no other step left,
+  // is not that: it is refused below.
+  if (candidates.empty() && !std::filesystem::exists(root / kLatestFileName)) return std::nullopt;
   std::vector<std::string> failures;
   for (int64_t step : candidates) {
     const std::filesystem::path dir = root / StepDirName(step);
@@ -55,7 +58,8 @@ std::optional<CheckpointReader> OpenNewestIntactCheckpoint(const std::filesystem
       if (!p.empty()) problems.insert(p);
     }
     if (problems.empty()) {
-      if (!failures.empty() && comm.rank() == 0) WriteLatest(root, step);
+      // `latest` names what was resumed from, so the supervisor and an export see the same.
+      if ((!failures.empty() || !named) && comm.rank() == 0) WriteLatest(root, step);
       return CheckpointReader(dir);
     }
     std::string why;

@@ -21,7 +21,9 @@
 
 namespace headroom::worker {
 
-// The step to resume from; nullopt when the root has no `latest` (nothing saved yet).
+// The step to resume from; nullopt when the root holds no complete step and no `latest`
+// (nothing saved yet). A missing `latest` with complete steps resumes from the newest
+// intact one and writes `latest` again: it never starts the training over.
 // Throws CheckpointError, naming every step tried and why it failed, when steps exist
 // but none is intact.
 std::optional<CheckpointReader> OpenNewestIntactCheckpoint(const std::filesystem::path& root, Communicator& comm);

@@ -4,11 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "core/protocol/environment.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/intact_checkpoint.h"
+#include "worker/checkpoint/rank_agreement.h"
 #include "worker/train/training_state.h"
 
 namespace headroom::worker {
@@ -23,6 +28,28 @@ nlohmann::json GuardHistoryFromEnvironment() {
   auto parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? nlohmann::json(v) : parsed;
 }
+
+// The storage's refusal a save error names (its strerror text), "" for any other failure.
+std::string StorageRefusal(const std::string& what) {
+  for (const int error : {ENOSPC, EDQUOT, EROFS}) {
+    const std::string text = std::strerror(error);
+    if (what.find(text) != std::string::npos) return text;
+  }
+  return "";
+}
+
+// The refusal any rank saw (rank 0 alone may know the system's reason). Collective: the
+// writer throws on every rank together.
+std::string AgreedRefusal(Communicator& comm, const std::string& what) {
+  for (const std::string& r : AllGatherBytes(comm, StorageRefusal(what))) {
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
+// How long a refused save waits before its one retry: long enough for a cleanup that is
+// under way, short against a step.
+constexpr std::chrono::seconds kStorageRetryPause{2};
 
 }  // namespace
 
@@ -106,7 +133,29 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
                              {"epoch", dataset->epoch},
                              {"cursor", dataset->cursor}};
   }
-  CheckpointSaveStats stats = writer_->Save(meta, TrainingStateSlices(trainer_), CpuRngState());
+  const std::vector<TensorSlice> slices = TrainingStateSlices(trainer_);
+  const std::string rng = CpuRngState();
+  std::optional<CheckpointSaveStats> saved;
+  std::string first_refusal;
+  while (!saved) {
+    try {
+      saved = writer_->Save(meta, slices, rng);
+    } catch (const CheckpointError& e) {
+      const std::string refusal = AgreedRefusal(comm_, e.what());
+      if (refusal.empty()) throw;
+      if (first_refusal.empty()) {
+        first_refusal = refusal;
+        spdlog::warn("checkpoint step {}: {}; trying once more in {} s", done, e.what(), kStorageRetryPause.count());
+        std::this_thread::sleep_for(kStorageRetryPause);
+        continue;
+      }
+      if (refusal != first_refusal) throw;
+      throw CheckpointStorageRefused(std::string(e.what()) + " (the same on the retry after " +
+                                     std::to_string(kStorageRetryPause.count()) +
+                                     " s: retraining would not help; the newest complete checkpoint is kept)");
+    }
+  }
+  CheckpointSaveStats stats = *saved;
   saved_step_ = done;
   spdlog::info("checkpoint step {}: {} bytes in {:.3f} s ({})", done, stats.total_bytes, stats.seconds,
                stats.dir.string());

@@ -36,6 +36,14 @@ class CheckpointOfAnotherRun : public CheckpointUnusable {
   using CheckpointUnusable::CheckpointUnusable;
 };
 
+// A save the storage refused (no space, a quota, a read-only filesystem) and refused the
+// same way again on the one retry: retraining and saving again would fail the same way, so
+// the worker exits 2 and the job stops (docs/design.md, "Worker exit codes").
+class CheckpointStorageRefused : public CheckpointUnusable {
+ public:
+  using CheckpointUnusable::CheckpointUnusable;
+};
+
 class Checkpointer {
  public:
   // dir "" = no checkpoints: Resume() starts fresh and nothing is saved.
@@ -51,7 +59,10 @@ class Checkpointer {
 
   // After finished step `done`: saves when the cadence says so.
   std::optional<CheckpointSaveStats> AfterStep(int64_t done);
-  // Saves `done` now unless it is already on disk (a stop at a step boundary).
+  // Saves `done` now unless it is already on disk (a stop at a step boundary). A save the
+  // storage refuses (ENOSPC, EDQUOT, EROFS on any rank) is tried once more after a pause
+  // (space may have been freed), with nothing retrained; refused the same way again, it
+  // throws CheckpointStorageRefused. Other failures throw CheckpointError at once.
   std::optional<CheckpointSaveStats> Save(int64_t done);
   bool ShouldSave(int64_t done) const;
 

@@ -171,6 +171,14 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
                held.gradients, held.optimizer);
 }
 
+// An input this worker refuses (exit 2): the reason, whole, on stderr and in the
+// termination message, where both supervisors read it (core/protocol/termination_message.h).
+int Refuse(const std::string& reason) {
+  std::cerr << reason << "\n";
+  protocol::WriteTerminationMessage(protocol::WorkerErrorMessage(reason));
+  return protocol::kExitInvalidSpec;
+}
+
 // Where Run() is, for reporting an error that unwinds out of it.
 struct RunProgress {
   torch::Device device{torch::kCPU};
@@ -303,7 +311,7 @@ std::unique_ptr<GrpoTrainer> BuildTrainer(const spec::TrainingJobSpec& spec, std
     model.emplace(spec);
     return std::make_unique<GrpoTrainer>(spec, *model, comm, device);
   } catch (const std::invalid_argument& e) {
-    std::cerr << e.what() << "\n";
+    Refuse(e.what());
     return nullptr;
   }
 }
@@ -313,17 +321,19 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   // config.json is left to the model source, which reads it once (ValidateOptions).
   const auto parsed = spec::ParseTrainingJobFile(options.job_path, {.read_model_config = false});
   if (!parsed.ok()) {
-    for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
-    return protocol::kExitInvalidSpec;
+    std::string all;
+    for (const auto& e : parsed.errors) all += (all.empty() ? "" : "\n") + e.ToString();
+    return Refuse(all);
   }
   spec::TrainingJob job = *parsed.job;
   if (!job.spec.model.hub.repo.empty()) {
     // A hub model becomes its snapshot directory here, once; everything after reads model.path.
     try {
       job.spec.model.path = FetchHubModel(job, options);
+    } catch (const hf::HubUnavailableError&) {
+      throw;  // the hub's trouble, not the spec's: exit 1, and a restart tries again
     } catch (const hf::HubFetchError& e) {
-      std::cerr << "spec.model.hub: " << e.what() << "\n";
-      return protocol::kExitInvalidSpec;
+      return Refuse(std::string("spec.model.hub: ") + e.what());
     }
   }
   const spec::TrainingJobSpec& spec = job.spec;
@@ -359,8 +369,7 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   try {
     first_step = checkpointer.Resume();
   } catch (const CheckpointUnusable& e) {
-    std::cerr << e.what() << "\n";  // another run's checkpoint, or none intact: retrying cannot help
-    return protocol::kExitInvalidSpec;
+    return Refuse(e.what());  // another run's checkpoint, or none intact: retrying cannot help
   }
   // Loaded: an out-of-memory kill from here on is a step's, not the inputs'.
   protocol::WriteTerminationMessage(protocol::LoadedPhaseMessage(first_step + 1));
@@ -368,7 +377,11 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   // 6. Steps.
   StepLoop loop{spec, options.rank, *comm, *trainer, telemetry, leaks, guard, checkpointer, simulated_gpu_oom,
                 progress};
-  if (const std::optional<int> stopped = RunSteps(loop, first_step)) return *stopped;
+  try {
+    if (const std::optional<int> stopped = RunSteps(loop, first_step)) return *stopped;
+  } catch (const CheckpointStorageRefused& e) {
+    return Refuse(e.what());  // the storage refused a save twice: a restart would retrain for nothing
+  }
   spdlog::info("finished {} steps", spec.grpo.steps);
   // After the final checkpoint (a resume at the last step lands here too, so a restart
   // after a failed export retries it).
@@ -397,12 +410,11 @@ std::string FirstLine(const std::string& text) {
   return line;
 }
 
-// The worker's error: one line on stderr (a supervisor shows it) and in the termination
-// message, never a LibTorch stack trace.
+// The worker's error, whole (what_without_backtrace: never a LibTorch stack trace), on
+// stderr and in the termination message, where a supervisor reads it.
 int ExitWithError(const std::string& what) {
-  const std::string line = FirstLine(what).substr(0, 1000);
-  spdlog::error("{}", line);
-  protocol::WriteTerminationMessage(line);
+  spdlog::error("{}", what);
+  protocol::WriteTerminationMessage(protocol::WorkerErrorMessage(what));
   return protocol::kExitFailure;
 }
 

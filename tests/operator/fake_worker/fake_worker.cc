@@ -8,7 +8,8 @@
 //        HEADROOM_SIMULATE_GPU_OOM_AT_STEP (core/protocol/environment.h)
 //
 // What it does, like the real worker:
-//   - resumes from DIR/latest ("step-000012" names DIR/step-000012/); writes a checkpoint
+//   - resumes from DIR/latest ("step-000012" names DIR/step-000012/; read by
+//     checkpoint::FindLatestStep, as the real worker's reader does); writes a checkpoint
 //     every spec.checkpoint.everySteps, at a guard stop, at a drain and at the end (rank 0
 //     writes it; the directory first, `latest` last by atomic rename);
 //   - one JSON step-log line per step (step, reward_mean, loss, kl, host_* from the real
@@ -27,7 +28,11 @@
 // Test knobs (environment):
 //   FAKE_STEP_SECONDS        sleep per step (default 0.02)
 //   FAKE_REFUSE=TEXT         refuse to start as the worker refuses a bad input: TEXT on
-//                            stderr among other lines, no termination message, exit 2
+//                            stderr among other lines, no termination message, exit 2;
+//                            with FAKE_REFUSE_STATED=1 also TEXT as the worker states it
+//                            (protocol::WorkerErrorMessage) in the termination message
+//   FAKE_DAMAGED_STEP=N      the checkpoint of step N fails its checks on resume: set
+//                            aside as step-N.corrupt, resumed from the one before
 //   FAKE_CRASH_AT_STEP=N     exit 1 (FAKE_CRASH_SIGNAL=9: raise SIGKILL) instead of
 //                            finishing step N, once per FAKE_ONCE_DIR marker
 //   FAKE_CRASH_RANK=R        only rank R crashes (default 0)
@@ -49,6 +54,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +64,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "core/checkpoint/checkpoint_layout.h"
 #include "core/memory/host_memory.h"
 #include "core/metrics/metrics_http_server.h"
 #include "core/metrics/names.h"
@@ -81,12 +88,20 @@ long long EnvInt(const char* name, long long fallback) {
   return v && *v ? std::atoll(v) : fallback;
 }
 
-int ReadLatestStep(const std::string& dir) {
-  std::ifstream in(dir + "/latest");
-  std::string name;
-  if (!(in >> name)) return 0;
-  size_t digits = name.find_last_not_of("0123456789");
-  return std::atoi(name.substr(digits == std::string::npos ? 0 : digits + 1).c_str());
+// Where the real worker resumes from: the step checkpoint::FindLatestStep finds (a missing
+// `latest` falls back to the newest complete step). FAKE_DAMAGED_STEP=N: step N fails
+// its checks as the real worker would find, and is set aside for the step before it.
+int ResumeStep(const std::string& dir) {
+  if (dir.empty()) return 0;
+  std::optional<headroom::checkpoint::LatestStep> latest = headroom::checkpoint::FindLatestStep(dir);
+  const long long damaged = std::atoll(Env("FAKE_DAMAGED_STEP", "-1").c_str());
+  if (latest && latest->step == damaged) {
+    headroom::checkpoint::SetAsideCorruptStep(dir, damaged);
+    std::cerr << "fake-worker: step " << damaged << " fails its checks; set aside\n";
+    latest = headroom::checkpoint::FindLatestStep(dir);
+    if (latest) headroom::checkpoint::WriteLatest(dir, latest->step);
+  }
+  return latest ? static_cast<int>(latest->step) : 0;
 }
 
 void WriteCheckpoint(const std::string& dir, int step, int world_size) {
@@ -192,6 +207,7 @@ int main(int argc, char** argv) {
   // some log lines, no termination message, exit 2.
   if (const std::string refusal = Env("FAKE_REFUSE", ""); !refusal.empty()) {
     std::cerr << "[info] loading the model\n" << refusal << "\n[W init.cpp:1] Warning: noise after the reason\n";
+    if (Env("FAKE_REFUSE_STATED", "") == "1") WriteTermination(headroom::protocol::WorkerErrorMessage(refusal));
     return headroom::protocol::kExitInvalidSpec;
   }
   const double step_seconds = std::atof(Env("FAKE_STEP_SECONDS", "0.02").c_str());
@@ -214,7 +230,7 @@ int main(int argc, char** argv) {
   int64_t previous_bytes = -1;
   double growth = 0;
 
-  int step = ReadLatestStep(checkpoint_dir);
+  int step = ResumeStep(checkpoint_dir);
   auto checkpoint = [&] {
     if (rank == 0) WriteCheckpoint(checkpoint_dir, step, world);
   };
