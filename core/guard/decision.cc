@@ -11,15 +11,13 @@ namespace headroom::guard {
 
 namespace {
 
+#define HEADROOM_DECISION_ACTION_NAME(enumerator, name) {DecisionAction::enumerator, name},
 constexpr spec::EnumName<DecisionAction> kNames[] = {
     {DecisionAction::kNone, "none"},
-    {DecisionAction::kRestart, "restart"},
-    {DecisionAction::kReshard, "reshard"},
-    {DecisionAction::kShrinkMicroBatch, "shrinkMicroBatch"},
-    {DecisionAction::kDisableOffload, "disableOffload"},
-    {DecisionAction::kEnableOffload, "enableOffload"},
+    HEADROOM_GUARD_ACTIONS(HEADROOM_DECISION_ACTION_NAME)
     {DecisionAction::kFail, "fail"},
 };
+#undef HEADROOM_DECISION_ACTION_NAME
 
 constexpr const char* kWhat = "decision JSON";
 
@@ -48,24 +46,23 @@ const char* DecisionActionName(DecisionAction a) { return spec::NameOf(kNames, a
 
 std::optional<DecisionAction> DecisionActionFromName(const std::string& name) { return spec::ValueOf(kNames, name); }
 
+// Both directions from the one list: an action added there converts without an edit here.
 DecisionAction FromGuardAction(spec::GuardAction a) {
   switch (a) {
-    case spec::GuardAction::kRestart: return DecisionAction::kRestart;
-    case spec::GuardAction::kReshard: return DecisionAction::kReshard;
-    case spec::GuardAction::kShrinkMicroBatch: return DecisionAction::kShrinkMicroBatch;
-    case spec::GuardAction::kDisableOffload: return DecisionAction::kDisableOffload;
-    case spec::GuardAction::kEnableOffload: return DecisionAction::kEnableOffload;
+#define HEADROOM_FROM_GUARD_ACTION(enumerator, name) \
+  case spec::GuardAction::enumerator: return DecisionAction::enumerator;
+    HEADROOM_GUARD_ACTIONS(HEADROOM_FROM_GUARD_ACTION)
+#undef HEADROOM_FROM_GUARD_ACTION
   }
   return DecisionAction::kNone;
 }
 
 std::optional<spec::GuardAction> ToGuardAction(DecisionAction a) {
   switch (a) {
-    case DecisionAction::kRestart: return spec::GuardAction::kRestart;
-    case DecisionAction::kReshard: return spec::GuardAction::kReshard;
-    case DecisionAction::kShrinkMicroBatch: return spec::GuardAction::kShrinkMicroBatch;
-    case DecisionAction::kDisableOffload: return spec::GuardAction::kDisableOffload;
-    case DecisionAction::kEnableOffload: return spec::GuardAction::kEnableOffload;
+#define HEADROOM_TO_GUARD_ACTION(enumerator, name) \
+  case DecisionAction::enumerator: return spec::GuardAction::enumerator;
+    HEADROOM_GUARD_ACTIONS(HEADROOM_TO_GUARD_ACTION)
+#undef HEADROOM_TO_GUARD_ACTION
     case DecisionAction::kNone:
     case DecisionAction::kFail: return std::nullopt;
   }

@@ -18,18 +18,17 @@
 #include <optional>
 #include <string>
 
+#include "core/spec/guard_actions.h"
 #include "core/spec/training_job.h"
 
 namespace headroom::guard {
 
+// none, every spec::GuardAction (the same enumerators, from core/spec/guard_actions.h's
+// one list), fail.
 enum class DecisionAction {
   kNone,
-  kRestart,           // spec::GuardAction::kRestart
-  kReshard,           // spec::GuardAction::kReshard
-  kShrinkMicroBatch,  // spec::GuardAction::kShrinkMicroBatch
-  kDisableOffload,    // spec::GuardAction::kDisableOffload
-  kEnableOffload,     // spec::GuardAction::kEnableOffload
-  kFail,              // nothing left to try: stop the job with the reason
+  HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR)
+  kFail,  // nothing left to try: stop the job with the reason
 };
 
 // "none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload",

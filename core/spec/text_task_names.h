@@ -1,28 +1,36 @@
-// The choices a text task's spec offers (spec.task.prompt.format, spec.task.reward.name):
-// the one list of each. The validator accepts these names; the worker parses them from
-// here into its enums, numbered in list order (worker/tasks/chat_prompt.h,
-// worker/tasks/text_reward.h), so a new name is added here and as the enum's next value.
+// The choices a text task's spec offers (spec.task.prompt.format, spec.task.reward.name),
+// each listed once as (enumerator, name). The enums are generated from the lists and the
+// worker uses them as they are (worker/tasks/chat_prompt.h, worker/tasks/text_reward.h),
+// so a new choice is one line here and its case in the worker, which the compiler asks for.
 #pragma once
 
-#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#define HEADROOM_PROMPT_FORMATS(X) \
+  X(kChatml, "chatml")             \
+  X(kLlama3, "llama3")             \
+  X(kTemplate, "template")
+
+#define HEADROOM_TEXT_REWARDS(X) \
+  X(kGsm8k, "gsm8k")             \
+  X(kMath, "math")               \
+  X(kExact, "exact")
+
+#define HEADROOM_TEXT_TASK_ENUMERATOR(enumerator, name) enumerator,
+
 namespace headroom::spec {
+
+enum class PromptFormatKind { HEADROOM_PROMPT_FORMATS(HEADROOM_TEXT_TASK_ENUMERATOR) };
+enum class TextReward { HEADROOM_TEXT_REWARDS(HEADROOM_TEXT_TASK_ENUMERATOR) };
 
 // "chatml", "llama3", "template".
 std::vector<std::string> PromptFormatNames();
 // "gsm8k", "math", "exact".
 std::vector<std::string> TextRewardNames();
-// The position of `name` in `names` (the enum value a list's order gives it), or nullopt.
-std::optional<size_t> PositionOfName(const std::vector<std::string>& names, const std::string& name);
-// The enum value of `name`: its position in `names`, or nullopt when it is not there.
-template <typename Enum>
-std::optional<Enum> ValueNamed(const std::vector<std::string>& names, const std::string& name) {
-  const std::optional<size_t> at = PositionOfName(names, name);
-  if (!at) return std::nullopt;
-  return static_cast<Enum>(*at);
-}
+// The value named `name` (exact, case-sensitive), or nullopt.
+std::optional<PromptFormatKind> PromptFormatNamed(const std::string& name);
+std::optional<TextReward> TextRewardNamed(const std::string& name);
 
 }  // namespace headroom::spec

@@ -8,13 +8,9 @@
 namespace headroom::spec {
 namespace {
 
-constexpr EnumName<GuardAction> kGuardActionNames[] = {
-    {GuardAction::kRestart, "restart"},
-    {GuardAction::kReshard, "reshard"},
-    {GuardAction::kShrinkMicroBatch, "shrinkMicroBatch"},
-    {GuardAction::kDisableOffload, "disableOffload"},
-    {GuardAction::kEnableOffload, "enableOffload"},
-};
+#define HEADROOM_GUARD_ACTION_NAME(enumerator, name) {GuardAction::enumerator, name},
+constexpr EnumName<GuardAction> kGuardActionNames[] = {HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_NAME)};
+#undef HEADROOM_GUARD_ACTION_NAME
 
 // Paths and messages quote user text; control characters and bytes that are not UTF-8
 // are escaped, so every error stays on one line of `headroom validate`'s output and is

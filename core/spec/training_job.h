@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/guard_actions.h"
 #include "core/spec/pod_template.h"
 
 namespace headroom::spec {
@@ -175,12 +176,6 @@ struct CheckpointSpec {
   std::string volume;               // a PVC name on Kubernetes
   bool operator==(const CheckpointSpec&) const = default;
 };
-
-// Guard actions, in the order a spec lists them (that order is the escalation order).
-enum class GuardAction { kRestart, kReshard, kShrinkMicroBatch, kDisableOffload, kEnableOffload };
-const char* GuardActionName(GuardAction a);                 // "restart", "reshard", ...
-std::optional<GuardAction> GuardActionFromName(const std::string& name);
-std::vector<std::string> GuardActionNames();                // every action, in enum order
 
 struct MemoryGuardSpec {
   bool enabled = true;

@@ -1,10 +1,27 @@
 // ApplyDefaults: what an unset field means. Every default that is a plain value lives in
-// the struct initialisers of training_job.h; this file fills what depends on other fields.
+// the struct initialisers of training_job.h (the field table reads them from there); this
+// file fills what depends on other fields, and the numbers parsed from quantities.
 #include "core/spec/model_presets.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
+#include "core/spec/training_job_fields.h"
 
 namespace headroom::spec {
+namespace {
+
+// The quantity text is the source of truth; the parsed numbers beside it follow it.
+void ParseQuantities(const std::vector<FieldDef>& fields, void* object) {
+  for (const FieldDef& f : fields) {
+    if (f.kind == FieldKind::kObject) ParseQuantities(f.fields, f.member(object));
+    if (f.kind != FieldKind::kQuantity) continue;
+    const std::string& text = *static_cast<const std::string*>(f.member(object));
+    std::optional<int64_t> parsed =
+        f.unit == QuantityUnit::kMillis ? ParseQuantityMillis(text) : ParseQuantityBytes(text);
+    if (parsed) *static_cast<int64_t*>(f.parsed(object)) = *parsed;
+  }
+}
+
+}  // namespace
 
 void ApplyDefaults(TrainingJob& job) {
   TrainingJobSpec& s = job.spec;
@@ -25,13 +42,7 @@ void ApplyDefaults(TrainingJob& job) {
   }
   if (m.seed == 0) m.seed = s.task.seed;
 
-  // The quantity text is the source of truth; the parsed numbers follow it.
-  if (std::optional<int64_t> millis = ParseQuantityMillis(s.resources.cpu)) {
-    s.resources.cpu_millis = *millis;
-  }
-  if (std::optional<int64_t> bytes = ParseQuantityBytes(s.resources.memory)) {
-    s.resources.memory_bytes = *bytes;
-  }
+  ParseQuantities(SpecFields(), &s);
 }
 
 }  // namespace headroom::spec

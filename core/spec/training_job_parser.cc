@@ -1,5 +1,6 @@
 // ParseTrainingJob*: document -> typed TrainingJob (types, unknown fields), then
-// ApplyDefaults and Validate, every problem collected with its path and line.
+// ApplyDefaults and Validate, every problem collected with its path and line. spec is read
+// by walking its field table (training_job_fields.h).
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "core/spec/document_tree.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
+#include "core/spec/training_job_fields.h"
 
 namespace headroom::spec {
 namespace {
@@ -254,87 +256,6 @@ void DecodeMetadata(MapReader& r, ObjectMeta& m) {
   }
 }
 
-void DecodeResources(MapReader& r, Resources& res) {
-  r.QuantityText("cpu", res.cpu);
-  r.QuantityText("memory", res.memory);
-  r.Int("gpus", res.gpus);
-}
-
-void DecodeHubModel(MapReader& r, HubModelSpec& h) {
-  r.String("repo", h.repo);
-  r.String("revision", h.revision);
-  r.String("endpoint", h.endpoint);
-}
-
-void DecodeModel(MapReader& r, ModelSpec& m) {
-  r.String("preset", m.preset);
-  r.Int("layers", m.layers);
-  r.Int("hidden", m.hidden);
-  r.Int("heads", m.heads);
-  r.Int("ffnHidden", m.ffn_hidden);
-  r.Int("maxSeqLen", m.max_seq_len);
-  r.String("init", m.init);
-  r.String("initCheckpoint", m.init_checkpoint);
-  r.Uint64("seed", m.seed);
-  r.String("path", m.path);
-  r.Map("hub", m.hub, DecodeHubModel);
-}
-
-void DecodeDataset(MapReader& r, DatasetSpec& ds) {
-  r.String("path", ds.path);
-  r.String("promptKey", ds.prompt_key);
-  r.String("answerKey", ds.answer_key);
-  r.String("heldOut", ds.held_out);
-}
-
-void DecodePrompt(MapReader& r, PromptSpec& p) {
-  r.String("format", p.format);
-  r.String("system", p.system);
-  r.String("template", p.template_text);
-}
-
-void DecodeReward(MapReader& r, RewardSpec& rw) {
-  r.String("name", rw.name);
-  r.Double("formatWeight", rw.format_weight);
-}
-
-void DecodeTask(MapReader& r, TaskSpec& t) {
-  r.String("name", t.name);
-  r.Int("digits", t.digits);
-  r.Uint64("seed", t.seed);
-  r.Map("dataset", t.dataset, DecodeDataset);
-  r.Map("prompt", t.prompt, DecodePrompt);
-  r.Map("reward", t.reward, DecodeReward);
-}
-
-void DecodeGrpo(MapReader& r, GrpoSpec& g) {
-  r.Int("steps", g.steps);
-  r.Int("promptsPerStep", g.prompts_per_step);
-  r.Int("groupSize", g.group_size);
-  r.Int("maxPromptLength", g.max_prompt_length);
-  r.Int("maxResponseLength", g.max_response_length);
-  r.Int("microBatchSize", g.micro_batch_size);
-  r.Int("updatesPerStep", g.updates_per_step);
-  r.Double("learningRate", g.learning_rate);
-  r.Double("clipLow", g.clip_low);
-  r.Double("clipHigh", g.clip_high);
-  r.Double("klCoef", g.kl_coef);
-  r.String("lossAggregation", g.loss_aggregation);
-  r.Double("temperature", g.temperature);
-}
-
-void DecodeSharding(MapReader& r, ShardingSpec& s) {
-  r.Int("stage", s.stage);
-  r.Bool("offloadParams", s.offload_params);
-  r.Bool("offloadOptimizer", s.offload_optimizer);
-}
-
-void DecodeCheckpoint(MapReader& r, CheckpointSpec& c) {
-  r.Int("everySteps", c.every_steps);
-  r.Int("keep", c.keep);
-  r.String("volume", c.volume);
-}
-
 void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path,
                    std::vector<GuardAction>& out) {
   if (node.kind != Kind::kList) {
@@ -370,23 +291,6 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
     out.push_back(*action);
     first_index.push_back(i);
   }
-}
-
-void DecodeMemoryGuard(MapReader& r, MemoryGuardSpec& g) {
-  r.Bool("enabled", g.enabled);
-  r.Double("hostThreshold", g.host_threshold);
-  r.Double("gpuThreshold", g.gpu_threshold);
-  r.Int("horizonSteps", g.horizon_steps);
-  r.Int("maxRestarts", g.max_restarts);
-  r.Other("actions", g.actions, DecodeActions);
-}
-
-void DecodeDebug(MapReader& r, DebugSpec& dbg) {
-  r.ByteCount("hostLeakBytesPerStep", dbg.host_leak_bytes_per_step);
-  r.ByteCount("gpuLeakBytesPerStep", dbg.gpu_leak_bytes_per_step);
-  r.Double("hostLeakDecay", dbg.host_leak_decay);
-  r.Int("hostJumpAtStep", dbg.host_jump_at_step);
-  r.ByteCount("hostJumpBytes", dbg.host_jump_bytes);
 }
 
 // --- spec.template ----------------------------------------------------------------
@@ -529,22 +433,32 @@ void DecodePodTemplate(MapReader& r, PodTemplate& t) {
   r.Map("spec", t, DecodePodTemplateSpec);
 }
 
-void DecodeSpec(MapReader& r, TrainingJobSpec& s) {
-  r.Bool("suspend", s.suspend);
-  r.Int("workers", s.workers);
-  r.Int("minWorkers", s.min_workers);
-  r.Int("maxWorkers", s.max_workers);
-  r.String("image", s.image);
-  r.Map("resources", s.resources, DecodeResources);
-  r.Map("model", s.model, DecodeModel);
-  r.Map("task", s.task, DecodeTask);
-  r.Map("grpo", s.grpo, DecodeGrpo);
-  r.Map("sharding", s.sharding, DecodeSharding);
-  r.Map("checkpoint", s.checkpoint, DecodeCheckpoint);
-  r.Map("memoryGuard", s.memory_guard, DecodeMemoryGuard);
-  r.Map("debug", s.debug, DecodeDebug);
-  r.Map("template", s.pod_template, DecodePodTemplate);
+// Reads the members `fields` names from `r` into `object` (a struct the rows point into).
+void DecodeFields(MapReader& r, const std::vector<FieldDef>& fields, void* object) {
+  for (const FieldDef& f : fields) {
+    void* member = f.member(object);
+    switch (f.kind) {
+      case FieldKind::kBool: r.Bool(f.name, *static_cast<bool*>(member)); break;
+      case FieldKind::kInt: r.Int(f.name, *static_cast<int*>(member)); break;
+      case FieldKind::kInt64: r.Int64(f.name, *static_cast<int64_t*>(member)); break;
+      case FieldKind::kUint64: r.Uint64(f.name, *static_cast<uint64_t*>(member)); break;
+      case FieldKind::kDouble: r.Double(f.name, *static_cast<double*>(member)); break;
+      case FieldKind::kString: r.String(f.name, *static_cast<std::string*>(member)); break;
+      case FieldKind::kQuantity: r.QuantityText(f.name, *static_cast<std::string*>(member)); break;
+      case FieldKind::kByteCount: r.ByteCount(f.name, *static_cast<int64_t*>(member)); break;
+      case FieldKind::kActions:
+        r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions);
+        break;
+      case FieldKind::kPodTemplate: r.Map(f.name, *static_cast<PodTemplate*>(member), DecodePodTemplate); break;
+      case FieldKind::kObject:
+        r.Map(f.name, member,
+              [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });
+        break;
+    }
+  }
 }
+
+void DecodeSpec(MapReader& r, TrainingJobSpec& s) { DecodeFields(r, SpecFields(), &s); }
 
 // The line of `path`, else of its nearest written ancestor ("spec.model.layers" missing
 // from the file points at "spec.model").

@@ -1,5 +1,5 @@
 // ToYaml / ToJson: the full object, defaults included, camelCase names, in the order
-// docs/design.md lists the fields. The YAML is typed so that ParseTrainingJob reads back an
+// docs/design.md lists the fields (spec: the order of its field table, training_job_fields.h). The YAML is typed so that ParseTrainingJob reads back an
 // equal job: strings that would read as numbers, booleans or null are quoted, and
 // numbers are written in their shortest round-trip form.
 #include <yaml-cpp/yaml.h>
@@ -11,6 +11,7 @@
 
 #include "core/spec/document_tree.h"
 #include "core/spec/training_job.h"
+#include "core/spec/training_job_fields.h"
 
 namespace headroom::spec {
 namespace {
@@ -31,71 +32,37 @@ ordered_json MetadataJson(const ObjectMeta& m) {
   return j;
 }
 
-ordered_json SpecJson(const TrainingJobSpec& s) {
-  ordered_json j;
-  j["suspend"] = s.suspend;
-  j["workers"] = s.workers;
-  j["minWorkers"] = s.min_workers;
-  j["maxWorkers"] = s.max_workers;
-  j["image"] = s.image;
-  j["resources"] = {{"cpu", s.resources.cpu}, {"memory", s.resources.memory}, {"gpus", s.resources.gpus}};
-  const ModelSpec& m = s.model;
-  j["model"] = {{"preset", m.preset},       {"layers", m.layers},
-                {"hidden", m.hidden},       {"heads", m.heads},
-                {"ffnHidden", m.ffn_hidden}, {"maxSeqLen", m.max_seq_len},
-                {"init", m.init},           {"initCheckpoint", m.init_checkpoint},
-                {"seed", m.seed},           {"path", m.path}};
-  if (!m.hub.repo.empty()) {
-    j["model"]["hub"] = {{"repo", m.hub.repo}, {"revision", m.hub.revision}, {"endpoint", m.hub.endpoint}};
+// The members `fields` names of `object` (a struct the rows point into), in table order.
+ordered_json FieldsJson(const std::vector<FieldDef>& fields, void* object) {
+  ordered_json j = ordered_json::object();
+  for (const FieldDef& f : fields) {
+    void* member = f.member(object);
+    if (f.written != nullptr && !f.written(member)) continue;
+    switch (f.kind) {
+      case FieldKind::kBool: j[f.name] = *static_cast<bool*>(member); break;
+      case FieldKind::kInt: j[f.name] = *static_cast<int*>(member); break;
+      case FieldKind::kInt64:
+      case FieldKind::kByteCount: j[f.name] = *static_cast<int64_t*>(member); break;
+      case FieldKind::kUint64: j[f.name] = *static_cast<uint64_t*>(member); break;
+      case FieldKind::kDouble: j[f.name] = *static_cast<double*>(member); break;
+      case FieldKind::kString:
+      case FieldKind::kQuantity: j[f.name] = *static_cast<std::string*>(member); break;
+      case FieldKind::kActions: {
+        ordered_json actions = ordered_json::array();
+        for (GuardAction a : *static_cast<std::vector<GuardAction>*>(member)) actions.push_back(GuardActionName(a));
+        j[f.name] = std::move(actions);
+        break;
+      }
+      case FieldKind::kPodTemplate: j[f.name] = PodTemplateJson(*static_cast<PodTemplate*>(member)); break;
+      case FieldKind::kObject: j[f.name] = FieldsJson(f.fields, member); break;
+    }
   }
-  const TaskSpec& t = s.task;
-  j["task"] = {{"name", t.name},
-               {"digits", t.digits},
-               {"seed", t.seed},
-               {"dataset", {{"path", t.dataset.path},
-                            {"promptKey", t.dataset.prompt_key},
-                            {"answerKey", t.dataset.answer_key},
-                            {"heldOut", t.dataset.held_out}}},
-               {"prompt", {{"format", t.prompt.format},
-                           {"system", t.prompt.system},
-                           {"template", t.prompt.template_text}}},
-               {"reward", {{"name", t.reward.name}, {"formatWeight", t.reward.format_weight}}}};
-  const GrpoSpec& g = s.grpo;
-  j["grpo"] = {{"steps", g.steps},
-               {"promptsPerStep", g.prompts_per_step},
-               {"groupSize", g.group_size},
-               {"maxPromptLength", g.max_prompt_length},
-               {"maxResponseLength", g.max_response_length},
-               {"microBatchSize", g.micro_batch_size},
-               {"updatesPerStep", g.updates_per_step},
-               {"learningRate", g.learning_rate},
-               {"clipLow", g.clip_low},
-               {"clipHigh", g.clip_high},
-               {"klCoef", g.kl_coef},
-               {"lossAggregation", g.loss_aggregation},
-               {"temperature", g.temperature}};
-  j["sharding"] = {{"stage", s.sharding.stage},
-                   {"offloadParams", s.sharding.offload_params},
-                   {"offloadOptimizer", s.sharding.offload_optimizer}};
-  j["checkpoint"] = {{"everySteps", s.checkpoint.every_steps},
-                     {"keep", s.checkpoint.keep},
-                     {"volume", s.checkpoint.volume}};
-  const MemoryGuardSpec& mg = s.memory_guard;
-  ordered_json actions = ordered_json::array();
-  for (GuardAction a : mg.actions) actions.push_back(GuardActionName(a));
-  j["memoryGuard"] = {{"enabled", mg.enabled},
-                      {"hostThreshold", mg.host_threshold},
-                      {"gpuThreshold", mg.gpu_threshold},
-                      {"horizonSteps", mg.horizon_steps},
-                      {"maxRestarts", mg.max_restarts},
-                      {"actions", actions}};
-  j["debug"] = {{"hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step},
-                {"gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step},
-                {"hostLeakDecay", s.debug.host_leak_decay},
-                {"hostJumpAtStep", s.debug.host_jump_at_step},
-                {"hostJumpBytes", s.debug.host_jump_bytes}};
-  if (!s.pod_template.empty()) j["template"] = PodTemplateJson(s.pod_template);
   return j;
+}
+
+ordered_json SpecJson(const TrainingJobSpec& s) {
+  // The walk only reads; the rows' accessors take a mutable struct.
+  return FieldsJson(SpecFields(), const_cast<TrainingJobSpec*>(&s));
 }
 
 ordered_json JobJson(const TrainingJob& job) {

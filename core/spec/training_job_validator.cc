@@ -1,5 +1,6 @@
-// Validate: ranges, enums, names and cross-field rules of a typed, defaulted job.
-// Each rule says why it exists where the reason is not obvious.
+// Validate: ranges, enums, names and cross-field rules of a typed, defaulted job. Ranges
+// and allowed names come from the field table (training_job_fields.h); the rules here are
+// what a row cannot say alone. Each rule says why it exists where the reason is not obvious.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/files/bounded_line_reader.h"
@@ -20,8 +22,8 @@
 #include "core/spec/prompt_template.h"
 #include "core/spec/quantity.h"
 #include "core/spec/task_shapes.h"
-#include "core/spec/text_task_names.h"
 #include "core/spec/training_job.h"
+#include "core/spec/training_job_fields.h"
 
 namespace headroom::spec {
 namespace {
@@ -53,25 +55,6 @@ class Checker {
     if (value < min || value > max) {
       Fail(path, "must be between " + Num(min) + " and " + Num(max) + ", got " + Num(value));
     }
-  }
-  void Positive(const std::string& path, double value) {
-    if (!std::isfinite(value)) {
-      Fail(path, "must be a finite number, got " + Num(value));
-    } else if (value <= 0) {
-      Fail(path, "must be > 0, got " + Num(value));
-    }
-  }
-  void NonNegative(const std::string& path, double value) {
-    if (!std::isfinite(value)) {
-      Fail(path, "must be a finite number, got " + Num(value));
-    } else if (value < 0) {
-      Fail(path, "must be >= 0, got " + Num(value));
-    }
-  }
-  // (0, 1] when include_one, else (0, 1).
-  void Fraction(const std::string& path, double value, bool include_one) {
-    const bool ok = std::isfinite(value) && value > 0 && (include_one ? value <= 1 : value < 1);
-    if (!ok) Fail(path, std::string("must be in (0, 1") + (include_one ? "]" : ")") + ", got " + Num(value));
   }
   void Enum(const std::string& path, const std::string& value, const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
@@ -126,20 +109,31 @@ void CheckMetadata(Checker& c, const TrainingJob& job) {
   c.AtLeast("metadata.generation", m.generation, 0);
 }
 
-void CheckWorkers(Checker& c, const TrainingJobSpec& s) {
-  c.AtLeast("spec.minWorkers", s.min_workers, 1);
-  c.AtLeast("spec.maxWorkers", s.max_workers, 1);
-  c.AtLeast("spec.workers", s.workers, 1);
+// The rules below are the hand-written overlay on the field table: each checks what one
+// field's row cannot say alone (another field, a file, a name's syntax), and runs right
+// after that field's row, so errors come out in the table's order. Ranges and allowed
+// names are the table's (CheckFields).
+struct Context {
+  const TrainingJobSpec& s;
+  const ValidateOptions& options;
+};
+
+void WorkersRule(Checker& c, const Context& x) {
+  const TrainingJobSpec& s = x.s;
   if (s.workers >= 1 && s.min_workers >= 1 && s.min_workers > s.workers) {
     c.Fail("spec.minWorkers", "must be <= workers (" + Num(int64_t{s.workers}) + "), got " + Num(int64_t{s.min_workers}));
   }
   if (s.workers >= 1 && s.max_workers >= 1 && s.workers > s.max_workers) {
     c.Fail("spec.workers", "must be <= maxWorkers (" + Num(int64_t{s.max_workers}) + "), got " + Num(int64_t{s.workers}));
   }
-  if (s.image.empty()) {
+}
+
+void ImageRule(Checker& c, const Context& x) {
+  const std::string& image = x.s.image;
+  if (image.empty()) {
     c.Fail("spec.image", "required");
-  } else if (std::any_of(s.image.begin(), s.image.end(), [](unsigned char ch) { return std::isspace(ch); })) {
-    c.Fail("spec.image", "must not contain whitespace, got \"" + s.image + "\"");
+  } else if (std::any_of(image.begin(), image.end(), [](unsigned char ch) { return std::isspace(ch); })) {
+    c.Fail("spec.image", "must not contain whitespace, got \"" + image + "\"");
   }
 }
 
@@ -156,12 +150,6 @@ void CheckQuantity(Checker& c, const std::string& path, const std::string& text,
   } else if (*value != parsed) {
     c.Fail(path, "is \"" + text + "\" but " + parsed_name + " is " + Num(parsed) + " (run ApplyDefaults)");
   }
-}
-
-void CheckResources(Checker& c, const Resources& r) {
-  CheckQuantity(c, "spec.resources.cpu", r.cpu, ParseQuantityMillis, r.cpu_millis, "cpu_millis");
-  CheckQuantity(c, "spec.resources.memory", r.memory, ParseQuantityBytes, r.memory_bytes, "memory_bytes");
-  c.AtLeast("spec.resources.gpus", r.gpus, 0);
 }
 
 // Only the fields: whether the repository and revision exist is known to the hub, which
@@ -181,56 +169,59 @@ void CheckHubModel(Checker& c, const ModelSpec& m) {
   if (std::string why = hf::HubEndpointProblem(h.endpoint); !why.empty()) c.Fail("spec.model.hub.endpoint", why);
 }
 
-void CheckModel(Checker& c, const TrainingJobSpec& s, const ValidateOptions& options) {
-  const ModelSpec& m = s.model;
-  std::vector<std::string> presets = ModelPresetNames();
-  presets.push_back("");
-  c.Enum("spec.model.preset", m.preset, presets);
-  // With a preset every dim is filled by ApplyDefaults; without one they are required.
-  // An unknown preset filled nothing: its dims are judged once the preset is fixed.
+// With a preset every dim is filled by ApplyDefaults; without one they are required.
+// An unknown preset filled nothing: its dims are judged once the preset is fixed.
+void Dim(Checker& c, const ModelSpec& m, const char* field, int value) {
   const bool preset_known = m.preset.empty() || FindModelPreset(m.preset).has_value();
-  auto dim = [&](const char* field, int value) {
-    const std::string path = std::string("spec.model.") + field;
-    if (!preset_known && value == 0) return;
-    if (value == 0 && m.preset.empty()) {
-      c.Fail(path, "required when preset is \"\" (explicit dims)");
-    } else {
-      c.AtLeast(path, value, 1);
-    }
-  };
-  dim("layers", m.layers);
-  dim("hidden", m.hidden);
-  dim("heads", m.heads);
+  const std::string path = std::string("spec.model.") + field;
+  if (!preset_known && value == 0) return;
+  if (value == 0 && m.preset.empty()) {
+    c.Fail(path, "required when preset is \"\" (explicit dims)");
+  } else {
+    c.AtLeast(path, value, 1);
+  }
+}
+
+void FfnHiddenRule(Checker& c, const Context& x) {
+  const ModelSpec& m = x.s.model;
   // ffnHidden defaults from hidden: when hidden is missing, that is the error to show.
   if (m.ffn_hidden != 0 || m.hidden > 0) c.AtLeast("spec.model.ffnHidden", m.ffn_hidden, 1);
   if (m.hidden >= 1 && m.heads >= 1 && m.hidden % m.heads != 0) {
     c.Fail("spec.model.heads", "must divide hidden (" + Num(int64_t{m.hidden}) + "), got " + Num(int64_t{m.heads}));
   }
-  const int64_t sequence = int64_t{s.grpo.max_prompt_length} + s.grpo.max_response_length;
-  if (m.max_seq_len < sequence) {
+}
+
+void MaxSeqLenRule(Checker& c, const Context& x) {
+  const int64_t sequence = int64_t{x.s.grpo.max_prompt_length} + x.s.grpo.max_response_length;
+  if (x.s.model.max_seq_len < sequence) {
     c.Fail("spec.model.maxSeqLen", "must be >= maxPromptLength + maxResponseLength (" + Num(sequence) +
-                                       "), got " + Num(int64_t{m.max_seq_len}));
+                                       "), got " + Num(int64_t{x.s.model.max_seq_len}));
   }
-  c.Enum("spec.model.init", m.init, {"random", "checkpoint"});
+}
+
+void InitCheckpointRule(Checker& c, const Context& x) {
+  const ModelSpec& m = x.s.model;
   if (m.init == "checkpoint" && m.init_checkpoint.empty()) {
     c.Fail("spec.model.initCheckpoint", "required when init is checkpoint");
   }
   if (m.init == "random" && !m.init_checkpoint.empty()) {
     c.Fail("spec.model.initCheckpoint", "only used when init is checkpoint; init is random");
   }
-  if (!m.path.empty() && options.read_model_config) {
-    // Checked where it can be read (on the machine that runs `headroom validate` or the
-    // worker); on a cluster the path may live on a volume only the pods mount.
-    std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::path(m.path) / "config.json", ec)) {
-      try {
-        hf::LoadHfConfig(m.path);
-      } catch (const hf::HfConfigError& e) {
-        c.Fail("spec.model.path", e.what());
-      }
+}
+
+void ModelPathRule(Checker& c, const Context& x) {
+  const ModelSpec& m = x.s.model;
+  if (m.path.empty() || !x.options.read_model_config) return;
+  // Checked where it can be read (on the machine that runs `headroom validate` or the
+  // worker); on a cluster the path may live on a volume only the pods mount.
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(m.path) / "config.json", ec)) {
+    try {
+      hf::LoadHfConfig(m.path);
+    } catch (const hf::HfConfigError& e) {
+      c.Fail("spec.model.path", e.what());
     }
   }
-  CheckHubModel(c, m);
 }
 
 // The first record of a dataset file (`where` is "FILE:LINE: "): a JSON object with the
@@ -295,13 +286,13 @@ void CheckDatasetFile(Checker& c, const std::string& field, const std::string& f
   c.Fail(field, file + " has no records (empty file)");
 }
 
-void CheckTextTask(Checker& c, const TrainingJobSpec& s) {
-  const TaskSpec& t = s.task;
+void DatasetRule(Checker& c, const Context& x) {
+  const TaskSpec& t = x.s.task;
   const DatasetSpec& ds = t.dataset;
   if (ds.prompt_key.empty()) c.Fail("spec.task.dataset.promptKey", "must not be empty");
   if (ds.answer_key.empty()) c.Fail("spec.task.dataset.answerKey", "must not be empty");
   if (t.is_text()) {
-    if (s.model.path.empty() && s.model.hub.repo.empty()) {
+    if (x.s.model.path.empty() && x.s.model.hub.repo.empty()) {
       c.Fail("spec.task.dataset.path", "requires spec.model.path or spec.model.hub: a text task's tokenizer (and chat "
                                        "special tokens) come from the model directory");
     }
@@ -310,9 +301,10 @@ void CheckTextTask(Checker& c, const TrainingJobSpec& s) {
     c.Fail("spec.task.dataset.heldOut", "only used with spec.task.dataset.path (a text task)");
   }
   if (!ds.held_out.empty()) CheckDatasetFile(c, "spec.task.dataset.heldOut", ds.held_out, ds);
+}
 
-  const PromptSpec& p = t.prompt;
-  c.Enum("spec.task.prompt.format", p.format, PromptFormatNames());
+void PromptTemplateRule(Checker& c, const Context& x) {
+  const PromptSpec& p = x.s.task.prompt;
   if (p.format == "template") {
     if (p.template_text.empty()) {
       c.Fail("spec.task.prompt.template", "required when format is template");
@@ -322,40 +314,16 @@ void CheckTextTask(Checker& c, const TrainingJobSpec& s) {
   } else if (!p.template_text.empty()) {
     c.Fail("spec.task.prompt.template", "only used when format is template; format is " + p.format);
   }
-
-  c.Enum("spec.task.reward.name", t.reward.name, TextRewardNames());
-  const double w = t.reward.format_weight;
-  if (!std::isfinite(w) || w < 0 || w > 1) {
-    c.Fail("spec.task.reward.formatWeight", "must be in [0, 1], got " + Num(w));
-  }
 }
 
-void CheckTaskAndGrpo(Checker& c, const TrainingJobSpec& s) {
+void GrpoRule(Checker& c, const Context& x) {
+  const TrainingJobSpec& s = x.s;
   const TaskSpec& t = s.task;
-  // Checked for a text task too, which does not read them: their defaults always pass,
-  // and the CRD schema can hold the same rule.
-  c.Enum("spec.task.name", t.name, TaskNames());
-  c.Between("spec.task.digits", t.digits, 1, 12);
-  CheckTextTask(c, s);
-
   const GrpoSpec& g = s.grpo;
-  c.AtLeast("spec.grpo.steps", g.steps, 1);
-  c.AtLeast("spec.grpo.promptsPerStep", g.prompts_per_step, 1);
-  c.AtLeast("spec.grpo.groupSize", g.group_size, 2);  // one sample has no group to compare to
-  c.AtLeast("spec.grpo.maxPromptLength", g.max_prompt_length, 1);
-  c.AtLeast("spec.grpo.maxResponseLength", g.max_response_length, 1);
-  c.AtLeast("spec.grpo.microBatchSize", g.micro_batch_size, 1);
-  c.AtLeast("spec.grpo.updatesPerStep", g.updates_per_step, 1);
-  c.Positive("spec.grpo.learningRate", g.learning_rate);
-  c.Fraction("spec.grpo.clipLow", g.clip_low, /*include_one=*/false);
-  c.Fraction("spec.grpo.clipHigh", g.clip_high, /*include_one=*/false);
-  c.NonNegative("spec.grpo.klCoef", g.kl_coef);
-  c.Enum("spec.grpo.lossAggregation", g.loss_aggregation,
-         {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"});
-  c.Positive("spec.grpo.temperature", g.temperature);
-
   // The task's prompts and answers must fit, or the model never sees a whole problem (a
   // text task's lengths are known only once its dataset is tokenized: the worker checks).
+  // task.name and digits are checked for a text task too, which does not read them: their
+  // defaults always pass, and the CRD schema can hold the same rule.
   if (!t.is_text() && IsKnownTask(t.name) && t.digits >= 1 && t.digits <= 12) {
     const int prompt = PromptTokens(t.name, t.digits);
     if (g.max_prompt_length >= 1 && g.max_prompt_length < prompt) {
@@ -385,47 +353,131 @@ void CheckTaskAndGrpo(Checker& c, const TrainingJobSpec& s) {
   }
 }
 
-void CheckRest(Checker& c, const TrainingJobSpec& s) {
-  const ShardingSpec& sh = s.sharding;
-  c.Between("spec.sharding.stage", sh.stage, 0, 3);
+void OffloadParamsRule(Checker& c, const Context& x) {
+  const ShardingSpec& sh = x.s.sharding;
   if (sh.offload_params && sh.stage != 3) {
     // Offloading parameters needs them sharded and gathered per layer, which is stage 3.
     c.Fail("spec.sharding.offloadParams", "requires stage 3 (ZeRO-3 parameter offload), stage is " + Num(int64_t{sh.stage}));
   }
+}
 
-  const CheckpointSpec& ck = s.checkpoint;
-  c.AtLeast("spec.checkpoint.everySteps", ck.every_steps, 1);
-  c.AtLeast("spec.checkpoint.keep", ck.keep, 1);
-  if (!ck.volume.empty()) {
-    std::string bad = CheckDns1123Subdomain(ck.volume);
-    if (!bad.empty()) c.Fail("spec.checkpoint.volume", "must name a PersistentVolumeClaim: " + bad);
+void VolumeRule(Checker& c, const Context& x) {
+  const std::string& volume = x.s.checkpoint.volume;
+  if (volume.empty()) return;
+  std::string bad = CheckDns1123Subdomain(volume);
+  if (!bad.empty()) c.Fail("spec.checkpoint.volume", "must name a PersistentVolumeClaim: " + bad);
+}
+
+using Rule = void (*)(Checker&, const Context&);
+
+// The overlay: the rules that run after the row at each path.
+const std::map<std::string, std::vector<Rule>>& Rules() {
+  static const std::map<std::string, std::vector<Rule>> rules = {
+      {"spec.maxWorkers", {WorkersRule}},
+      {"spec.image", {ImageRule}},
+      {"spec.model.layers", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "layers", x.s.model.layers); }}},
+      {"spec.model.hidden", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "hidden", x.s.model.hidden); }}},
+      {"spec.model.heads", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "heads", x.s.model.heads); }}},
+      {"spec.model.ffnHidden", {FfnHiddenRule}},
+      {"spec.model.maxSeqLen", {MaxSeqLenRule}},
+      {"spec.model.initCheckpoint", {InitCheckpointRule}},
+      {"spec.model.path", {ModelPathRule}},
+      {"spec.model.hub", {[](Checker& c, const Context& x) { CheckHubModel(c, x.s.model); }}},
+      {"spec.task.dataset", {DatasetRule}},
+      {"spec.task.prompt.template", {PromptTemplateRule}},
+      {"spec.grpo", {GrpoRule}},
+      {"spec.sharding.offloadParams", {OffloadParamsRule}},
+      {"spec.checkpoint.volume", {VolumeRule}},
+  };
+  return rules;
+}
+
+// A number's range from its row, with the messages the validator has always used.
+void CheckIntegerRange(Checker& c, const std::string& path, const FieldDef& f, int64_t value) {
+  if (f.minimum && f.maximum) {
+    c.Between(path, value, static_cast<int64_t>(*f.minimum), static_cast<int64_t>(*f.maximum));
+  } else if (f.minimum) {
+    c.AtLeast(path, value, static_cast<int64_t>(*f.minimum));
+  } else if (f.maximum && value > *f.maximum) {
+    c.Fail(path, "must be <= " + Num(static_cast<int64_t>(*f.maximum)) + ", got " + Num(value));
   }
+}
 
-  const MemoryGuardSpec& mg = s.memory_guard;
-  c.Fraction("spec.memoryGuard.hostThreshold", mg.host_threshold, /*include_one=*/true);
-  c.Fraction("spec.memoryGuard.gpuThreshold", mg.gpu_threshold, /*include_one=*/true);
-  c.AtLeast("spec.memoryGuard.horizonSteps", mg.horizon_steps, 1);
-  c.AtLeast("spec.memoryGuard.maxRestarts", mg.max_restarts, 0);
-  for (size_t i = 0; i < mg.actions.size(); ++i) {
-    const std::string path = "spec.memoryGuard.actions[" + std::to_string(i) + "]";
-    const char* name = GuardActionName(mg.actions[i]);
+void CheckDoubleRange(Checker& c, const std::string& path, const FieldDef& f, double v) {
+  const bool above = !f.minimum || (f.exclusive_minimum ? v > *f.minimum : v >= *f.minimum);
+  const bool below = !f.maximum || (f.exclusive_maximum ? v < *f.maximum : v <= *f.maximum);
+  if (f.minimum && f.maximum) {
+    if (!std::isfinite(v) || !above || !below) {
+      c.Fail(path, std::string("must be in ") + (f.exclusive_minimum ? "(" : "[") + Num(*f.minimum) + ", " +
+                       Num(*f.maximum) + (f.exclusive_maximum ? ")" : "]") + ", got " + Num(v));
+    }
+  } else if (!std::isfinite(v) && (f.minimum || f.maximum)) {
+    c.Fail(path, "must be a finite number, got " + Num(v));
+  } else if (!above) {
+    c.Fail(path, std::string("must be ") + (f.exclusive_minimum ? "> " : ">= ") + Num(*f.minimum) + ", got " +
+                     Num(v));
+  } else if (!below) {
+    c.Fail(path, std::string("must be ") + (f.exclusive_maximum ? "< " : "<= ") + Num(*f.maximum) + ", got " +
+                     Num(v));
+  }
+}
+
+void CheckActions(Checker& c, const std::string& path, const std::vector<GuardAction>& actions) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    const char* name = GuardActionName(actions[i]);
     if (std::string(name) == "unknown") {
-      c.Fail(path, "unknown action");
+      c.Fail(item, "unknown action");
       continue;
     }
     for (size_t j = 0; j < i; ++j) {
-      if (mg.actions[j] == mg.actions[i]) {
-        c.Fail(path, std::string("duplicate action \"") + name + "\" (already at [" + std::to_string(j) + "])");
+      if (actions[j] == actions[i]) {
+        c.Fail(item, std::string("duplicate action \"") + name + "\" (already at [" + std::to_string(j) + "])");
         break;
       }
     }
   }
+}
 
-  c.AtLeast("spec.debug.hostLeakBytesPerStep", s.debug.host_leak_bytes_per_step, 0);
-  c.AtLeast("spec.debug.gpuLeakBytesPerStep", s.debug.gpu_leak_bytes_per_step, 0);
-  c.Fraction("spec.debug.hostLeakDecay", s.debug.host_leak_decay, /*include_one=*/true);
-  c.AtLeast("spec.debug.hostJumpAtStep", s.debug.host_jump_at_step, 0);
-  c.AtLeast("spec.debug.hostJumpBytes", s.debug.host_jump_bytes, 0);
+// Walks the rows of `object` (the struct they point into): each row's own check, then
+// the overlay's rules for its path.
+void CheckFields(Checker& c, const Context& x, const std::vector<FieldDef>& fields, void* object,
+                 const std::string& parent) {
+  for (const FieldDef& f : fields) {
+    const std::string path = parent + "." + f.name;
+    void* member = f.member(object);
+    switch (f.kind) {
+      case FieldKind::kInt:
+        if (!f.range_in_crd_only) CheckIntegerRange(c, path, f, *static_cast<int*>(member));
+        break;
+      case FieldKind::kInt64:
+      case FieldKind::kByteCount:
+        if (!f.range_in_crd_only) CheckIntegerRange(c, path, f, *static_cast<int64_t*>(member));
+        break;
+      case FieldKind::kDouble:
+        if (!f.range_in_crd_only) CheckDoubleRange(c, path, f, *static_cast<double*>(member));
+        break;
+      case FieldKind::kString:
+        if (f.names != nullptr) c.Enum(path, *static_cast<std::string*>(member), f.names());
+        break;
+      case FieldKind::kQuantity: {
+        const std::string& text = *static_cast<std::string*>(member);
+        const int64_t parsed = *static_cast<int64_t*>(f.parsed(object));
+        CheckQuantity(c, path, text, f.unit == QuantityUnit::kMillis ? ParseQuantityMillis : ParseQuantityBytes,
+                      parsed, f.parsed_name.c_str());
+        break;
+      }
+      case FieldKind::kActions: CheckActions(c, path, *static_cast<std::vector<GuardAction>*>(member)); break;
+      case FieldKind::kPodTemplate: CheckPodTemplate(*static_cast<PodTemplate*>(member), path, c.errors); break;
+      case FieldKind::kObject: CheckFields(c, x, f.fields, member, path); break;
+      case FieldKind::kBool:
+      case FieldKind::kUint64:  // the parser refuses negatives; the whole range is valid
+        break;
+    }
+    auto rules = Rules().find(path);
+    if (rules == Rules().end()) continue;
+    for (Rule rule : rules->second) rule(c, x);
+  }
 }
 
 }  // namespace
@@ -439,12 +491,8 @@ bool WorkerCountFits(const GrpoSpec& grpo, int workers) {
 std::vector<SpecError> Validate(const TrainingJob& job, const ValidateOptions& options) {
   Checker c;
   CheckMetadata(c, job);
-  CheckWorkers(c, job.spec);
-  CheckResources(c, job.spec.resources);
-  CheckModel(c, job.spec, options);
-  CheckTaskAndGrpo(c, job.spec);
-  CheckRest(c, job.spec);
-  CheckPodTemplate(job.spec.pod_template, "spec.template", c.errors);
+  // The walk only reads; the rows' accessors take a mutable struct.
+  CheckFields(c, Context{job.spec, options}, SpecFields(), const_cast<TrainingJobSpec*>(&job.spec), "spec");
   return std::move(c.errors);
 }
 

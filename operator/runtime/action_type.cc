@@ -10,11 +10,9 @@ struct WireName {
 };
 
 constexpr WireName kWireNames[] = {
-    {ActionType::kRestart, "restart"},
-    {ActionType::kReshard, "reshard"},
-    {ActionType::kShrinkMicroBatch, "shrinkMicroBatch"},
-    {ActionType::kDisableOffload, "disableOffload"},
-    {ActionType::kEnableOffload, "enableOffload"},
+#define HEADROOM_ACTION_WIRE_NAME(enumerator, name) {ActionType::enumerator, name},
+    HEADROOM_GUARD_ACTIONS(HEADROOM_ACTION_WIRE_NAME)
+#undef HEADROOM_ACTION_WIRE_NAME
     {ActionType::kRestartAfterOOMKill, "restartAfterOOMKill"},
     {ActionType::kRestartAfterGpuOOM, "restartAfterGpuOOM"},
     {ActionType::kRestartAfterCrash, "restartAfterCrash"},
@@ -45,12 +43,11 @@ std::ostream& operator<<(std::ostream& out, ActionType type) { return out << ToW
 
 ActionType FromDecision(guard::DecisionAction applied) {
   switch (applied) {
-    case guard::DecisionAction::kNone:
-    case guard::DecisionAction::kRestart: return ActionType::kRestart;
-    case guard::DecisionAction::kReshard: return ActionType::kReshard;
-    case guard::DecisionAction::kShrinkMicroBatch: return ActionType::kShrinkMicroBatch;
-    case guard::DecisionAction::kDisableOffload: return ActionType::kDisableOffload;
-    case guard::DecisionAction::kEnableOffload: return ActionType::kEnableOffload;
+    case guard::DecisionAction::kNone: return ActionType::kRestart;
+#define HEADROOM_FROM_DECISION(enumerator, name) \
+  case guard::DecisionAction::enumerator: return ActionType::enumerator;
+    HEADROOM_GUARD_ACTIONS(HEADROOM_FROM_DECISION)
+#undef HEADROOM_FROM_DECISION
     case guard::DecisionAction::kFail: return ActionType::kFail;
   }
   return ActionType::kRestart;

@@ -11,16 +11,14 @@
 #include <string_view>
 
 #include "core/guard/decision.h"
+#include "core/spec/guard_actions.h"
 
 namespace headroom::runtime {
 
 enum class ActionType {
-  // The guard's actions (core/guard/decision.h; the spec's spellings).
-  kRestart,              // "restart"
-  kReshard,              // "reshard"
-  kShrinkMicroBatch,     // "shrinkMicroBatch"
-  kDisableOffload,       // "disableOffload"
-  kEnableOffload,        // "enableOffload"
+  // The guard's actions, the same enumerators with the spec's spellings, from
+  // core/spec/guard_actions.h's one list (restart, reshard, shrinkMicroBatch, ...).
+  HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR)
   // Relaunches after an end nobody planned.
   kRestartAfterOOMKill,  // "restartAfterOOMKill": the kernel's OOM killer
   kRestartAfterGpuOOM,   // "restartAfterGpuOOM": CUDA out of memory (exit 77)

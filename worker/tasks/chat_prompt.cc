@@ -36,7 +36,7 @@ size_t CharacterStart(const std::string& text, size_t end) {
 }  // namespace
 
 std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name) {
-  return spec::ValueNamed<PromptFormatKind>(spec::PromptFormatNames(), name);
+  return spec::PromptFormatNamed(name);
 }
 
 std::string PythonStrip(const std::string& text) {

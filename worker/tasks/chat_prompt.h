@@ -30,12 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/text_task_names.h"
+
 namespace headroom::worker {
 
-enum class PromptFormatKind { kChatml, kLlama3, kTemplate };
+// chatml, llama3, template: core/spec's one list of the formats a spec may name.
+using spec::PromptFormatKind;
 
-// The kind spec::PromptFormatNames() names `name` (the enum follows that list's order);
-// nullopt for anything else.
+// The kind named `name` (spec.task.prompt.format); nullopt for anything else.
 std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name);
 
 struct PromptFormat {

@@ -56,7 +56,7 @@ std::string RewriteFractions(const std::string& s) {
 }  // namespace
 
 std::optional<TextReward> ParseTextReward(const std::string& name) {
-  return spec::ValueNamed<TextReward>(spec::TextRewardNames(), name);
+  return spec::TextRewardNamed(name);
 }
 
 std::optional<std::string> LastBoxed(const std::string& text) {

@@ -19,12 +19,14 @@
 #include <optional>
 #include <string>
 
+#include "core/spec/text_task_names.h"
+
 namespace headroom::worker {
 
-enum class TextReward { kGsm8k, kMath, kExact };
+// gsm8k, math, exact: core/spec's one list of the rewards a spec may name.
+using spec::TextReward;
 
-// The reward spec::TextRewardNames() names `name` (the enum follows that list's order);
-// nullopt for anything else.
+// The reward named `name` (spec.task.reward.name); nullopt for anything else.
 std::optional<TextReward> ParseTextReward(const std::string& name);
 
 // The content of the last \boxed{...} (nested braces kept), or nullopt.
