@@ -10,8 +10,9 @@
 namespace headroom::worker {
 
 RolloutEngine::RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt,
-                             int64_t max_response, torch::Device device, ResponseFormat format)
-    : cache_(cache_shape, max_batch, max_prompt + max_response, device),
+                             int64_t max_response, torch::Device device, ResponseFormat format,
+                             torch::Dtype cache_dtype)
+    : cache_(cache_shape, max_batch, max_prompt + max_response, device, cache_dtype),
       max_prompt_(max_prompt),
       max_response_(max_response),
       device_(device) {

@@ -68,8 +68,10 @@ struct Rollout {
 class RolloutEngine : NonCopyable {
  public:
   // Throws std::invalid_argument for max_response < 1 or a format without a stop token.
+  // cache_dtype: the KV cache's (kv_cache.h); bf16 where the model runs its passes without
+  // gradient on bf16 weights (the trainer's choice, inference_weights.h).
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
-                torch::Device device, ResponseFormat format);
+                torch::Device device, ResponseFormat format, torch::Dtype cache_dtype = torch::kFloat32);
 
   // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
   // every row is P long); one key per row.
