@@ -302,19 +302,19 @@ int main(int argc, char** argv) {
   const KvCache& kv = engine.cache();
   const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
   const int64_t head_dim = config.head_dim > 0 ? config.head_dim : config.hidden_size / heads;
-  const auto like = torch::TensorOptions().dtype(kv.dtype()).device(device);
+  const auto like = torch::TensorOptions().dtype(kv.Keys(0, 0).scalar_type()).device(device);
   const auto q = torch::zeros({kv.max_batch(), kv_heads, heads / kv_heads, head_dim}, like);
   const auto k = torch::zeros({kv.max_batch(), kv_heads, kv.max_seq(), head_dim}, like);
   const auto mask = torch::zeros({kv.max_batch(), 1, heads / kv_heads, kv.max_seq()}, like);
   const std::string attention =
       SdpaAttentionApplies(q) ? "sdpa, " + SdpaBackendName(q, k, k, mask) + " kernel"
-      : heads == kv_heads && kv.dtype() == torch::kFloat32 && FusedAttentionApplies(q, kv.max_seq())
+      : heads == kv_heads && kv.Keys(0, 0).scalar_type() == torch::kFloat32 && FusedAttentionApplies(q, kv.max_seq())
           ? "fused CPU kernel"
           : "matmul";
   std::printf("decode                 %s (mode %s%s), KV cache %s [%lld x %lld positions], attention %s\n",
               engine.last_decode_graphed() ? "graphed" : "not graphed",
               RolloutEngine::DecodeModeName(engine.resolved_decode_mode(trainer.model())),
-              DecodeGraphsCompiled() ? "" : "; CUDA graphs not compiled in", c10::toString(kv.dtype()),
+              DecodeGraphsCompiled() ? "" : "; CUDA graphs not compiled in", c10::toString(kv.Keys(0, 0).scalar_type()),
               static_cast<long long>(kv.max_batch()), static_cast<long long>(kv.max_seq()), attention.c_str());
 
   const ShardedBytes held = trainer.shards().ResidentBytes();

@@ -257,9 +257,11 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   const bool gpu = s.resources.gpus > 0;
   // Bytes per parameter (see planner.h).
   const bool bf16 = options.bf16_params && gpu;
+  // The generation cache's bytes per element follow its dtype: the rollout keeps it in bf16
+  // where it reads the bf16 inference copies (worker/train/grpo_trainer.cc), fp32 elsewhere.
   const bool inference_weights = options.bf16_inference_weights.value_or(gpu);
   const PlanInputs in{s,   model, workers, std::clamp(s.sharding.stage, 0, 3), gpu, bf16 ? 2.0 : 4.0, bf16 ? 12.0 : 8.0,
-                      inference_weights, static_cast<double>(options.kv_cache_element_bytes.value_or(inference_weights ? 2 : 4))};
+                      inference_weights, inference_weights ? 2.0 : 4.0};
 
   Plan plan;
   plan.workers = workers;

@@ -16,8 +16,7 @@
 // c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
-// batch = promptsPerStep / workers * groupSize (the local rollout sequences), kv_bytes 2
-// where the inference weights below are kept (the cache is bf16 there), 4 otherwise.
+// batch = promptsPerStep / workers * groupSize (the local rollout sequences).
 // Reference model (klCoef > 0): parameters only, replicated; in bf16 (2 Psi) where the
 // inference weights below are kept, P Psi otherwise.
 // Inference weights (GPU jobs; PlanOptions::bf16_inference_weights): the bf16 copies the
@@ -89,10 +88,6 @@ struct PlanOptions {
   // Whether the worker keeps bf16 copies for its passes without gradient; unset: for GPU
   // jobs, as the worker decides (worker/sharding/inference_weights.h).
   std::optional<bool> bf16_inference_weights;
-  // Bytes per element of the generation KV cache; unset: 2 where the bf16 inference copies
-  // are kept (the rollout then keeps its cache in bf16, worker/train/grpo_trainer.cc), 4
-  // otherwise.
-  std::optional<int> kv_cache_element_bytes;
   // The model's shape: JobModelShape(spec), read once by whoever plans. Unset:
   // PresetModelShape(spec), which is right only for jobs without spec.model.path.
   std::optional<ModelShape> model;

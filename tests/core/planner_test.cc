@@ -311,12 +311,9 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   // The cache holds the 2 key/value heads, not the 14 query heads; bf16, as the rollout
   // allocates it where it reads the bf16 inference copies (a GPU job's default).
   EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);
-  // The bytes per element follow the cache's dtype: fp32 without the bf16 copies, or told.
+  // The bytes per element follow the cache's dtype: fp32 without the bf16 copies.
   PlanOptions fp32_cache = options;
   fp32_cache.bf16_inference_weights = false;
-  EXPECT_EQ(GpuOf(PlanMemory(s, n, fp32_cache), "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
-  fp32_cache.bf16_inference_weights = true;
-  fp32_cache.kv_cache_element_bytes = 4;
   EXPECT_EQ(GpuOf(PlanMemory(s, n, fp32_cache), "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
   // 2 x 512 response tokens are more than one chunk of a 152k vocabulary: one chunk counts.
   EXPECT_EQ(GpuOf(p, "logits"), static_cast<int64_t>(2.5 * memory::LogitsChunkTokens(151936) * 151936 * 4));

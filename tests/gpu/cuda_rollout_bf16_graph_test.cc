@@ -54,7 +54,7 @@ TEST(CudaRolloutBf16Graph, GraphedAcrossAnOptimizerStepWithTheEagerStepsTokens) 
       eager.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
       want = eager.Generate(model, prompts, keys, 1.0);
     }
-    EXPECT_EQ(graphed.cache().dtype(), torch::kBFloat16);
+    EXPECT_EQ(graphed.cache().Keys(0, 0).scalar_type(), torch::kBFloat16);
     EXPECT_TRUE(torch::equal(got.sequences, want.sequences)) << "step " << step;
     EXPECT_TRUE(torch::equal(got.response_mask, want.response_mask)) << "step " << step;
     samples.push_back(got.sequences);

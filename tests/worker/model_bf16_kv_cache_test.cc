@@ -52,7 +52,7 @@ TEST_P(Bf16KvCache, DecodesWithinTheBf16BoundOfTheFp32Cache) {
   }
   KvCache fp32(model->kv_cache_shape(), batch, prompt + tokens, torch::kCPU);
   KvCache bf16(model->kv_cache_shape(), batch, prompt + tokens, torch::kCPU, torch::kBFloat16);
-  EXPECT_EQ(bf16.dtype(), torch::kBFloat16);
+  EXPECT_EQ(bf16.Keys(0, 0).scalar_type(), torch::kBFloat16);
   EXPECT_EQ(2 * bf16.bytes(), fp32.bytes());
   fp32.Reset(batch, padding);
   bf16.Reset(batch, padding);

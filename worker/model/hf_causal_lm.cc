@@ -276,7 +276,7 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& qkv,
   // The fused kernel is causal by position: it serves the plain causal mask only.
   const bool causal_only = !mask.defined() || mask.dim() == 2;
   // The fused kernel reads the cache in the queries' dtype (fp32 on the CPU).
-  const bool cache_matches = !cache || cache->dtype() == q.scalar_type();
+  const bool cache_matches = !cache || cache->Keys(layer, 0).scalar_type() == q.scalar_type();
   if (heads == kv_heads && causal_only && cache_matches && FusedAttentionApplies(q, start + t)) {
     if (!cache) return FusedSelfAttention(qkv.view({batch, t, 3 * heads * d}), heads, first_output);
     cache->Append(layer, k.transpose(1, 2), v.transpose(1, 2));

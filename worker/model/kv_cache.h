@@ -66,9 +66,6 @@ class KvCache {
   int64_t max_batch() const { return max_batch_; }
   int64_t max_seq() const { return max_seq_; }
   int64_t bytes() const { return storage_.numel() * storage_.element_size(); }
-  // What Keys/Values hold: fp32 by default; bf16 where the rollout reads bf16 inference
-  // weights (RolloutEngine), attention then reading it without a copy.
-  torch::ScalarType dtype() const { return storage_.scalar_type(); }
   const void* data_ptr() const { return storage_.data_ptr(); }
 
  private:
