@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Everything one short GPU booking should do, in one call from the checkout root on the GPU
 # machine (README, "The GPU worker"): build the CUDA variant (.gpu/build.sh, carried from the
-# CPU machine with ../shared/gpu/fetch-debs.sh), run every gpu-labelled test and the loader
-# binding test, record how the worker was linked, then one round of bench/gpu/run.sh.
-# Sized for one 10-minute call on an H100: build ~2 min, tests ~1-2 min, one bench round ~4 min.
+# CPU machine with ../shared/gpu/fetch-debs.sh) with only the targets the tests and the
+# bench need, run every gpu-labelled test and the loader binding test, record how the worker
+# was linked, then the A/B rounds of bench/gpu/run.sh, and print one table of it all.
+# Within 8 minutes on an H100 or H200 (HEADROOM_GPU_SESSION_S, default 470 s): build ~2 min,
+# tests ~1-2 min, the bench what is left; torch.compile rounds only where time is left for
+# them (HEADROOM_GPU_SESSION_COMPILE_S, default 240 s, at the bench's start).
 #   bash bench/gpu/session.sh [OUT_DIR]     (OUT_DIR default $OUT, else /tmp/gpu-session)
 # HEADROOM_GPU_SESSION_SUITE=1 builds everything instead and runs the whole suite (ctest -j,
 # suite.log) before the GPU tests; the bench gets what time is left (a booking of its own).
 # Every stage runs even if an earlier one fails; the exit status is the first failure's.
-# Logs: OUT_DIR/{build,ctest,link,bench}.log.
+# Logs: OUT_DIR/{build,ctest,link,bench}.log; the table: OUT_DIR/summary.txt.
 set -u
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-${OUT:-/tmp/gpu-session}}
@@ -19,8 +22,8 @@ fail() { [ "$status" -ne 0 ] || status=$1; }
 
 [ -f .gpu/build.sh ] || { echo "no .gpu/build.sh: run ../shared/gpu/fetch-debs.sh .gpu on the CPU machine and carry .gpu" >&2; exit 2; }
 # Stages are cut off so that what ran comes back within one call (HEADROOM_GPU_SESSION_S,
-# default 560 s): the bench gets whatever time the build and the tests left.
-DEADLINE=$((SECONDS + ${HEADROOM_GPU_SESSION_S:-560}))
+# default 470 s): the bench gets whatever time the build and the tests left.
+DEADLINE=$((SECONDS + ${HEADROOM_GPU_SESSION_S:-470}))
 left() { echo $((DEADLINE - SECONDS > 10 ? DEADLINE - SECONDS : 10)); }
 SUITE=${HEADROOM_GPU_SESSION_SUITE:-0}
 TARGETS="headroom-worker headroom hf_grpo_bench grpo_step_bench worker_comm_nccl_test worker_loader_binding_test
@@ -81,8 +84,40 @@ note "link"
 head -8 "$OUT_DIR/link.log"
 
 note "bench"
-HEADROOM_GPU_BENCH_ROUNDS=${HEADROOM_GPU_BENCH_ROUNDS:-1} timeout "$(left)" bench/gpu/run.sh /tmp/b > "$OUT_DIR/bench.log" 2>&1
-fail $?
+compile=${HEADROOM_GPU_BENCH_COMPILE:-1}
+[ "$(left)" -ge "${HEADROOM_GPU_SESSION_COMPILE_S:-240}" ] || compile=0
+HEADROOM_GPU_BENCH_COMPILE=$compile HEADROOM_GPU_BENCH_ROUNDS=${HEADROOM_GPU_BENCH_ROUNDS:-1} \
+  timeout "$(left)" bench/gpu/run.sh /tmp/b > "$OUT_DIR/bench.log" 2>&1
+bench_rc=$?
+fail $bench_rc
 tail -15 "$OUT_DIR/bench.log"
-note "done, status $status"
+
+# One table: what was built, what each test said, what the decode ran, and the ratios.
+{
+  echo "| stage | result |"
+  echo "|---|---|"
+  if [ -f "$OUT_DIR/build-eager.log" ]; then
+    echo "| build | CUDA graphs failed to compile (build-graphs.log); built without them |"
+  else
+    echo "| build | $([ "$rc" -eq 0 ] && echo ok || echo "failed, rc $rc (build.log)") |"
+  fi
+  ran=$(grep -cE "Test +#[0-9]+: " "$OUT_DIR/ctest.log" 2>/dev/null)
+  passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$OUT_DIR/ctest.log" 2>/dev/null)
+  skipped=$(grep -cE "Test +#[0-9]+: .*Skipped" "$OUT_DIR/ctest.log" 2>/dev/null)
+  failing=$(grep -E "Test +#[0-9]+: .*(Failed|Timeout|Exception|Not Run)" "$OUT_DIR/ctest.log" 2>/dev/null |
+            sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' ')
+  echo "| gpu tests | ${ran:-0} run: ${passed:-0} passed, ${skipped:-0} skipped${failing:+; failed: $failing} |"
+  decode=$(grep -m1 "^decode " "$OUT_DIR/bench.log" | sed -E 's/^decode +//')
+  echo "| decode (hf_grpo_bench) | ${decode:-no decode line (bench.log)} |"
+  for pattern in "^ +hf_grpo_bench:" "^ +transformers:" "^ratio:" "^base +cpp" "^base +python-eager" \
+                 "^base +python-compile" "^base ratio:"; do
+    line=$(grep -m1 -E "$pattern" "$OUT_DIR/bench.log" | sed -E 's/^ +//')
+    [ -n "$line" ] && echo "| ${line%%:*} | $(echo "${line#*: }" | tr -s " ") |"
+  done
+  [ "$compile" = 0 ] && echo "| torch.compile | not run: under ${HEADROOM_GPU_SESSION_COMPILE_S:-240} s left |"
+  [ "$bench_rc" -eq 124 ] && echo "| bench | cut off at the session's deadline (bench.log has what ran) |"
+  echo "| status | $status, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) |"
+} > "$OUT_DIR/summary.txt"
+note "summary"
+cat "$OUT_DIR/summary.txt"
 exit "$status"

@@ -54,7 +54,10 @@
 #include "core/memory/host_memory.h"
 #include "core/memory/peak_sampler.h"
 #include "worker/comm/communicator.h"
+#include "worker/model/fused_attention.h"
 #include "worker/model/hf_causal_lm.h"
+#include "worker/model/sdpa_attention.h"
+#include "worker/rollout/decode_replay.h"
 #include "worker/tasks/tokenizer.h"
 #include "worker/telemetry/gpu_memory_source.h"
 #include "worker/train/grpo_trainer.h"
@@ -292,6 +295,27 @@ int main(int argc, char** argv) {
               achieved, matmul > 0 ? achieved / matmul : 0.0, device.is_cuda() ? "bf16" : "fp32",
               static_cast<long long>(spec.grpo.micro_batch_size * seq), static_cast<int>(config.hidden_size),
               static_cast<int>(config.hidden_size), static_cast<int>(config.intermediate_size), matmul);
+
+  // What ran: the decode path, the cache's dtype, and the attention kernel a decode token
+  // takes (the folded queries of one token over the whole cache, with a padding mask).
+  const RolloutEngine& engine = trainer.rollout_engine();
+  const KvCache& kv = engine.cache();
+  const int64_t heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
+  const int64_t head_dim = config.head_dim > 0 ? config.head_dim : config.hidden_size / heads;
+  const auto like = torch::TensorOptions().dtype(kv.Keys(0, 0).scalar_type()).device(device);
+  const auto q = torch::zeros({kv.max_batch(), kv_heads, heads / kv_heads, head_dim}, like);
+  const auto k = torch::zeros({kv.max_batch(), kv_heads, kv.max_seq(), head_dim}, like);
+  const auto mask = torch::zeros({kv.max_batch(), 1, heads / kv_heads, kv.max_seq()}, like);
+  const std::string attention =
+      SdpaAttentionApplies(q) ? "sdpa, " + SdpaBackendName(q, k, k, mask) + " kernel"
+      : heads == kv_heads && kv.Keys(0, 0).scalar_type() == torch::kFloat32 && FusedAttentionApplies(q, kv.max_seq())
+          ? "fused CPU kernel"
+          : "matmul";
+  std::printf("decode                 %s (mode %s%s), KV cache %s [%lld x %lld positions], attention %s\n",
+              engine.last_decode_graphed() ? "graphed" : "not graphed",
+              RolloutEngine::DecodeModeName(engine.resolved_decode_mode(trainer.model())),
+              DecodeGraphsCompiled() ? "" : "; CUDA graphs not compiled in", c10::toString(kv.Keys(0, 0).scalar_type()),
+              static_cast<long long>(kv.max_batch()), static_cast<long long>(kv.max_seq()), attention.c_str());
 
   const ShardedBytes held = trainer.shards().ResidentBytes();
   const int64_t cache = trainer.rollout_engine().cache().bytes();

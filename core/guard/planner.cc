@@ -109,6 +109,7 @@ struct PlanInputs {
   double p_bytes;  // bytes per parameter (see planner.h), and per gradient element
   double k_bytes;  // optimizer bytes per parameter
   bool inference_weights;  // bf16 copies kept for the passes without gradient (see header)
+  double kv_bytes;         // per generation cache element
 };
 
 // Parameters, the gathered layer (stage 3), gradients and optimizer state: the ZeRO
@@ -212,11 +213,9 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
   const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
   const double local_prompts = std::ceil(static_cast<double>(s.grpo.prompts_per_step) / in.workers);
   const double batch = local_prompts * s.grpo.group_size;
-  // fp32 on every device: the rollout allocates its cache in fp32 (worker/rollout), also
-  // under bf16 autocast (hf_grpo_bench measured twice a bf16 estimate on an H100).
-  const double kv_bytes = 4;
-  rows.Add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * kv_bytes, in.gpu,
-           std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) + " tokens",
+  rows.Add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * in.kv_bytes, in.gpu,
+           std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) +
+               " tokens, " + (in.kv_bytes == 2 ? "bf16" : in.kv_bytes == 4 ? "fp32" : "custom dtype"),
            true);
   AddInferenceWeights(rows, in);
   if (s.grpo.kl_coef > 0) {
@@ -258,8 +257,11 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   const bool gpu = s.resources.gpus > 0;
   // Bytes per parameter (see planner.h).
   const bool bf16 = options.bf16_params && gpu;
+  // The generation cache's bytes per element follow its dtype: the rollout keeps it in bf16
+  // where it reads the bf16 inference copies (worker/train/grpo_trainer.cc), fp32 elsewhere.
+  const bool inference_weights = options.bf16_inference_weights.value_or(gpu);
   const PlanInputs in{s,   model, workers, std::clamp(s.sharding.stage, 0, 3), gpu, bf16 ? 2.0 : 4.0, bf16 ? 12.0 : 8.0,
-                      options.bf16_inference_weights.value_or(gpu)};
+                      inference_weights, inference_weights ? 2.0 : 4.0};
 
   Plan plan;
   plan.workers = workers;

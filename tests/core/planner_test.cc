@@ -131,11 +131,15 @@ TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
   ASSERT_GT(s.grpo.kl_coef, 0);
   EXPECT_EQ(GpuOf(on, "reference model"), 2 * psi);
   EXPECT_EQ(GpuOf(off, "reference model"), 4 * psi);
-  // Without a reference model the copies are the whole difference.
+  // Without a reference model the copies are the whole difference, less half the cache:
+  // the rollout that reads them keeps its KV cache in bf16.
   s.grpo.kl_coef = 0;
   const Plan on_alone = PlanMemory(s, 2), off_alone = PlanMemory(s, 2, without_copies);
-  EXPECT_EQ(on_alone.gpu_total_bytes - off_alone.gpu_total_bytes, 2 * psi);
-  EXPECT_EQ(on_alone.gpu_state_bytes - off_alone.gpu_state_bytes, 2 * psi) << "the copies stay between steps";
+  const int64_t fp32_cache = GpuOf(off_alone, "generation cache");
+  EXPECT_EQ(2 * GpuOf(on_alone, "generation cache"), fp32_cache);
+  EXPECT_EQ(on_alone.gpu_total_bytes - off_alone.gpu_total_bytes, 2 * psi - fp32_cache / 2);
+  EXPECT_EQ(on_alone.gpu_state_bytes - off_alone.gpu_state_bytes, 2 * psi - fp32_cache / 2)
+      << "the copies and the cache stay between steps";
   EXPECT_EQ(on.gpu_activation_bytes, off.gpu_activation_bytes);
   EXPECT_EQ(on.host_total_bytes, off.host_total_bytes);
 
@@ -308,9 +312,13 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   const int64_t block = 2 * 896 * 896 + 2 * 896 * 128 + (896 + 2 * 128) + 3 * 896 * 4864 + 2 * 896;
   EXPECT_EQ(GpuOf(p, "gathered layer"), 4 * block);
   const int64_t seq = 256 + 512, local_sequences = 8 / n * 4;
-  // The cache holds the 2 key/value heads, not the 14 query heads; fp32, as the rollout
-  // allocates it on a GPU too.
-  EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
+  // The cache holds the 2 key/value heads, not the 14 query heads; bf16, as the rollout
+  // allocates it where it reads the bf16 inference copies (a GPU job's default).
+  EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);
+  // The bytes per element follow the cache's dtype: fp32 without the bf16 copies.
+  PlanOptions fp32_cache = options;
+  fp32_cache.bf16_inference_weights = false;
+  EXPECT_EQ(GpuOf(PlanMemory(s, n, fp32_cache), "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 4);
   // 2 x 512 response tokens are more than one chunk of a 152k vocabulary: one chunk counts.
   EXPECT_EQ(GpuOf(p, "logits"), static_cast<int64_t>(2.5 * memory::LogitsChunkTokens(151936) * 151936 * 4));
   // Qwen2.5-0.5B ties its head to the embedding: two [vocab, hidden] fp32 gradients meet.

@@ -310,5 +310,79 @@ TEST(PolicyUpdater, MiniBatchesEachTakeAnOptimizerStep) {
   EXPECT_EQ(shards.optimizer_step(), 2);
 }
 
+// The metrics stay on the device until the step's end and are read once: they must be,
+// bit for bit, what a read after every micro-batch gives (double sums of each micro-batch's
+// float sums, in order), with KL on and with zero-advantage rows left out (KL off).
+TEST(PolicyUpdater, MetricsReadOnceEqualAReadPerMicroBatch) {
+  for (const double kl_coef : {0.1, 0.0}) {
+    torch::manual_seed(8);
+    PolicyBatch batch;
+    batch.prompt_length = 3;
+    batch.sequences = torch::randint(3, 16, {8, 7}, torch::kInt64);
+    batch.response_mask = torch::ones({8, 4});
+    batch.response_mask[2][3] = 0;
+    batch.response_mask[5].narrow(0, 1, 3).fill_(0);
+    batch.advantages = torch::randn({8});
+    batch.advantages[1] = 0;
+    batch.advantages[4] = 0;
+    batch.advantages[5] = 0;
+    batch.old_logp = -torch::rand({8, 4}) * 3;
+    batch.ref_logp = -torch::rand({8, 4}) * 3;
+    PolicyUpdateConfig config;
+    config.kl_coef = kl_coef;
+    config.updates_per_step = 2;
+    config.micro_batch_size = 2;
+
+    // The reads per micro-batch, on a model that the frozen optimizer leaves as it is.
+    HfCausalLM reference = testing::PresetModel(TinyConfig());
+    double loss = 0, kl = 0, clip = 0;
+    for (int64_t u = 0; u < 2; ++u) {
+      const int64_t begin = 4 * u;
+      const auto mask = batch.response_mask.narrow(0, begin, 4);
+      const MiniBatchTotals totals = CountTotals(mask);
+      double loss_sum = 0, kl_sum = 0, clipped_sum = 0;
+      for (int64_t start = begin; start < begin + 4; start += 2) {
+        auto seq = batch.sequences.narrow(0, start, 2);
+        auto mmask = batch.response_mask.narrow(0, start, 2);
+        auto adv = batch.advantages.narrow(0, start, 2);
+        auto old = batch.old_logp.narrow(0, start, 2);
+        if (kl_coef == 0) {
+          auto rows = adv.ne(0).nonzero().squeeze(1);
+          if (rows.size(0) == 0) rows = torch::zeros({1}, rows.options());
+          seq = seq.index_select(0, rows);
+          mmask = mmask.index_select(0, rows);
+          adv = adv.index_select(0, rows);
+          old = old.index_select(0, rows);
+        }
+        auto logp = ResponseLogProbs(reference, seq, 3, 1.0);
+        auto terms = ClippedSurrogate(logp, old, adv, config.clip_low, config.clip_high);
+        auto loss_mat = terms.loss;
+        if (kl_coef > 0) {
+          auto k = KlK3(logp, batch.ref_logp.narrow(0, start, 2));
+          loss_mat = loss_mat + kl_coef * k;
+          kl_sum += (k * mmask).sum().item<double>();
+        }
+        loss_sum += AggregateLossPart(loss_mat, mmask, config.aggregation, totals).item<double>();
+        clipped_sum += (terms.clipped * mmask).sum().item<double>();
+      }
+      loss += loss_sum / 2.0;
+      kl += kl_sum / totals.tokens / 2.0;
+      clip += clipped_sum / totals.tokens / 2.0;
+    }
+
+    HfCausalLM model = testing::PresetModel(TinyConfig());
+    auto comm = MakeLocalCommunicator();
+    ModelShards shards(model, *comm, Stage0(), Frozen());
+    PolicyUpdater updater(model, shards, config);
+    const auto stats = updater.Update(batch);
+    EXPECT_EQ(stats.loss, loss) << "klCoef " << kl_coef;
+    EXPECT_EQ(stats.kl, kl) << "klCoef " << kl_coef;
+    EXPECT_EQ(stats.clip_fraction, clip) << "klCoef " << kl_coef;
+    EXPECT_GT(clip, 0.0);
+    if (kl_coef > 0) EXPECT_GT(kl, 0.0);
+    EXPECT_EQ(stats.sequences_run, kl_coef > 0 ? 8 : 2 + 1 + 1 + 2);
+  }
+}
+
 }  // namespace
 }  // namespace headroom::worker

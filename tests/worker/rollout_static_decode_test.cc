@@ -200,5 +200,24 @@ TEST(StaticDecodeCache, RefusesPositionsItCannotUse) {
   EXPECT_FALSE(cache.is_static()) << "a new generation starts with the growing cache";
 }
 
+// kAuto takes the graph only where one is replayed: on a CUDA device, with a local forward,
+// in a build with graphs compiled in. Compiled out, the static step would run eagerly over
+// every key of the cache, no faster than the growing cache, so the dynamic decode serves.
+TEST(DecodeModeResolution, AutoTakesTheGraphOnlyWhereOneIsReplayed) {
+  using Mode = RolloutEngine::DecodeMode;
+  EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, true, true, true), Mode::kGraph);
+  EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, true, true, false), Mode::kDynamic);
+  EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, true, false, true), Mode::kDynamic);
+  EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, false, true, true), Mode::kDynamic);
+  for (Mode asked : {Mode::kDynamic, Mode::kStatic, Mode::kGraph}) {
+    EXPECT_EQ(RolloutEngine::ResolveDecodeMode(asked, true, true, false), asked) << RolloutEngine::DecodeModeName(asked);
+  }
+  // This build (no CUDA graphs on a CPU machine) resolves kAuto to the dynamic decode.
+  EXPECT_FALSE(DecodeGraphsCompiled());
+  CausalLM model = Model("preset");
+  RolloutEngine engine(model->kv_cache_shape(), 2, 4, 3, torch::kCPU, CharTokenizer::Format());
+  EXPECT_EQ(engine.resolved_decode_mode(model), Mode::kDynamic);
+}
+
 }  // namespace
 }  // namespace headroom::worker

@@ -73,14 +73,19 @@ class PolicyUpdater {
  public:
   PolicyUpdater(CausalLM model, ModelShards& shards, PolicyUpdateConfig config);
 
-  // Collective.
+  // Collective. Nothing inside a micro-batch waits for the device: the metrics stay there
+  // until the step's end, and the rows left out (below) are chosen from one read of the
+  // mini-batch's advantages.
   PolicyUpdateStats Update(const PolicyBatch& batch);
 
   const PolicyUpdateConfig& config() const { return config_; }
 
  private:
   // Sums micro-batch gradients of rows [begin, begin + n) into the sharded gradient.
-  void AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
+  // Returns the metric sums, [4] float64 on the device, read back once per step (a read
+  // inside a micro-batch would stall the device there): the loss parts, the masked k3 KL,
+  // the clipped tokens, and this rank's tokens.
+  torch::Tensor AccumulateMiniBatch(const PolicyBatch& batch, int64_t begin, int64_t n, PolicyUpdateStats& sums);
 
   CausalLM model_;
   ModelShards& shards_;

@@ -39,13 +39,31 @@ torch::Tensor InverseFrequencies(const hf::HfModelConfig& c) {
   return torch::where(medium, smoothed, scaled);
 }
 
-// x [B, kv_heads, S, d] with each head repeated `groups` times in a row: [B, kv_heads *
-// groups, S, d], as repeat_interleave along dim 1 makes it. By expand and reshape, which
-// read no sizes back from the device (repeat_interleave may, and a CUDA graph capture
-// cannot wait for the device).
-torch::Tensor RepeatKeyValueHeads(const torch::Tensor& x, int64_t groups) {
-  const auto s = x.sizes();
-  return x.unsqueeze(2).expand({s[0], s[1], groups, s[2], s[3]}).reshape({s[0], s[1] * groups, s[2], s[3]});
+// Grouped-query attention without copying the keys and values: key/value head j serves
+// query heads [j * groups, (j + 1) * groups) (repeat_interleave's order), so the queries
+// q [B, kv_heads * groups, t, d] are folded to [B, kv_heads, groups * t, d], row g * t + i
+// of head j being query head j * groups + g at position i, and attend over the cache's own
+// [B, kv_heads, S, d]. Repeating the cache instead copied it whole in every layer of every
+// token. The mask's query rows [.., t, S] repeat to match (an expand for one query row).
+torch::Tensor FoldQueryHeads(const torch::Tensor& q, int64_t kv_heads) {
+  const auto s = q.sizes();
+  return q.reshape({s[0], kv_heads, s[1] / kv_heads * s[2], s[3]});
+}
+torch::Tensor FoldMask(const torch::Tensor& mask, int64_t groups) {
+  if (!mask.defined() || groups == 1) return mask;
+  const int64_t rows = mask.dim() - 2;
+  if (mask.size(rows) == 1) {
+    auto sizes = mask.sizes().vec();
+    sizes[rows] = groups;
+    return mask.expand(sizes);
+  }
+  std::vector<int64_t> repeats(mask.dim(), 1);
+  repeats[rows] = groups;
+  return mask.repeat(repeats);
+}
+// The inverse of FoldQueryHeads for the attention output: [B, kv_heads * groups, t, d].
+torch::Tensor UnfoldQueryHeads(const torch::Tensor& out, int64_t heads, int64_t t) {
+  return out.reshape({out.size(0), heads, t, out.size(3)});
 }
 
 // Whether the Linears of input x with out_features in all take StackedLinear: on the CPU,
@@ -257,7 +275,9 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& qkv,
   const int64_t out_t = t - first_output;
   // The fused kernel is causal by position: it serves the plain causal mask only.
   const bool causal_only = !mask.defined() || mask.dim() == 2;
-  if (heads == kv_heads && causal_only && FusedAttentionApplies(q, start + t)) {
+  // The fused kernel reads the cache in the queries' dtype (fp32 on the CPU).
+  const bool cache_matches = !cache || cache->Keys(layer, 0).scalar_type() == q.scalar_type();
+  if (heads == kv_heads && causal_only && cache_matches && FusedAttentionApplies(q, start + t)) {
     if (!cache) return FusedSelfAttention(qkv.view({batch, t, 3 * heads * d}), heads, first_output);
     cache->Append(layer, k.transpose(1, 2), v.transpose(1, 2));
     return FusedCachedAttention(q.transpose(1, 2), cache->Keys(layer, start + t), cache->Values(layer, start + t),
@@ -269,18 +289,22 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& qkv,
     kh = cache->Keys(layer, start + t);
     vh = cache->Values(layer, start + t);
   }
-  if (heads != kv_heads) {  // grouped-query attention: each key/value head serves heads/kv_heads query heads
-    kh = RepeatKeyValueHeads(kh, heads / kv_heads);
-    vh = RepeatKeyValueHeads(vh, heads / kv_heads);
+  const int64_t groups = heads / kv_heads;  // grouped-query attention: query heads per key/value head
+  // Queries in the keys' dtype: a bf16 cache is read as it is, never copied up (on a GPU,
+  // autocast would cast the queries the same way); the output returns to the queries' dtype.
+  const auto out_dtype = qh.scalar_type();
+  auto qo = FoldQueryHeads(qh.narrow(2, first_output, out_t).to(kh.scalar_type()), kv_heads);
+  const torch::Tensor out_mask = FoldMask(mask.defined() ? mask.narrow(-2, first_output, out_t) : mask, groups);
+  torch::Tensor out;  // [B, kv_heads, groups * out_t, d]
+  if (SdpaAttentionApplies(qo)) {
+    out = SdpaAttention(qo, kh, vh, out_mask);
+  } else {
+    auto scores = torch::matmul(qo, kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+    if (out_mask.defined()) scores = scores + out_mask.to(scores.scalar_type());
+    auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(vh.scalar_type());
+    out = torch::matmul(probs, vh);
   }
-  const torch::Tensor out_mask = mask.defined() ? mask.narrow(-2, first_output, out_t) : mask;
-  if (SdpaAttentionApplies(qh)) {
-    return SdpaAttention(qh.narrow(2, first_output, out_t), kh, vh, out_mask).transpose(1, 2).reshape({batch, out_t, heads * d});
-  }
-  auto scores = torch::matmul(qh.narrow(2, first_output, out_t), kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  if (mask.defined()) scores = scores + out_mask.to(scores.scalar_type());
-  auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(vh.scalar_type());
-  return torch::matmul(probs, vh).transpose(1, 2).reshape({batch, out_t, heads * d});
+  return UnfoldQueryHeads(out, heads, out_t).transpose(1, 2).reshape({batch, out_t, heads * d}).to(out_dtype);
 }
 
 torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask, KvCache* cache,

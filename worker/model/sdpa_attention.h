@@ -15,6 +15,8 @@
 // without keys are the caller's to avoid (the matmul path gives NaN there too).
 #pragma once
 
+#include <string>
+
 #include <torch/torch.h>
 
 namespace headroom::worker {
@@ -23,6 +25,12 @@ namespace headroom::worker {
 bool SdpaAttentionApplies(const torch::Tensor& q);
 
 torch::Tensor SdpaAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& mask);
+
+// Which of LibTorch's kernels SdpaAttention would run for these inputs ("flash",
+// "efficient", "cudnn", "math", ...), as LibTorch chooses it; "unknown" where this LibTorch
+// does not say, "none" where SdpaAttentionApplies is false. For reports (hf_grpo_bench).
+std::string SdpaBackendName(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const torch::Tensor& mask);
 
 }  // namespace headroom::worker

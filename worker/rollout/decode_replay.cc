@@ -19,6 +19,14 @@ class EagerDecodeReplay : public DecodeReplay {
 
 }  // namespace
 
+bool DecodeGraphsCompiled() {
+#if defined(HEADROOM_CUDA_GRAPHS)
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<DecodeReplay> MakeDecodeReplay(std::function<void()> step, const torch::Device& device,
                                                bool use_graph) {
 #if defined(HEADROOM_CUDA_GRAPHS)

@@ -31,6 +31,10 @@ class DecodeReplay {
   virtual bool graphed() const = 0;
 };
 
+// Whether this build can replay CUDA graphs (a CUDA build with HEADROOM_CUDA_GRAPHS on).
+// Where it cannot, a graph replay is an eager one.
+bool DecodeGraphsCompiled();
+
 // A CUDA graph replay on a CUDA device of a CUDA build when use_graph is set; an eager one
 // otherwise.
 std::unique_ptr<DecodeReplay> MakeDecodeReplay(std::function<void()> step, const torch::Device& device, bool use_graph);

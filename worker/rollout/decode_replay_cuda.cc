@@ -4,11 +4,13 @@
 #include "worker/rollout/decode_replay.h"
 
 #include <memory>
+#include <string>
 #include <stdexcept>
 #include <utility>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -30,6 +32,16 @@ class AutocastCacheOff : NonCopyable {
  private:
   bool was_;
 };
+
+#if HEADROOM_TORCH_AT_LEAST(2, 3)
+// A graph that says whether its capture ended: from then on it hands its memory pool back
+// itself when destroyed, and a second release would be one too many.
+struct DecodeGraph : at::cuda::CUDAGraph {
+  bool capture_ended() const { return capture_ended_; }
+};
+#else
+using DecodeGraph = at::cuda::CUDAGraph;
+#endif
 
 class CudaGraphDecodeReplay : public DecodeReplay {
  public:
@@ -57,35 +69,49 @@ class CudaGraphDecodeReplay : public DecodeReplay {
 
  private:
   // Records one step into a graph on a side stream (capture refuses the default stream).
-  // Nothing runs while recording; the caller replays it for this call's step.
+  // Nothing runs while recording; the caller replays it for this call's step. The graph
+  // allocates from a memory pool of our own naming, so that a failed capture, which the
+  // graph object cannot clean up (its capture never ended), still hands that pool back.
   bool Capture() {
     c10::cuda::device_synchronize();  // the warm-ups' work is done before the side stream records
-    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    auto graph = std::make_unique<DecodeGraph>();
     const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index_);
+    const auto pool = at::cuda::graph_pool_handle();
+    std::string stage = "beginning the capture";
     try {
       const c10::cuda::CUDAStreamGuard on_side(side);
       const AutocastCacheOff no_cache;
 #if HEADROOM_TORCH_AT_LEAST(2, 2)
       // Thread-local: a CUDA call another thread makes meanwhile (the memory monitor's
       // cudaMemGetInfo, a communicator) neither breaks this capture nor gets recorded in it.
-      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
 #else
-      graph->capture_begin();
+      graph->capture_begin(pool);
 #endif
+      stage = "recording the decode step (an operation that waits for the device or reads back to the host?)";
       try {
         step_();
       } catch (...) {
         try {
-          graph->capture_end();  // hands the allocator's capture pool back and ends the capture
+          graph->capture_end();  // ends the capture if it still can
         } catch (...) {
         }
         throw;
       }
+      stage = "ending the capture (the step did something a graph cannot hold, or another stream joined it)";
       graph->capture_end();
     } catch (const std::exception& e) {
       AbandonCapture(side);
+#if HEADROOM_TORCH_AT_LEAST(2, 3)
+      const bool graph_owns_pool = graph->capture_ended();
+#else
+      const bool graph_owns_pool = false;
+#endif
+      graph.reset();  // releases the pool if the capture had ended, else leaves it to us
+      const bool released = graph_owns_pool || ReleasePool(pool);
       failed_ = true;
-      spdlog::warn("decode: CUDA graph capture failed, decoding eagerly from now on: {}", e.what());
+      spdlog::warn("decode: CUDA graph capture failed while {}: {}; {}; decoding eagerly from now on", stage, e.what(),
+                   released ? "its memory pool was released" : "its memory pool could not be released");
       return false;
     }
     c10::cuda::device_synchronize();
@@ -104,9 +130,34 @@ class CudaGraphDecodeReplay : public DecodeReplay {
     (void)cudaGetLastError();  // the capture's error is not sticky: clear it
   }
 
+  // Hands a failed capture's pool back to the caching allocator: stops routing allocations
+  // to it (a capture_end that threw before doing so leaves them routed), drops the capture's
+  // reference, and returns its cached blocks to the device. Whether it all went through.
+  bool ReleasePool(c10::cuda::MempoolId_t pool) {
+#if HEADROOM_TORCH_AT_LEAST(2, 3)
+    namespace allocator = c10::cuda::CUDACachingAllocator;
+    try {
+      allocator::endAllocateToPool(device_index_, pool);
+    } catch (const std::exception&) {
+      // capture_end got that far: nothing is routed to the pool any more.
+    }
+    try {
+      allocator::releasePool(device_index_, pool);
+      allocator::emptyCache();
+      return true;
+    } catch (const std::exception& e) {
+      spdlog::warn("decode: releasing the failed capture's memory pool: {}", e.what());
+      return false;
+    }
+#else
+    (void)pool;
+    return false;
+#endif
+  }
+
   std::function<void()> step_;
   c10::DeviceIndex device_index_;
-  std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  std::unique_ptr<DecodeGraph> graph_;
   int eager_runs_ = 0;
   bool failed_ = false;
 };

@@ -7,18 +7,19 @@
 
 #include <ATen/Parallel.h>
 
+#include "worker/rollout/gumbel_hash.h"
 #include "worker/tasks/counter_rng.h"
 
 namespace headroom::worker {
 namespace {
 
-// Salts keep position 0 and token 0 from feeding Mix32 a zero (Mix32(0) = 0).
-constexpr uint32_t kPositionSalt = 0x9E3779B9U;
-constexpr uint32_t kTokenSalt = 0x85EBCA6CU;
 constexpr int64_t kLow32 = 0xFFFFFFFFLL;
-constexpr int kUniformShift = 9;  // keep the top 23 bits (see the header)
-constexpr float kUniformScale = 0x1p-23f;
-constexpr float kUniformOffset = 0x1p-24f;
+// One definition of the constants, shared with the fused CUDA kernel (gumbel_hash.h).
+using gumbel::kPositionSalt;
+using gumbel::kTokenSalt;
+using gumbel::kUniformOffset;
+using gumbel::kUniformScale;
+using gumbel::kUniformShift;
 
 // c mod 2^32 as a residue in [-2^31, 2^31): its product with a value in [0, 2^32) fits int64.
 constexpr int64_t SignedResidue(uint32_t c) {
@@ -130,14 +131,9 @@ torch::Tensor GumbelNoise::At(const torch::Tensor& position) const {
 }
 
 uint32_t GumbelNoise::ReferenceBits(uint64_t key, int64_t position, int64_t token) {
-  const uint32_t row = Mix32(static_cast<uint32_t>(key) ^
-                             Mix32(static_cast<uint32_t>(key >> 32) ^
-                                   Mix32(static_cast<uint32_t>(position) ^ kPositionSalt)));
-  return Mix32(row ^ Mix32(static_cast<uint32_t>(token) ^ kTokenSalt));
+  return gumbel::Bits(gumbel::RowHash(key, position), gumbel::TokenHash(token));
 }
 
-float GumbelNoise::ReferenceUniform(uint32_t bits) {
-  return static_cast<float>(bits >> kUniformShift) * kUniformScale + kUniformOffset;
-}
+float GumbelNoise::ReferenceUniform(uint32_t bits) { return gumbel::Uniform(bits); }
 
 }  // namespace headroom::worker

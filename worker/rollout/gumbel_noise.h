@@ -56,7 +56,11 @@ class GumbelNoise {
   // the tensors At() reads keep their addresses.
   void Rekey(const std::vector<uint64_t>& sample_keys);
 
-  // The scalar definitions the tensor paths are tested against.
+  // [B, positions] int64 in [0, 2^32): RowHash(key_b, t) (gumbel_hash.h), what the fused
+  // CUDA sampling kernel reads (gumbel_sample.h). Rekey() overwrites it in place.
+  const torch::Tensor& row_hashes() const { return row_hash_; }
+
+  // The scalar definitions the tensor paths are tested against (gumbel_hash.h).
   static uint32_t ReferenceBits(uint64_t key, int64_t position, int64_t token);
   static float ReferenceUniform(uint32_t bits);
 

@@ -10,8 +10,9 @@
 namespace headroom::worker {
 
 RolloutEngine::RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt,
-                             int64_t max_response, torch::Device device, ResponseFormat format)
-    : cache_(cache_shape, max_batch, max_prompt + max_response, device),
+                             int64_t max_response, torch::Device device, ResponseFormat format,
+                             torch::Dtype cache_dtype)
+    : cache_(cache_shape, max_batch, max_prompt + max_response, device, cache_dtype),
       max_prompt_(max_prompt),
       max_response_(max_response),
       device_(device) {
@@ -38,9 +39,28 @@ bool RolloutEngine::AnyAlive(const torch::Tensor& alive) const {
   return flag.cpu().item<int64_t>() > 0;
 }
 
-RolloutEngine::DecodeMode RolloutEngine::ResolvedMode(const CausalLM& model) const {
-  if (decode_mode_ != DecodeMode::kAuto) return decode_mode_;
-  return device_.is_cuda() && !model->has_block_executor() ? DecodeMode::kGraph : DecodeMode::kDynamic;
+RolloutEngine::DecodeMode RolloutEngine::ResolveDecodeMode(DecodeMode requested, bool cuda_device, bool local_forward,
+                                                           bool graphs_compiled) {
+  if (requested != DecodeMode::kAuto) return requested;
+  return cuda_device && local_forward && graphs_compiled ? DecodeMode::kGraph : DecodeMode::kDynamic;
+}
+
+RolloutEngine::DecodeMode RolloutEngine::resolved_decode_mode(const CausalLM& model) const {
+  return ResolveDecodeMode(decode_mode_, device_.is_cuda(), !model->has_block_executor(), DecodeGraphsCompiled());
+}
+
+const char* RolloutEngine::DecodeModeName(DecodeMode mode) {
+  switch (mode) {
+    case DecodeMode::kAuto:
+      return "auto";
+    case DecodeMode::kDynamic:
+      return "dynamic";
+    case DecodeMode::kStatic:
+      return "static";
+    case DecodeMode::kGraph:
+      return "graph";
+  }
+  return "?";
 }
 
 std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeDynamic(CausalLM& model, const torch::Tensor& prompts,
@@ -144,7 +164,7 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
   }
   const torch::Tensor padding =
       prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
-  const DecodeMode mode = ResolvedMode(model);
+  const DecodeMode mode = resolved_decode_mode(model);
   last_decode_graphed_ = false;
   auto [sequences, mask] = mode == DecodeMode::kDynamic
                                ? DecodeDynamic(model, prompts, sample_keys, temperature, padding)

@@ -30,8 +30,9 @@
 //     rule from the same noise, so they give the same tokens up to float rounding of the
 //     logits (the static step attends over the whole cache with later keys masked). kAuto,
 //     the default: kGraph on a CUDA device when the model's forward is local (no block
-//     executor: ZeRO stage 3 gathers blocks with collectives inside the forward), kDynamic
-//     elsewhere. A kept step is rebuilt when the batch size, the sampling rule or the
+//     executor: ZeRO stage 3 gathers blocks with collectives inside the forward) of a build
+//     that replays graphs, kDynamic elsewhere: the static step run eagerly attends over
+//     every key of the cache, so without a graph it is no faster than the growing cache. A kept step is rebuilt when the batch size, the sampling rule or the
 //     addresses of the model's parameters change.
 #pragma once
 
@@ -67,8 +68,10 @@ struct Rollout {
 class RolloutEngine : NonCopyable {
  public:
   // Throws std::invalid_argument for max_response < 1 or a format without a stop token.
+  // cache_dtype: the KV cache's (kv_cache.h); bf16 where the model runs its passes without
+  // gradient on bf16 weights (the trainer's choice, inference_weights.h).
   RolloutEngine(const KvCacheShape& cache_shape, int64_t max_batch, int64_t max_prompt, int64_t max_response,
-                torch::Device device, ResponseFormat format);
+                torch::Device device, ResponseFormat format, torch::Dtype cache_dtype = torch::kFloat32);
 
   // prompts [B, P] int64, left-padded with prompt_padding [B] int64 pad tokens (undefined:
   // every row is P long); one key per row.
@@ -91,6 +94,12 @@ class RolloutEngine : NonCopyable {
   void set_decode_mode(DecodeMode mode) { decode_mode_ = mode; }
   // Whether the last Generate() replayed a captured CUDA graph for its decode tokens.
   bool last_decode_graphed() const { return last_decode_graphed_; }
+  // The mode Generate() takes with this model (kAuto resolved; see the contract above).
+  DecodeMode resolved_decode_mode(const CausalLM& model) const;
+  // What kAuto stands for: on a CUDA device, with a local forward, in a build that replays
+  // graphs, kGraph; else kDynamic. Other requests stand as they are.
+  static DecodeMode ResolveDecodeMode(DecodeMode requested, bool cuda_device, bool local_forward, bool graphs_compiled);
+  static const char* DecodeModeName(DecodeMode mode);
 
   const KvCache& cache() const { return cache_; }
   int64_t max_response() const { return max_response_; }
@@ -98,8 +107,6 @@ class RolloutEngine : NonCopyable {
  private:
   // Whether any row (on any rank of decode_comm_) is still generating.
   bool AnyAlive(const torch::Tensor& alive) const;
-  // The decode mode kAuto stands for with this model.
-  DecodeMode ResolvedMode(const CausalLM& model) const;
   // The growing-cache decode and the shape-static one (see the contract above).
   std::pair<torch::Tensor, torch::Tensor> DecodeDynamic(CausalLM& model, const torch::Tensor& prompts,
                                                         const std::vector<uint64_t>& sample_keys, double temperature,

@@ -146,8 +146,11 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   // The task's response format: how responses stop, and (toy tasks) the only tokens they
   // may use, the policy's whole action space.
   const ResponseFormat format = task_->response_format();
+  // The cache in bf16 where the rollout reads the bf16 copies: half the memory, and
+  // attention reads it as it is (the planner counts 2 bytes an element there too).
   rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
-                                             g.max_response_length, device_, format);
+                                             g.max_response_length, device_, format,
+                                             bf16_inference_weights ? torch::kBFloat16 : torch::kFloat32);
   // Stage 3 over several ranks: every decode step gathers the blocks, a collective, so
   // the ranks must stop generating together.
   if (shards_->per_layer() && comm_.world_size() > 1) rollout_->set_decode_communicator(&comm_);
