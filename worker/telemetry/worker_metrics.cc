@@ -56,6 +56,11 @@ WorkerMetrics::WorkerMetrics(const std::string& job, int rank, int port, const s
                              "(-1 before the first)",
                              labels);
   heldout_reward_->Set(-1);
+  heldout_accuracy_ = AddGauge(r, m::kWorkerHeldoutAccuracy,
+                               "Fraction of held-out problems answered exactly right at the latest evaluation, the "
+                               "one before the first step included (-1 before any)",
+                               labels);
+  heldout_accuracy_->Set(-1);
   tokens_ = &prometheus::BuildCounter().Name(m::kWorkerTokensTotal).Help("Tokens processed").Register(r).Add(labels);
   step_seconds_ = &prometheus::BuildHistogram()
                        .Name(m::kWorkerStepDurationSeconds)
@@ -95,6 +100,11 @@ void WorkerMetrics::Publish(const protocol::StepRecord& r) {
   loss_->Set(r.loss);
   kl_->Set(r.kl);
   if (r.heldout_problems > 0) heldout_reward_->Set(r.heldout_reward);
+  if (r.heldout_accuracy >= 0) {
+    heldout_accuracy_->Set(r.heldout_accuracy);
+  } else if (r.heldout_accuracy_before >= 0) {
+    heldout_accuracy_->Set(r.heldout_accuracy_before);
+  }
   tokens_->Increment(static_cast<double>(r.tokens));
   step_seconds_->Observe(r.step_seconds);
 }

@@ -44,7 +44,7 @@ class WorkerMetrics {
   int port_ = 0;
   prometheus::Gauge *step_, *host_, *host_peak_, *host_limit_, *gpu_alloc_, *gpu_reserved_, *gpu_peak_,
       *gpu_total_, *growth_host_, *growth_gpu_, *forecast_host_, *forecast_gpu_, *reward_, *loss_, *kl_,
-      *heldout_reward_;
+      *heldout_reward_, *heldout_accuracy_;
   prometheus::Counter* tokens_;
   prometheus::Histogram* step_seconds_;
 };
