@@ -97,6 +97,10 @@ std::optional<protocol::StepRecord> WorkerStepFromMetrics(const std::vector<Metr
   r.reward_mean = get(metrics::kWorkerRewardMean);
   r.loss = get(metrics::kWorkerLoss);
   r.kl = get(metrics::kWorkerKl);
+  // The latest evaluation's, on every scrape (a gauge keeps it): what the status shows.
+  if (auto it = plain.find(metrics::kWorkerHeldoutAccuracy); it != plain.end() && std::isfinite(it->second)) {
+    r.heldout_accuracy = it->second;
+  }
   r.host_bytes = bytes(metrics::kWorkerHostMemoryBytes);
   r.host_peak_bytes = bytes(metrics::kWorkerHostMemoryPeakBytes);
   r.host_limit_bytes = bytes(metrics::kWorkerHostMemoryLimitBytes);

@@ -65,6 +65,14 @@ TEST(WorkerMetricsText, BuildsTheStepRecordFromTheWorkerSeries) {
   EXPECT_DOUBLE_EQ(r->loss, -0.012);
   EXPECT_EQ(r->kl, 0) << "NaN reads as unknown";
   EXPECT_DOUBLE_EQ(r->step_seconds, 0.5);
+  EXPECT_EQ(r->heldout_accuracy, -1) << "no held-out series: never measured";
+}
+
+TEST(WorkerMetricsText, TheLatestHeldOutAccuracyIsOnEveryRecord) {
+  const std::string page = std::string(kWorkerPage) + "headroom_worker_heldout_accuracy{job=\"drill\",rank=\"0\"} 0.605\n";
+  std::optional<protocol::StepRecord> r = WorkerStepFromMetrics(ParsePrometheusText(page));
+  ASSERT_TRUE(r);
+  EXPECT_DOUBLE_EQ(r->heldout_accuracy, 0.605);
 }
 
 TEST(WorkerMetricsText, NoStepYetIsNoRecord) {
