@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", options.metrics_port, "Prometheus /metrics and /healthz port; 0 = any free port")
       ->check(CLI::Range(-1, 65535));
   app.add_option("--log", options.log_path, "step log file (JSON lines); default stdout");
+  // The commands main() dispatches before this parser runs, listed so --help shows what
+  // exists, one line each, as `headroom --help` does; each has its own --help.
+  app.add_subcommand("logits", "a Hugging Face model's fp32 logits at every position of --ids (JSON lines)");
+  app.add_subcommand("generate", "the greedy, KV-cached continuation of --ids by a Hugging Face model (JSON)");
+  app.add_subcommand("tokenize", "a model's tokenizer.json on stdin: JSON strings to id arrays, or back with --decode");
   app.footer("Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n"
              "Exit codes: 0 finished, 2 invalid spec, 75 drained (SIGTERM/SIGINT), 76 stopped by the memory guard, "
              "77 out of GPU memory, 1 other failure.");

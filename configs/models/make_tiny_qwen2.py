@@ -8,8 +8,11 @@ Writes qwen2-tiny-addition/config.json and model.safetensors: hidden 64, 2 layer
 (head_dim 16), 2 key/value heads, tied embeddings, vocab_size = the tokenizer's highest id + 1.
 Initialised as transformers initialises Qwen2 (Qwen2PreTrainedModel._init_weights): linear and
 embedding weights normal(0, 0.02), biases 0, RMSNorm weights 1, from a fixed seed, so the
-output is the same on every run of the same torch. The model starts knowing nothing: the
-example job and its end-to-end test (tests/e2e/text_job_test.cc) train it with GRPO.
+output is the same on every run of the same torch. These random weights know nothing;
+make_warm_qwen2.py starts from the same initialisation (random_weights below, in memory),
+warms it up on its own split of the dataset and writes the model.safetensors that is
+committed, which the example job and its end-to-end test (tests/e2e/text_job_test.cc)
+train with GRPO. Run this one for config.json, then make_warm_qwen2.py.
 
 The safetensors file is written by hand (8-byte little-endian header length, JSON header, raw
 little-endian float32 data), as tests/worker/fixtures/hf/make_fixtures.py does, so this needs

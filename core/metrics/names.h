@@ -24,6 +24,9 @@ inline constexpr const char* kWorkerTokensTotal = "headroom_worker_tokens_total"
 inline constexpr const char* kWorkerStepDurationSeconds = "headroom_worker_step_duration_seconds";  // histogram
 // Beyond docs/design.md's list (added, not renamed): text tasks' held-out evaluation.
 inline constexpr const char* kWorkerHeldoutReward = "headroom_worker_heldout_reward";
+// The fraction of held-out problems answered exactly right at the latest evaluation (the
+// one before the first step included); -1 before any.
+inline constexpr const char* kWorkerHeldoutAccuracy = "headroom_worker_heldout_accuracy";
 // Beyond docs/design.md's list (added, not renamed): a spec.model.hub model's download
 // before the first step (core/protocol/model_fetch_record.h), labelled {repo, revision, file}
 // besides {job, rank}; served only while the worker fetches.
@@ -54,6 +57,9 @@ inline constexpr char kWorkerDatasetEpoch[] = "headroom_worker_dataset_epoch";
 inline constexpr char kWorkerDatasetCursor[] = "headroom_worker_dataset_cursor";
 inline constexpr char kWorkerPromptsFiltered[] = "headroom_worker_prompts_filtered";
 inline constexpr char kWorkerHeldoutProblems[] = "headroom_worker_heldout_problems";
+// The starting model's held-out evaluation, measured before the job's first step.
+inline constexpr char kWorkerHeldoutAccuracyBefore[] = "headroom_worker_heldout_accuracy_before";
+inline constexpr char kWorkerHeldoutProblemsBefore[] = "headroom_worker_heldout_problems_before";
 
 // --- operator -----------------------------------------------------------------------
 inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}

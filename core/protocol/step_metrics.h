@@ -7,8 +7,9 @@
 // Series are gauges labelled {job, rank} (rank also fills StepRecord::rank on the way
 // back); a row with a resource is one of a family labelled {resource="host"|"gpu"}.
 // guard_action, the one text field, is a gauge of value 1 labelled {action="..."}.
-// Two rows hold the latest held-out evaluation: they change only on steps that evaluate
-// (heldout_problems > 0). Besides the rows, the worker keeps docs/design.md's running
+// Some rows hold an evaluation, not the step: the latest held-out evaluation's change only
+// on steps that evaluate (heldout_problems > 0), the starting model's only on the record
+// that carries it (heldout_problems_before > 0); a gauge keeps them in between. Besides the rows, the worker keeps docs/design.md's running
 // total of tokens and the step-duration histogram.
 #pragma once
 
@@ -21,6 +22,13 @@
 
 namespace headroom::protocol {
 
+// Which records a row is published from.
+enum class MetricCadence {
+  kEveryStep,
+  kHeldOutEvaluation,  // records with heldout_problems > 0
+  kStartingEvaluation  // the record with heldout_problems_before > 0
+};
+
 struct StepMetric {
   const char* key;       // the step log key (step_record.h)
   const char* name;      // the series (core/metrics/names.h)
@@ -28,8 +36,11 @@ struct StepMetric {
   const char* resource;  // the {resource} label value, or nullptr
   double (*get)(const StepRecord&);
   void (*set)(StepRecord&, double);
-  bool latest_evaluation;  // published only when the step evaluated held-out problems
+  MetricCadence cadence;
 };
+
+// Whether `record` carries the row's value (see MetricCadence).
+bool CarriesMetric(const StepMetric& row, const StepRecord& record);
 
 // Every numeric field of StepRecord but rank (a label); `key` is the member's name, which
 // is also its step log key.

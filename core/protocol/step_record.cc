@@ -54,6 +54,35 @@ void ForEachField(Record& r, Fn&& fn) {
   fn("prompts_filtered", r.prompts_filtered);
   fn("heldout_reward", r.heldout_reward);
   fn("heldout_problems", r.heldout_problems);
+  fn("heldout_accuracy", r.heldout_accuracy);
+  fn("heldout_accuracy_before", r.heldout_accuracy_before);
+  fn("heldout_problems_before", r.heldout_problems_before);
+}
+
+// The answer lists, outside ForEachField: every field there is a number or a string.
+nlohmann::ordered_json AnswersJson(const std::vector<HeldOutAnswer>& answers) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const HeldOutAnswer& a : answers) {
+    out.push_back({{"question", a.question}, {"response", a.response}, {"correct", a.correct}});
+  }
+  return out;
+}
+
+// Entries that are not objects, and fields of the wrong type, are skipped: the reading
+// contract keeps a record readable whatever a newer worker adds.
+std::vector<HeldOutAnswer> AnswersFromJson(const nlohmann::json& j, const char* key) {
+  std::vector<HeldOutAnswer> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const nlohmann::json& e : *it) {
+    if (!e.is_object()) continue;
+    HeldOutAnswer a;
+    if (auto q = e.find("question"); q != e.end() && q->is_string()) a.question = q->get<std::string>();
+    if (auto r = e.find("response"); r != e.end() && r->is_string()) a.response = r->get<std::string>();
+    if (auto c = e.find("correct"); c != e.end() && c->is_boolean()) a.correct = c->get<bool>();
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace
@@ -61,7 +90,10 @@ void ForEachField(Record& r, Fn&& fn) {
 std::string StepRecord::ToJson() const {
   nlohmann::ordered_json j;
   ForEachField(*this, [&](const char* key, const auto& value) { j[key] = value; });
-  return j.dump();
+  if (!heldout_answers.empty()) j["heldout_answers"] = AnswersJson(heldout_answers);
+  if (!heldout_answers_before.empty()) j["heldout_answers_before"] = AnswersJson(heldout_answers_before);
+  // A response is the model's text: whatever bytes it decoded to, never a failed record.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string* why) {
@@ -90,6 +122,8 @@ std::optional<StepRecord> ParseStepLogLine(const std::string& line, std::string*
       if (it->is_number()) value = it->get<T>();
     }
   });
+  r.heldout_answers = AnswersFromJson(j, "heldout_answers");
+  r.heldout_answers_before = AnswersFromJson(j, "heldout_answers_before");
   return r;
 }
 

@@ -12,8 +12,9 @@
 // update_seconds, guard_action, host_forecast_steps, host_threshold_steps,
 // host_growth_bytes_per_step, gpu_forecast_steps, gpu_threshold_steps,
 // gpu_growth_bytes_per_step, checkpoint_bytes, checkpoint_seconds, epoch, cursor,
-// prompts_filtered, heldout_reward, heldout_problems (headroom's additions, README.md
-// "Step log"):
+// prompts_filtered, heldout_reward, heldout_problems, heldout_accuracy,
+// heldout_accuracy_before, heldout_problems_before (headroom's additions, README.md "Step
+// log"), and on the records that carry them heldout_answers, heldout_answers_before:
 //   tokens              padded tokens the step processed: sequences * (prompt + maxResponse)
 //                       — the number memory follows, known before the step runs
 //   next_step_tokens    the same for the next step (what the guard forecasts with; 0 after
@@ -36,6 +37,16 @@
 //                       responses to the held-out problems, on the steps that evaluate them
 //                       (checkpoint cadence and the last step); -1 on the others
 //   heldout_problems    how many held-out problems that mean is over; 0 when not evaluated
+//   heldout_accuracy    the fraction of those problems answered exactly right (the reward
+//                       without its format weight equal to 1), same steps; -1 on the others
+//   heldout_accuracy_before  the same for the starting model, measured before the job's
+//                       first step: on the first record of every run (a resumed run reads
+//                       it from its checkpoint); -1 on every other record
+//   heldout_problems_before  how many problems that is over; 0 on the other records
+//   heldout_answers     on evaluated steps: the greedy answers to the first held-out
+//                       problems this rank scored (at most kHeldOutAnswers), each
+//                       {"question","response","correct"}; absent when empty
+//   heldout_answers_before  the same for the starting model, beside heldout_accuracy_before
 //
 // Reading contract: ParseStepLogLine() accepts one JSON object with at least an integer
 // "step"; every other key is optional (absent numbers keep their defaults) and unknown
@@ -52,6 +63,16 @@
 #include <vector>
 
 namespace headroom::protocol {
+
+// One held-out question and the greedy response the model gave it.
+struct HeldOutAnswer {
+  std::string question;  // the dataset's prompt, before the chat format
+  std::string response;  // the response text, up to the stop token, special tokens skipped
+  bool correct = false;  // the reward's answer matches the reference
+
+  bool operator==(const HeldOutAnswer&) const = default;
+};
+inline constexpr int kHeldOutAnswers = 3;  // what a record carries, and the summary shows
 
 struct StepRecord {
   int64_t step = 0;              // finished steps: the number a checkpoint of this state carries
@@ -76,6 +97,10 @@ struct StepRecord {
   int64_t epoch = 0, cursor = 0, prompts_filtered = 0;
   double heldout_reward = -1;
   int64_t heldout_problems = 0;
+  double heldout_accuracy = -1, heldout_accuracy_before = -1;
+  int64_t heldout_problems_before = 0;
+  // Written after the keys above, and only when non-empty.
+  std::vector<HeldOutAnswer> heldout_answers, heldout_answers_before;
 
   // Not in the JSON: which launch of the job produced the record, set by the supervisor
   // that read it.

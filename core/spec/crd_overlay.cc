@@ -161,6 +161,9 @@ spec:
                   type: integer
                   format: int64
                   description: Steps redone because a crash (an OOM kill) lost them since the last checkpoint.
+                heldOutAccuracy:
+                  type: number
+                  description: The fraction of spec.task.dataset.heldOut's problems the model answered exactly right (greedy) at the latest evaluation, the one before the first step included; absent without a held-out set or before the first evaluation.
                 message:
                   type: string
                   description: What the operator last had to say about the job, for people (for example why it Failed).

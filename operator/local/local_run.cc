@@ -15,6 +15,7 @@
 #include "operator/local/memory_chart.h"
 #include "operator/local/memory_series.h"
 #include "operator/local/progress_view.h"
+#include "operator/local/training_chart.h"
 #include "operator/local/workdir_lock.h"
 #include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
@@ -139,6 +140,8 @@ std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& 
   try {
     series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
     checkpoint::ReplaceFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
+    checkpoint::ReplaceFileAtomically(result.summary.training_svg,
+                                      RenderTrainingChartSvg({chart.title, chart.records, chart.actions, chart.total_steps}));
     checkpoint::ReplaceFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
   } catch (const std::exception& e) {
     return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
@@ -226,6 +229,8 @@ LocalRunResult RunJobLocally(const spec::TrainingJob& job, const LocalRunOptions
   result.summary.workdir = options.workdir;
   result.summary.trace_csv = options.workdir + "/memory.csv";
   result.summary.chart_svg = options.workdir + "/memory.svg";
+  result.summary.training_svg = options.workdir + "/training.svg";
+  result.summary.AddHeldOut(series.records());
   // The worker exits 0 only once its export is in place, so a success means this run's.
   if (!job.spec.model.path.empty()) {
     const std::string exported = hf::JobExportDir(options.workdir + "/checkpoints");

@@ -177,23 +177,8 @@ std::vector<Mark> GroupRepeats(const std::vector<runtime::ActionRecord>& actions
   return marks;
 }
 
-// Vertical lines, labels stacked in lanes so neighbours do not overlap.
 void DrawActions(std::ostream& svg, const Scale& sc, const std::vector<runtime::ActionRecord>& actions) {
-  double last_x = -1e9;
-  int lane = 0;
-  for (const Mark& m : GroupRepeats(actions)) {
-    const runtime::ActionRecord& a = *m.action;
-    const double x = sc.X(static_cast<double>(a.step));
-    lane = (x - last_x < 110) ? std::min(lane + 1, 5) : 0;
-    last_x = x;
-    const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
-    const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
-    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
-        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << kTop << "\" y2=\"" << kTop + sc.plot_h
-        << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
-        << "<text x=\"" << Num(x + 3) << "\" y=\"" << kTop + 14 + 14 * lane << "\" fill=\"" << color
-        << "\" font-weight=\"bold\">" << Escape(label) << "</text></g>\n";
-  }
+  DrawActionMarks(svg, actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
 }
 
 // One polyline per (generation, rank) and resource; returns the ranks drawn.
@@ -247,6 +232,28 @@ void DrawLegend(std::ostream& svg, const Scale& sc, const std::set<int>& ranks) 
 }
 
 }  // namespace
+
+std::string SvgEscape(const std::string& text) { return Escape(text); }
+
+// Vertical lines, labels stacked in lanes so neighbours do not overlap.
+void DrawActionMarks(std::ostream& svg, const std::vector<runtime::ActionRecord>& actions,
+                     const std::function<double(double)>& x_of_step, double top, double bottom) {
+  double last_x = -1e9;
+  int lane = 0;
+  for (const Mark& m : GroupRepeats(actions)) {
+    const runtime::ActionRecord& a = *m.action;
+    const double x = x_of_step(static_cast<double>(a.step));
+    lane = (x - last_x < 110) ? std::min(lane + 1, 5) : 0;
+    last_x = x;
+    const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
+    const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
+    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
+        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << top << "\" y2=\"" << bottom
+        << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
+        << "<text x=\"" << Num(x + 3) << "\" y=\"" << top + 14 + 14 * lane << "\" fill=\"" << color
+        << "\" font-weight=\"bold\">" << Escape(label) << "</text></g>\n";
+  }
+}
 
 std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
   const Scale scale = FitScale(in);

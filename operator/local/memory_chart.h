@@ -7,6 +7,8 @@
 // Plain SVG 1.1 written by hand: no dependencies, opens in any browser.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,5 +28,14 @@ struct MemoryChartInput {
 };
 
 std::string RenderMemoryChartSvg(const MemoryChartInput& input);
+
+// What the charts share (training_chart.h marks actions the same way).
+std::string SvgEscape(const std::string& text);
+// Every action as a dashed vertical line from y = top to y = bottom at x_of_step(step),
+// labelled ("restart @40", "OOM kill in step 41") in lanes so neighbours do not overlap,
+// repeats of one action at one step drawn once with their count; guard actions in blue,
+// OOM kills and crashes in red.
+void DrawActionMarks(std::ostream& svg, const std::vector<runtime::ActionRecord>& actions,
+                     const std::function<double(double)>& x_of_step, double top, double bottom);
 
 }  // namespace headroom::local

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace headroom::local {
 
@@ -38,6 +39,23 @@ std::string ForecastText(const runtime::MemoryStatus& m) {
 
 }  // namespace
 
+std::string HeldOutLines(const protocol::StepRecord& r) {
+  if (r.rank != 0) return "";
+  std::string out;
+  char buf[160];
+  if (r.heldout_accuracy_before >= 0) {
+    std::snprintf(buf, sizeof buf, "held-out accuracy %.1f%% before the first step (%lld problems)\n",
+                  100 * r.heldout_accuracy_before, static_cast<long long>(r.heldout_problems_before));
+    out += buf;
+  }
+  if (r.heldout_accuracy >= 0) {
+    std::snprintf(buf, sizeof buf, "step %lld: held-out accuracy %.1f%% (%lld problems)\n",
+                  static_cast<long long>(r.step), 100 * r.heldout_accuracy, static_cast<long long>(r.heldout_problems));
+    out += buf;
+  }
+  return out;
+}
+
 std::string ModelFetchLine(const protocol::ModelFetchRecord& f) {
   return (f.complete() ? "fetched model " : "fetching model ") + f.repo + "@" + f.revision + ": " +
          FormatBytes(f.done_bytes) + " of " + FormatBytes(f.total_bytes) + (f.complete() ? "" : " (" + f.file + ")");
@@ -67,6 +85,9 @@ std::vector<std::string> ProgressView::Block(const runtime::JobStatus& s) const 
                 runtime::JobPhaseName(s.phase), s.generation, s.workers, static_cast<long long>(s.step),
                 static_cast<long long>(s.total_steps), Bar(fraction, 24).c_str(),
                 s.final_reward ? std::to_string(*s.final_reward).substr(0, 5).c_str() : "-");
+  if (s.heldout_accuracy) {
+    std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), "  held-out %.1f%%", 100 * *s.heldout_accuracy);
+  }
   lines.push_back(buf);
   if (s.model_fetch && latest_.empty()) lines.push_back("  " + ModelFetchLine(*s.model_fetch));
   for (const auto& [rank, r] : latest_) {
@@ -116,6 +137,12 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protoco
   if (!terminal_) PrintModelFetch(s);
   for (const protocol::StepRecord& r : new_steps) {
     if (r.generation == generation_) latest_[r.rank] = r;
+    // Evaluations are rare and what the run is for: a permanent line each, like actions.
+    if (const std::string held = HeldOutLines(r); !held.empty()) {
+      Clear();
+      new_action = true;  // redraw the block under it
+      out_ << held;
+    }
     if (!terminal_ && r.rank == 0) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "step %lld/%lld  reward %.3f  host %s of %s (%s)  gpu %s  %.2f s/step",

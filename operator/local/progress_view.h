@@ -7,6 +7,8 @@
 // scrolls above the block as a permanent line.
 // Not on a terminal (a pipe, a CI log): plain lines, one per completed step and one per
 // action, nothing redrawn.
+// Held-out accuracy, when a record brings an evaluation, is a permanent line (HeldOutLines),
+// and the block's first line shows the latest.
 // A spec.model.hub download (JobStatus::model_fetch) shows as "fetching model REPO@REV:
 // X of Y (FILE)": in the block until the generation's first step, as a plain line every
 // tenth of the bytes.
@@ -53,6 +55,10 @@ class ProgressView {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
+// The lines a rank-0 record's held-out evaluations print ("held-out accuracy 29.0% before
+// the first step (200 problems)", "step 50: held-out accuracy 41.5% (200 problems)"), each
+// ending in a newline; "" for a record that carries none.
+std::string HeldOutLines(const protocol::StepRecord& record);
 // "512 MiB", "1.5 GiB"
 std::string FormatBytes(int64_t bytes);
 // "fetching model org/name@main: 12 MiB of 942 MiB (model.safetensors)", or "fetched model

@@ -1,5 +1,6 @@
 #include "operator/local/run_summary.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +21,59 @@ std::string OneLine(const std::string& text) {
   return out;
 }
 
+std::string Percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
+  return buf;
+}
+
+// A response as one short quoted line.
+std::string Quoted(const std::string& text) {
+  std::string line = OneLine(text);
+  if (line.size() > 40) line = line.substr(0, 37) + "...";
+  return "\"" + line + "\"";
+}
+
+// The answers before and after, paired by question, in the order after lists them (then
+// any question only before has).
+struct AnswerPair {
+  std::string question;
+  const protocol::HeldOutAnswer* before = nullptr;
+  const protocol::HeldOutAnswer* after = nullptr;
+};
+
+std::vector<AnswerPair> PairAnswers(const RunSummary::HeldOut& h) {
+  std::vector<AnswerPair> pairs;
+  auto find = [&](const std::string& q) -> AnswerPair& {
+    for (AnswerPair& p : pairs) {
+      if (p.question == q) return p;
+    }
+    pairs.push_back({q});
+    return pairs.back();
+  };
+  for (const protocol::HeldOutAnswer& a : h.answers_after) find(a.question).after = &a;
+  for (const protocol::HeldOutAnswer& a : h.answers_before) find(a.question).before = &a;
+  return pairs;
+}
+
 }  // namespace
+
+void RunSummary::AddHeldOut(const std::vector<protocol::StepRecord>& records) {
+  for (const protocol::StepRecord& r : records) {
+    if (r.rank != 0) continue;
+    if (r.heldout_accuracy_before >= 0) {
+      heldout.accuracy_before = r.heldout_accuracy_before;
+      heldout.problems = std::max(heldout.problems, r.heldout_problems_before);
+      heldout.answers_before = r.heldout_answers_before;
+    }
+    if (r.heldout_accuracy >= 0 && r.step >= heldout.step_after) {
+      heldout.accuracy_after = r.heldout_accuracy;
+      heldout.step_after = r.step;
+      heldout.problems = r.heldout_problems;
+      heldout.answers_after = r.heldout_answers;
+    }
+  }
+}
 
 RunSummary RunSummary::From(const runtime::JobStatus& s, const std::string& job_name, double wall_seconds) {
   RunSummary r;
@@ -59,7 +112,24 @@ std::string RunSummary::ToJson() const {
   // refusal leads), so a script reading the summary needs no log.
   if (phase == "Failed" && !message.empty()) j["error"] = message;
   if (export_dir) j["export"] = export_dir->empty() ? nlohmann::json(nullptr) : nlohmann::json(*export_dir);
-  return j.dump(2) + "\n";
+  if (heldout.problems > 0) {
+    auto number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    nlohmann::json answers = nlohmann::json::array();
+    for (const AnswerPair& p : PairAnswers(heldout)) {
+      answers.push_back({{"question", p.question},
+                         {"before", p.before ? nlohmann::json(p.before->response) : nlohmann::json(nullptr)},
+                         {"before_correct", p.before ? nlohmann::json(p.before->correct) : nlohmann::json(nullptr)},
+                         {"after", p.after ? nlohmann::json(p.after->response) : nlohmann::json(nullptr)},
+                         {"after_correct", p.after ? nlohmann::json(p.after->correct) : nlohmann::json(nullptr)}});
+    }
+    j["heldout"] = {{"problems", heldout.problems},
+                    {"accuracy_before", number(heldout.accuracy_before)},
+                    {"accuracy_after", number(heldout.accuracy_after)},
+                    {"step_after", heldout.accuracy_after ? nlohmann::json(heldout.step_after) : nlohmann::json(nullptr)},
+                    {"answers", answers}};
+  }
+  // A model's answers may be any bytes: never a summary lost to one.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void RunSummary::Print(std::ostream& out) const {
@@ -83,8 +153,24 @@ void RunSummary::Print(std::ostream& out) const {
   for (const runtime::ActionRecord& a : actions) {
     out << "    step " << a.step << "  " << OneLine(runtime::ToWireName(a.type)) << ": " << OneLine(a.reason) << "\n";
   }
+  if (heldout.problems > 0) {
+    const auto& h = heldout;
+    out << "  held-out accuracy " << (h.accuracy_before ? Percent(*h.accuracy_before) : std::string("-")) << " -> "
+        << (h.accuracy_after ? Percent(*h.accuracy_after) : std::string("-")) << " (" << h.problems << " problems"
+        << (h.accuracy_after && h.step_after != total_steps ? ", at step " + std::to_string(h.step_after) : "")
+        << (h.accuracy_before ? "" : "; the starting model was not measured") << ")\n";
+    const std::vector<AnswerPair> pairs = PairAnswers(h);
+    if (!pairs.empty()) out << "  held-out answers, before -> after training:\n";
+    auto side = [](const protocol::HeldOutAnswer* a) {
+      return a ? Quoted(a->response) + (a->correct ? " right" : " wrong") : std::string("-");
+    };
+    for (const AnswerPair& p : pairs) {
+      out << "    " << Quoted(p.question) << "\n      " << side(p.before) << " -> " << side(p.after) << "\n";
+    }
+  }
   if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
   if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";
+  if (!training_svg.empty()) out << "  training chart " << training_svg << "\n";
   if (export_dir) out << "  export        " << (export_dir->empty() ? "none (the job did not finish)" : *export_dir) << "\n";
 }
 

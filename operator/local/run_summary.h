@@ -4,7 +4,12 @@
 //    "actions":[{"step","type","reason"}]}
 // exactly those keys, and for a spec.model.path job "export": the Hugging Face directory
 // it wrote at its end (CHECKPOINT_DIR/hf-export, core/hf/hf_export.h), null when it did
-// not finish; final_reward is null when no step finished.
+// not finish; final_reward is null when no step finished; and for a job with a held-out set
+// "heldout": {"problems","accuracy_before","accuracy_after","step_after","answers":
+// [{"question","before","before_correct","after","after_correct"}]} (accuracy_before null
+// when the starting model was not measured, as a checkpoint from before that lacks it;
+// answers: the same held-out questions before and after training, null where a side is
+// missing).
 #pragma once
 
 #include <optional>
@@ -12,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/protocol/step_record.h"
 #include "operator/runtime/job_status.h"
 
 namespace headroom::local {
@@ -34,6 +40,18 @@ struct RunSummary {
   // The fine-tuned model in Hugging Face layout: unset for a job without spec.model.path
   // (no "export" key), "" when it wrote none (null), else the directory.
   std::optional<std::string> export_dir;
+  // Held-out accuracy (fraction answered exactly right), rank 0's: before the first step and
+  // at the newest evaluation; problems 0 when the job has no held-out set or none was scored.
+  struct HeldOut {
+    int64_t problems = 0;
+    std::optional<double> accuracy_before, accuracy_after;
+    int64_t step_after = 0;  // the step of accuracy_after
+    std::vector<protocol::HeldOutAnswer> answers_before, answers_after;
+  } heldout;
+  std::string training_svg;  // training_chart.h's picture, "" when none was written
+
+  // Fills `heldout` from the run's step records (every rank and generation, in order).
+  void AddHeldOut(const std::vector<protocol::StepRecord>& records);
 
   static RunSummary From(const runtime::JobStatus& status, const std::string& job_name, double wall_seconds);
   std::string ToJson() const;        // the --summary document, one object, pretty-printed

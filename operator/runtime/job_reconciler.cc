@@ -145,6 +145,11 @@ void JobReconciler::Ingest(const Observation& observed) {
     }
     status_.step = std::max(status_.step, r.step);
     if (r.rank == 0) status_.final_reward = r.reward_mean;
+    if (r.rank == 0 && r.heldout_accuracy >= 0) {
+      status_.heldout_accuracy = r.heldout_accuracy;
+    } else if (r.rank == 0 && r.heldout_accuracy_before >= 0) {
+      status_.heldout_accuracy = r.heldout_accuracy_before;
+    }
     memory_.Add(r, job_.spec.resources.memory_bytes);
   }
   if (!any) return;

@@ -56,6 +56,7 @@ nlohmann::json ToJson(const JobStatus& s) {
       {"stepsLost", s.steps_lost},
       {"memory", memory},
   };
+  if (s.heldout_accuracy) j["heldOutAccuracy"] = *s.heldout_accuracy;
   if (s.last_action) j["lastAction"] = ActionJson(*s.last_action);
   nlohmann::json conditions = nlohmann::json::array();
   for (const Condition& c : s.conditions) {

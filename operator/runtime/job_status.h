@@ -61,6 +61,10 @@ struct JobStatus {
   int gpu_oom_kills = 0;           // of which CUDA out-of-memory (not in the Kubernetes status)
   int64_t steps_lost = 0;          // steps redone because a crash lost them
   std::optional<double> final_reward;  // reward_mean of the newest step
+  // The fraction of held-out problems rank 0 answered exactly right at its latest
+  // evaluation (status.heldOutAccuracy); none for a job without a held-out set, or before
+  // its first evaluation.
+  std::optional<double> heldout_accuracy;
   MemoryStatus memory;
   std::optional<ActionRecord> last_action;
   std::vector<ActionRecord> actions;

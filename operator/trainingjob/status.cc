@@ -55,6 +55,9 @@ runtime::JobStatus JobStatusFromJson(const json& j) {
   s.oom_kills = Get<int>(j, "oomKills", 0);
   s.steps_lost = Get<int64_t>(j, "stepsLost", 0);
   s.message = Get<std::string>(j, "message", "");
+  if (j.contains("heldOutAccuracy") && j["heldOutAccuracy"].is_number()) {
+    s.heldout_accuracy = j["heldOutAccuracy"].get<double>();
+  }
   if (j.contains("memory") && j["memory"].is_object()) {
     const json& m = j["memory"];
     s.memory.host_bytes = Get<int64_t>(m, "hostBytes", 0);

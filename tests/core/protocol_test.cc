@@ -63,6 +63,11 @@ StepRecord FilledRecord() {
   r.prompts_filtered = 5;
   r.heldout_reward = 0.375;
   r.heldout_problems = 200;
+  r.heldout_accuracy = 0.25;
+  r.heldout_accuracy_before = 0.125;
+  r.heldout_problems_before = 200;
+  r.heldout_answers = {{"What is 2 + 2?", "4", true}, {"Add 1 and \"3\".", "13\n", false}};
+  r.heldout_answers_before = {{"What is 2 + 2?", "22", false}};
   return r;
 }
 
@@ -83,6 +88,28 @@ TEST(StepRecord, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->prompts_filtered, 5);
   EXPECT_EQ(back->heldout_reward, 0.375);
   EXPECT_EQ(back->heldout_problems, 200);
+  EXPECT_EQ(back->heldout_accuracy, 0.25);
+  EXPECT_EQ(back->heldout_accuracy_before, 0.125);
+  EXPECT_EQ(back->heldout_problems_before, 200);
+  EXPECT_EQ(back->heldout_answers, r.heldout_answers);
+  EXPECT_EQ(back->heldout_answers_before, r.heldout_answers_before);
+}
+
+TEST(StepRecord, HeldOutAnswersAreAnyTextAndSkipWhatTheyCannotRead) {
+  StepRecord r;
+  r.step = 1;
+  r.heldout_answers = {{"q", std::string("\xff\xfe 7"), false}};  // a model may decode to invalid UTF-8
+  std::string why;
+  const std::optional<StepRecord> back = ParseStepLogLine(r.ToJson(), &why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_EQ(back->heldout_answers.size(), 1u);
+  EXPECT_NE(back->heldout_answers[0].response.find(" 7"), std::string::npos);
+  // Entries of the wrong shape are skipped, fields of the wrong type keep their defaults.
+  const auto odd = ParseStepLogLine(R"({"step":2,"heldout_answers":[7,{"question":"q","correct":"yes"}],)"
+                                    R"("heldout_answers_before":"none"})");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->heldout_answers, (std::vector<HeldOutAnswer>{{"q", "", false}}));
+  EXPECT_TRUE(odd->heldout_answers_before.empty());
 }
 
 TEST(StepRecord, WritesDesignKeysFirstAndLeavesOutTheGeneration) {

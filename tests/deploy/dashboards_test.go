@@ -159,6 +159,7 @@ func TestDashboardsParse(t *testing.T) {
 var emptyAllowed = map[string]string{
 	"trainingjob.json / \"annotation: Worker restarts\"":                            "fires only when a worker restarts; this run has none",
 	"trainingjob.json / \"Reward (mean)\" / B":                                      "held-out reward: text tasks with dataset.heldOut only; this run's task is generated",
+	"trainingjob.json / \"Held-out accuracy\"":                                      "text tasks with dataset.heldOut only; this run's task is generated",
 	"trainingjob.json / \"Model download from the Hub (spec.model.hub), per rank\"": "only while a hub model downloads; this run's model is a preset",
 }
 

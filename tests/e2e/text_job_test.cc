@@ -9,7 +9,13 @@
 //     epoch (the step log's epoch and cursor continue where the first run's stopped);
 //   - the held-out file is scored on every step a checkpoint is due and the last;
 //   - over the whole run the reward rises: the mean of the last fifth of the steps exceeds
-//     the first fifth's by a margin.
+//     the first fifth's by a margin;
+//   - the skill rises: held-out exact accuracy after the last step exceeds the starting
+//     model's (measured before the first step, carried through the drain by the
+//     checkpoint) by more than three binomial standard errors of a held-out accuracy;
+//   - the resumed run's summary (printed and summary.json) shows that accuracy before ->
+//     after with the same held-out questions answered before and after, and names
+//     training.svg, which plots every evaluation.
 // Skips, saying why, without the binaries or the example model's weights.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,7 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -54,7 +62,7 @@ std::string Unrunnable() {
     if (access((kBin + "/" + bin).c_str(), X_OK) != 0) return "no " + kBin + "/" + bin + " (build it)";
   }
   if (!fs::exists(kSource + "/configs/models/qwen2-tiny-addition/model.safetensors")) {
-    return "no configs/models/qwen2-tiny-addition/model.safetensors (run configs/models/make_tiny_qwen2.py)";
+    return "no configs/models/qwen2-tiny-addition/model.safetensors (run configs/models/make_tiny_qwen2.py, then make_warm_qwen2.py)";
   }
   return "";
 }
@@ -148,6 +156,13 @@ TEST(TextJobE2E, ExampleJobDrainedMidEpochResumesWithTheNextPromptsAndItsRewardR
     first = StepLog(workdir);  // the second run clears the generation directories
   }
   ASSERT_GE(static_cast<int64_t>(first.size()), drain_after) << ReadAll(ws.path() + "/first.txt");
+  // The starting model was scored before the first step, on the first record.
+  const int64_t held_out = 200;  // configs/data/addition-text/heldout.jsonl
+  EXPECT_EQ(first.front().heldout_problems_before, held_out);
+  EXPECT_GE(first.front().heldout_accuracy_before, 0.0);
+  EXPECT_EQ(first.front().heldout_answers_before.size(), static_cast<size_t>(protocol::kHeldOutAnswers));
+  for (size_t i = 1; i < first.size(); ++i) EXPECT_EQ(first[i].heldout_accuracy_before, -1) << "step " << first[i].step;
+  EXPECT_NE(ReadAll(ws.path() + "/first.txt").find("held-out accuracy"), std::string::npos);
   const protocol::StepRecord& stop = first.back();
   ASSERT_LT(stop.step, steps) << "the run finished before the drain; nothing was resumed";
   const int64_t size = 2000 - stop.prompts_filtered;  // configs/data/addition-text/train.jsonl
@@ -197,9 +212,50 @@ TEST(TextJobE2E, ExampleJobDrainedMidEpochResumesWithTheNextPromptsAndItsRewardR
   // The held-out file was answered whenever a checkpoint was due, and at the end.
   for (const auto& r : second) {
     const bool due = r.step % spec.checkpoint.every_steps == 0 || r.step == steps;
-    EXPECT_EQ(r.heldout_problems, due ? 200 : 0) << "step " << r.step;  // configs/data/addition-text/heldout.jsonl
+    EXPECT_EQ(r.heldout_problems, due ? held_out : 0) << "step " << r.step;
     if (due) EXPECT_GE(r.heldout_reward, 0.0) << "step " << r.step;
+    if (due) EXPECT_GE(r.heldout_accuracy, 0.0) << "step " << r.step;
   }
+  // The resumed run knew the starting model's score from its checkpoint.
+  EXPECT_EQ(second.front().heldout_accuracy_before, first.front().heldout_accuracy_before);
+
+  // The skill rose. Three standard errors of an accuracy over n problems, at its widest
+  // (p = 1/2): sqrt(0.25 / n) each; a real rise clears it, noise of the held-out sample
+  // does not.
+  const double before = first.front().heldout_accuracy_before;
+  const double after = second.back().heldout_accuracy;
+  const double margin = 3 * std::sqrt(0.25 / static_cast<double>(held_out));
+  std::printf("held-out accuracy: %.1f%% -> %.1f%% (%lld problems; margin %.1f points)\n", 100 * before, 100 * after,
+              static_cast<long long>(held_out), 100 * margin);
+  EXPECT_GT(after, before + margin) << "held-out accuracy did not rise";
+
+  // The summary shows it, before -> after, with answers to the same questions on both sides.
+  ASSERT_TRUE(summary.contains("heldout")) << summary.dump();
+  const nlohmann::json& h = summary["heldout"];
+  EXPECT_EQ(h["problems"], held_out);
+  EXPECT_EQ(h["accuracy_before"], before);
+  EXPECT_EQ(h["accuracy_after"], after);
+  EXPECT_EQ(h["step_after"], steps);
+  ASSERT_EQ(h["answers"].size(), static_cast<size_t>(protocol::kHeldOutAnswers)) << h.dump();
+  for (const auto& a : h["answers"]) {
+    EXPECT_TRUE(a["before"].is_string() && a["after"].is_string()) << a.dump();
+    EXPECT_TRUE(a["before_correct"].is_boolean() && a["after_correct"].is_boolean()) << a.dump();
+  }
+  char line[96];
+  std::snprintf(line, sizeof line, "held-out accuracy %.0f%% -> %.0f%% (%lld problems)\n", 100 * before, 100 * after,
+                static_cast<long long>(held_out));
+  EXPECT_NE(second_output.find(line), std::string::npos) << second_output;
+  EXPECT_NE(second_output.find("held-out answers, before -> after training:"), std::string::npos) << second_output;
+  EXPECT_NE(second_output.find("training chart " + workdir + "/training.svg"), std::string::npos) << second_output;
+  const std::string svg = ReadAll(workdir + "/training.svg");
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << "training.svg beside memory.svg";
+  size_t points = 0;
+  for (size_t p = svg.find("held-out accuracy "); p != std::string::npos; p = svg.find("held-out accuracy ", p + 1)) {
+    ++points;
+  }
+  // A point per evaluation this run logged: the starting model's, then each checkpoint's.
+  const auto evaluated = std::count_if(second.begin(), second.end(), [](const auto& r) { return r.heldout_accuracy >= 0; });
+  EXPECT_EQ(points, static_cast<size_t>(evaluated) + 1) << svg;
 
   // 3. The reward rose over the whole run.
   std::vector<protocol::StepRecord> all = first;

@@ -57,6 +57,26 @@ TEST(JobReconciler, StepsMakeItRunningAndAllZeroExitsSucceed) {
   EXPECT_TRUE(rec.status().actions.empty());
 }
 
+TEST(JobReconciler, TheStatusCarriesRankZerosLatestHeldOutAccuracy) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  rec.Reconcile(s.Running({1, 2, 3}));
+  EXPECT_FALSE(rec.status().heldout_accuracy.has_value()) << "nothing measured";
+  Observation o;
+  o = s.Running({4, 5});
+  o.new_steps[0].heldout_accuracy_before = 0.3;  // a fresh run's first record: step 0's
+  o.new_steps[1].heldout_accuracy = 0.9;         // rank 1's share is not the job's
+  rec.Reconcile(o);
+  ASSERT_TRUE(rec.status().heldout_accuracy);
+  EXPECT_EQ(*rec.status().heldout_accuracy, 0.3);
+  o = s.Running({6, 7});
+  o.new_steps[0].heldout_accuracy = 0.55;
+  rec.Reconcile(o);
+  EXPECT_EQ(*rec.status().heldout_accuracy, 0.55);
+  EXPECT_EQ(ToJson(rec.status())["heldOutAccuracy"], 0.55);
+}
+
 TEST(JobReconciler, ModelFetchProgressOfTheRunningGenerationReachesTheStatus) {
   JobReconciler rec(MakeJob(1), Options());
   rec.Reconcile(Observation{});

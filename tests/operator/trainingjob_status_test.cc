@@ -58,6 +58,18 @@ TEST(TrainingJobStatus, ModelFetchIsTheHubDownloadsBytesAndFile) {
   EXPECT_EQ(StatusJson(back, 5), written) << "an operator restart keeps the download's progress";
 }
 
+TEST(TrainingJobStatus, HeldOutAccuracyOnlyOnceMeasuredAndBackAfterARestart) {
+  EXPECT_FALSE(StatusJson(Sample(), 5).contains("heldOutAccuracy")) << "no held-out set, or not measured yet";
+  runtime::JobStatus s = Sample();
+  s.heldout_accuracy = 0.735;
+  const json written = StatusJson(s, 5);
+  EXPECT_EQ(written["heldOutAccuracy"], 0.735);
+  const runtime::JobStatus back = JobStatusFromJson(written);
+  ASSERT_TRUE(back.heldout_accuracy);
+  EXPECT_EQ(*back.heldout_accuracy, 0.735);
+  EXPECT_EQ(StatusJson(back, 5), written);
+}
+
 TEST(TrainingJobStatus, StartAndCompletionTimesOnlyWhenKnown) {
   json j = StatusJson(Sample(), 1);
   EXPECT_FALSE(j.contains("startTime"));

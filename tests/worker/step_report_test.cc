@@ -53,7 +53,8 @@ StepReport EveryPhaseReported() {
   m.micro_batch_size = 8;
   r.next_step_tokens = 2048;
   r.dataset = DatasetState{"train.jsonl", "0123456789abcdef", 5, 2, 17};
-  r.held_out = HeldOutScore{0.875, 0.5, 40};
+  r.held_out = HeldOutScore{0.875, 0.5, 40, {{"What is 2 + 2?", "4", true}}};
+  r.held_out_before = HeldOutScore{0.5, 0.25, 40, {{"What is 2 + 2?", "5", false}}};
   GuardVerdict verdict;
   verdict.decision.action = guard::DecisionAction::kRestart;
   verdict.forecast.host.steps_to_limit = 7;
@@ -105,6 +106,11 @@ TEST(StepReportTest, EveryKeyCarriesTheValueItsPhaseReported) {
   EXPECT_EQ(rec.prompts_filtered, 5);
   EXPECT_EQ(rec.heldout_reward, 0.875);
   EXPECT_EQ(rec.heldout_problems, 40);
+  EXPECT_EQ(rec.heldout_accuracy, 0.5) << "the exact fraction, not the reward";
+  EXPECT_EQ(rec.heldout_answers, (std::vector<protocol::HeldOutAnswer>{{"What is 2 + 2?", "4", true}}));
+  EXPECT_EQ(rec.heldout_accuracy_before, 0.25);
+  EXPECT_EQ(rec.heldout_problems_before, 40);
+  EXPECT_EQ(rec.heldout_answers_before, (std::vector<protocol::HeldOutAnswer>{{"What is 2 + 2?", "5", false}}));
   EXPECT_EQ(rec.guard_action, "restart");
   EXPECT_EQ(rec.host_forecast_steps, 7);
   EXPECT_EQ(rec.host_threshold_steps, 4);
@@ -121,7 +127,7 @@ std::set<std::string> KeysThatDiffer(const protocol::StepRecord& a, const protoc
   const nlohmann::json ja = nlohmann::json::parse(a.ToJson()), jb = nlohmann::json::parse(b.ToJson());
   std::set<std::string> out;
   for (const auto& [key, value] : ja.items()) {
-    if (jb.at(key) != value) out.insert(key);
+    if (!jb.contains(key) || jb.at(key) != value) out.insert(key);  // answer lists are left out when empty
   }
   return out;
 }
@@ -142,7 +148,10 @@ TEST(StepReportTest, EachPhaseFillsExactlyItsKeysAndTogetherTheyFillEveryKey) {
         "rank", "micro_batch_size"}},
       {"next step", [](StepReport& r) { r.next_step_tokens = 0; }, {"next_step_tokens"}},
       {"dataset", [](StepReport& r) { r.dataset.reset(); }, {"epoch", "cursor", "prompts_filtered"}},
-      {"held-out", [](StepReport& r) { r.held_out.reset(); }, {"heldout_reward", "heldout_problems"}},
+      {"held-out", [](StepReport& r) { r.held_out.reset(); },
+       {"heldout_reward", "heldout_problems", "heldout_accuracy", "heldout_answers"}},
+      {"held-out before", [](StepReport& r) { r.held_out_before.reset(); },
+       {"heldout_accuracy_before", "heldout_problems_before", "heldout_answers_before"}},
       {"guard", [](StepReport& r) { r.guard.reset(); },
        {"guard_action", "host_forecast_steps", "host_threshold_steps", "host_growth_bytes_per_step",
         "gpu_forecast_steps", "gpu_threshold_steps", "gpu_growth_bytes_per_step"}},
@@ -167,6 +176,7 @@ TEST(StepReportTest, PhasesThatDidNotReportLeaveTheRecordsDefaults) {
   StepReport r = EveryPhaseReported();
   r.dataset.reset();
   r.held_out.reset();
+  r.held_out_before.reset();
   r.guard.reset();
   r.checkpoint.reset();
   const protocol::StepRecord rec = AssembleStepRecord(r);
@@ -176,6 +186,10 @@ TEST(StepReportTest, PhasesThatDidNotReportLeaveTheRecordsDefaults) {
   EXPECT_EQ(rec.prompts_filtered, defaults.prompts_filtered);
   EXPECT_EQ(rec.heldout_reward, -1) << "not evaluated this step";
   EXPECT_EQ(rec.heldout_problems, 0);
+  EXPECT_EQ(rec.heldout_accuracy, -1);
+  EXPECT_EQ(rec.heldout_accuracy_before, -1) << "only a fresh run's first record";
+  EXPECT_TRUE(rec.heldout_answers.empty());
+  EXPECT_FALSE(nlohmann::json::parse(rec.ToJson()).contains("heldout_answers")) << "left out when empty";
   EXPECT_EQ(rec.guard_action, "none");
   EXPECT_EQ(rec.host_forecast_steps, -1);
   EXPECT_EQ(rec.gpu_threshold_steps, -1);

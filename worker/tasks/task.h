@@ -57,6 +57,14 @@ class Task {
   // The reward of one response to `problem`: `response` points at n generated ids, PAD
   // after the stop token ignored. In [0, 1]; 1 for a correct answer.
   virtual double Score(const Problem& problem, const int64_t* response, int64_t n) const = 0;
+  // Whether the response's answer is right, whatever the reward pays for its form: what
+  // held-out accuracy counts. By default a reward of 1.
+  virtual bool Correct(const Problem& problem, const int64_t* response, int64_t n) const {
+    return Score(problem, response, n) == 1.0;
+  }
+  // The response as text, for people (held-out answers in the step log); "" for tasks
+  // that have no text form of their own.
+  virtual std::string ResponseText(const int64_t* /*response*/, int64_t /*n*/) const { return ""; }
   // Dataset-backed tasks: the dataset and where `global_index` falls in it. Generated
   // tasks have no dataset: nullopt.
   virtual std::optional<DatasetState> DatasetAt(uint64_t /*global_index*/) const { return std::nullopt; }

@@ -165,6 +165,10 @@ double TextTask::Score(const Problem& problem, const int64_t* response, int64_t 
   return ScoreTextAnswer(reward_, ResponseText(response, n), problem.answer, format_weight_);
 }
 
+bool TextTask::Correct(const Problem& problem, const int64_t* response, int64_t n) const {
+  return ScoreTextAnswer(reward_, ResponseText(response, n), problem.answer, /*format_weight=*/0.0) == 1.0;
+}
+
 std::optional<DatasetState> TextTask::DatasetAt(uint64_t global_index) const {
   DatasetState s;
   s.path = dataset_.path();

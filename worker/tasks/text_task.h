@@ -54,6 +54,8 @@ class TextTask final : public Task {
   int64_t answer_tokens() const override { return max_response_tokens_; }
   ResponseFormat response_format() const override { return format_; }
   double Score(const Problem& problem, const int64_t* response, int64_t n) const override;
+  // The reward without its format weight: the answer alone.
+  bool Correct(const Problem& problem, const int64_t* response, int64_t n) const override;
   std::optional<DatasetState> DatasetAt(uint64_t global_index) const override;
   const std::vector<Problem>& HeldOut() const override { return held_out_; }
 
@@ -62,7 +64,7 @@ class TextTask final : public Task {
   int64_t size() const { return dataset_.size(); }  // kept records
   const HfTokenizer& tokenizer() const { return tokenizer_; }
   // The response text Score reads: ids up to the first stop token, specials skipped.
-  std::string ResponseText(const int64_t* response, int64_t n) const;
+  std::string ResponseText(const int64_t* response, int64_t n) const override;
 
  private:
   void LoadHeldOut(const spec::TrainingJobSpec& spec, const PromptFormat& prompt_format, const std::string& bos_text);

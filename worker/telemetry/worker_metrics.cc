@@ -69,7 +69,7 @@ WorkerMetrics::~WorkerMetrics() = default;
 
 void WorkerMetrics::Publish(const protocol::StepRecord& record) {
   for (const Row& row : rows_) {
-    if (row.metric->latest_evaluation && record.heldout_problems <= 0) continue;
+    if (!protocol::CarriesMetric(*row.metric, record)) continue;
     row.gauge->Set(row.metric->get(record));
   }
   if (guard_action_ == nullptr || guard_action_name_ != record.guard_action) {

@@ -20,6 +20,40 @@ namespace headroom::worker {
 
 namespace {
 
+nlohmann::json HeldOutJson(const HeldOutScore& score) {
+  nlohmann::json answers = nlohmann::json::array();
+  for (const protocol::HeldOutAnswer& a : score.answers) {
+    answers.push_back({{"question", a.question}, {"response", a.response}, {"correct", a.correct}});
+  }
+  return {{"reward", score.reward_mean}, {"accuracy", score.exact_fraction}, {"problems", score.problems},
+          {"answers", answers}};
+}
+
+// What HeldOutJson wrote; nullopt for a checkpoint without it (or of another shape: it
+// only informs the step log, so it never stops a resume).
+std::optional<HeldOutScore> HeldOutFromJson(const nlohmann::json& extra) {
+  if (!extra.is_object() || !extra.contains("heldout_before") || !extra["heldout_before"].is_object()) {
+    return std::nullopt;
+  }
+  const nlohmann::json& j = extra["heldout_before"];
+  HeldOutScore score;
+  try {
+    score.reward_mean = j.value("reward", 0.0);
+    score.exact_fraction = j.value("accuracy", 0.0);
+    score.problems = j.value("problems", int64_t{0});
+    for (const nlohmann::json& a : j.value("answers", nlohmann::json::array())) {
+      score.answers.push_back({a.value("question", ""), a.value("response", ""), a.value("correct", false)});
+    }
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+  return score;
+}
+
+}  // namespace
+
+namespace {
+
 // The guard's history this generation was launched with (opaque JSON; null when none),
 // carried in the checkpoint so a resumed run knows what the guard already did.
 nlohmann::json GuardHistoryFromEnvironment() {
@@ -80,6 +114,7 @@ int64_t Checkpointer::Resume() {
   }
   RequireSameDataset(reader->manifest().extra, reader->dir().string());
   RestoreTrainingState(*reader, trainer_);
+  starting_held_out_ = HeldOutFromJson(reader->manifest().extra);
   if (auto rng = reader->RngState(rank_)) SetCpuRngState(*rng);
   saved_step_ = reader->step();
   spdlog::info("resumed from {} (saved by {} ranks): continuing with step {}", reader->dir().string(),
@@ -133,6 +168,7 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
                              {"epoch", dataset->epoch},
                              {"cursor", dataset->cursor}};
   }
+  if (starting_held_out_) meta.extra["heldout_before"] = HeldOutJson(*starting_held_out_);
   const std::vector<TensorSlice> slices = TrainingStateSlices(trainer_);
   const std::string rng = CpuRngState();
   std::optional<CheckpointSaveStats> saved;

@@ -7,8 +7,9 @@
 // Steps count finished steps: a checkpoint of step N holds the state after N steps, and
 // the run goes on with step N + 1 (data is keyed by step, so the step is the whole data
 // cursor; a text task's manifest `extra.dataset` also records the dataset's content hash,
-// epoch and cursor, and a resume on other contents is refused). Every save is a
-// collective: all ranks call it with the same step.
+// epoch and cursor, and a resume on other contents is refused; `extra.heldout_before`, the
+// starting model's held-out score, so a resumed run still knows where the job began).
+// Every save is a collective: all ranks call it with the same step.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,11 @@ class Checkpointer {
   std::optional<CheckpointSaveStats> Save(int64_t done);
   bool ShouldSave(int64_t done) const;
 
+  // The starting model's held-out score (measured before a fresh run's first step): saved
+  // in every checkpoint from now on, and read back by Resume().
+  void RememberStartingHeldOut(const HeldOutScore& score) { starting_held_out_ = score; }
+  const std::optional<HeldOutScore>& starting_held_out() const { return starting_held_out_; }
+
  private:
   // Throws CheckpointOfAnotherRun when the checkpoint (manifest `extra`) was trained on
   // other dataset contents than the task read now.
@@ -79,6 +85,7 @@ class Checkpointer {
   std::string spec_hash_;
   std::optional<CheckpointWriter> writer_;
   int64_t saved_step_ = 0;  // the newest step on disk (0: none worth keeping)
+  std::optional<HeldOutScore> starting_held_out_;
 };
 
 }  // namespace headroom::worker

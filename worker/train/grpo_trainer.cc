@@ -8,6 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/spec/utf8.h"
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
@@ -339,6 +340,28 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   return result;
 }
 
+namespace {
+
+// A response as JSON can carry it (the step log, the checkpoint manifest): a model may
+// stop inside a multi-byte character; each byte that is not part of a well-formed sequence
+// becomes U+FFFD.
+std::string ValidUtf8(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = spec::Utf8SequenceLength(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
   const std::vector<Problem>& held = task_->HeldOut();
   if (held.empty()) return std::nullopt;
@@ -349,6 +372,7 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
   const int64_t per_rank = (total + world - 1) / world;
   const int64_t max_batch = local_prompts_ * spec_.grpo.group_size;  // what the generation cache holds
   double sum = 0, exact = 0, scored = 0;
+  std::vector<protocol::HeldOutAnswer> answers;
   InferenceWeightsScope bf16_weights(*shards_);
   shards_->Gather();
   model_->eval();
@@ -369,11 +393,15 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
     const int64_t* resp = responses.data_ptr<int64_t>();
     for (int64_t k = 0; k < rows; ++k) {
       if (!real[static_cast<size_t>(k)]) continue;
-      const double score = task_->Score(*problems[static_cast<size_t>(k)], resp + k * rollout.response_width,
-                                        rollout.response_width);
-      sum += score;
-      exact += score == 1.0;
+      const Problem& problem = *problems[static_cast<size_t>(k)];
+      const int64_t* response = resp + k * rollout.response_width;
+      sum += task_->Score(problem, response, rollout.response_width);
+      const bool correct = task_->Correct(problem, response, rollout.response_width);
+      exact += correct ? 1 : 0;
       scored += 1;
+      if (static_cast<int>(answers.size()) < protocol::kHeldOutAnswers) {
+        answers.push_back({problem.prompt, ValidUtf8(task_->ResponseText(response, rollout.response_width)), correct});
+      }
     }
   }
   shards_->Release();
@@ -384,6 +412,7 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
   out.problems = static_cast<int64_t>(totals[2].item<double>());
   out.reward_mean = totals[0].item<double>() / static_cast<double>(out.problems);
   out.exact_fraction = totals[1].item<double>() / static_cast<double>(out.problems);
+  out.answers = std::move(answers);
   return out;
 }
 

@@ -31,9 +31,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
+#include "core/protocol/step_record.h"
 #include "core/spec/training_job.h"
 #include "worker/comm/communicator.h"
 #include "worker/grpo/policy_update.h"
@@ -65,8 +67,10 @@ struct StepResult {
 // The policy measured on the task's held-out problems (Task::HeldOut), all ranks together.
 struct HeldOutScore {
   double reward_mean = 0;     // over every held-out problem, one greedy response each
-  double exact_fraction = 0;  // responses scored 1
+  double exact_fraction = 0;  // responses whose answer is right (Task::Correct)
   int64_t problems = 0;
+  // This rank's first protocol::kHeldOutAnswers problems, in the order it scored them.
+  std::vector<protocol::HeldOutAnswer> answers;
 };
 
 class GrpoTrainer {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include "core/guard/decision.h"
 #include "core/hf/hub_fetch.h"
@@ -252,6 +253,23 @@ std::optional<HeldOutScore> EvaluateHeldOutIfDue(StepLoop& loop, int64_t done) {
   return held;
 }
 
+// The starting model's score: measured before a fresh run's first step (and kept in its
+// checkpoints), read from the checkpoint by a resumed run, so every run's first record
+// says where the job began. Collective.
+std::optional<HeldOutScore> EvaluateHeldOutBefore(StepLoop& loop, int64_t first_step) {
+  if (!loop.trainer.has_held_out()) return std::nullopt;
+  if (first_step != 0) return loop.checkpointer.starting_held_out();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<HeldOutScore> held = loop.trainer.EvaluateHeldOut();
+  if (held && loop.rank == 0) {
+    spdlog::info("before step 1: held-out accuracy {:.1f}% (reward {:.4f}) over {} problems, {:.2f} s",
+                 100.0 * held->exact_fraction, held->reward_mean, held->problems,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (held) loop.checkpointer.RememberStartingHeldOut(*held);
+  return held;
+}
+
 // Step `step` (0-based), phase by phase; each phase's value goes into the report the
 // step's record is assembled from.
 StepReport RunOneStep(StepLoop& loop, int64_t step) {
@@ -276,13 +294,15 @@ StepReport RunOneStep(StepLoop& loop, int64_t step) {
 // Returns nullopt when every step ran.
 std::optional<int> RunSteps(StepLoop& loop, int64_t first_step) {
   guard::Decision pending;  // this rank's guard decision after the last step
+  std::optional<HeldOutScore> before = EvaluateHeldOutBefore(loop, first_step);
   for (int64_t step = first_step; step < loop.spec.grpo.steps; ++step) {
     const StopKind stop = AgreeOnStop(loop.comm, StopRequested(), pending.acts());
     if (stop != StopKind::kNone) {
       loop.checkpointer.Save(step);  // every rank agreed on this boundary
       return ExitAtBoundary(stop, pending, step);
     }
-    const StepReport report = RunOneStep(loop, step);
+    StepReport report = RunOneStep(loop, step);
+    report.held_out_before = std::exchange(before, std::nullopt);  // on the first record only
     pending = report.guard->decision;  // acted on at the next boundary, with every rank
     loop.telemetry.Publish(AssembleStepRecord(report));
     if (step == first_step) protocol::WriteTerminationMessage("");  // past the "loaded" phase

@@ -51,6 +51,13 @@ protocol::StepRecord AssembleStepRecord(const StepReport& report) {
   if (report.held_out) {
     rec.heldout_reward = report.held_out->reward_mean;
     rec.heldout_problems = report.held_out->problems;
+    rec.heldout_accuracy = report.held_out->exact_fraction;
+    rec.heldout_answers = report.held_out->answers;
+  }
+  if (report.held_out_before) {
+    rec.heldout_accuracy_before = report.held_out_before->exact_fraction;
+    rec.heldout_problems_before = report.held_out_before->problems;
+    rec.heldout_answers_before = report.held_out_before->answers;
   }
   if (report.guard) {
     rec.guard_action = guard::DecisionActionName(report.guard->decision.action);

@@ -13,7 +13,11 @@
 //                                                   rank, micro_batch_size
 //   the next step's size       next_step_tokens     next_step_tokens
 //   dataset position           DatasetState         epoch, cursor, prompts_filtered
-//   held-out evaluation        HeldOutScore         heldout_reward, heldout_problems
+//   held-out evaluation        HeldOutScore         heldout_reward, heldout_problems,
+//                                                   heldout_accuracy, heldout_answers
+//   the evaluation before the  HeldOutScore         heldout_accuracy_before,
+//     first step (first record)                     heldout_problems_before,
+//                                                   heldout_answers_before
 //   guard                      GuardVerdict         guard_action, *_forecast_steps,
 //                                                   *_threshold_steps, *_growth_bytes_per_step
 //   checkpoint                 CheckpointSaveStats  checkpoint_bytes, checkpoint_seconds
@@ -47,6 +51,7 @@ struct StepReport {
   int64_t next_step_tokens = 0;                   // GrpoTrainer::TokensPerStep; 0 after the last step
   std::optional<DatasetState> dataset;            // text tasks: GrpoTrainer::DatasetAfter(finished steps)
   std::optional<HeldOutScore> held_out;           // the steps that evaluate the held-out problems
+  std::optional<HeldOutScore> held_out_before;    // the starting model's, on a fresh run's first step
   std::optional<GuardVerdict> guard;              // once the guard judged the step
   std::optional<CheckpointSaveStats> checkpoint;  // a save after this step
 };
