@@ -52,7 +52,8 @@ struct OperatorFlags {
 };
 
 void AddFlags(CLI::App& app, OperatorFlags& f) {
-  app.add_option("--kubeconfig", f.kubeconfig, "kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)");
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config)");
   app.add_option("--namespace", f.ns, "watch only this namespace (default: every namespace)");
   app.add_option("--metrics-port", f.metrics_port, "port of /metrics, /healthz and /readyz (0 = any free port)")
       ->check(CLI::Range(0, 65535));
@@ -138,8 +139,8 @@ int RunOperator(const OperatorFlags& flags, controllerkit::ShutdownSignal& shutd
   std::thread election;
   std::atomic<bool> lost{false};
   if (flags.leader_elect) {
-    elector = ElectLeader(client, flags.ns.empty() ? config.ns : flags.ns, flags.lease_name, jobs, shutdown, leading,
-                          lost);
+    elector =
+        ElectLeader(client, flags.ns.empty() ? config.ns : flags.ns, flags.lease_name, jobs, shutdown, leading, lost);
     election = std::thread([&] { elector->Run(); });
   } else {
     jobs.StartReconciling();

@@ -177,8 +177,7 @@ HandMadeResult HandMadeTraces(const std::string& dir, const std::vector<std::str
   std::printf("acted in time on the right resource: %d of %d; actions on stable traces: %d (target 0)\n", out.in_time,
               out.must_act, out.false_actions);
   std::printf("false alarms: %d of %d stable traces (target 0); leads before crossing: min %.0f, median %.0f steps\n",
-              false_alarms, stable, leads.empty() ? 0.0 : *std::min_element(leads.begin(), leads.end()),
-              Median(leads));
+              false_alarms, stable, leads.empty() ? 0.0 : *std::min_element(leads.begin(), leads.end()), Median(leads));
   std::printf("naive baseline: late or never on %d of %d; false alarms on %d stable traces\n\n", naive_late,
               out.must_act, naive_false);
   return out;
@@ -220,7 +219,8 @@ void PrintCorpusFamilies(const guard::CorpusScore& score) {
 bool CorpusTraces(uint64_t seed) {
   const auto corpus = guard::GenerateTraceCorpus(seed);
   const guard::CorpusScore score = guard::ReplayCorpus(corpus);
-  std::printf("== 1b. generated corpus (seed %llu): %zu traces\n", static_cast<unsigned long long>(seed), corpus.size());
+  std::printf("== 1b. generated corpus (seed %llu): %zu traces\n", static_cast<unsigned long long>(seed),
+              corpus.size());
   PrintCorpusFamilies(score);
   int listed = 0;
   for (const guard::CorpusTraceResult& r : score.traces) {
@@ -239,11 +239,12 @@ bool CorpusTraces(uint64_t seed) {
               score.known_one_ahead);
   std::printf("false alarms: %d of %d stable traces (target 0)\n", score.false_alarms, score.stable);
   std::printf("lead on predictable crossings: min %.0f, p10 %.0f, median %.0f, p90 %.0f steps (target median >= 2)\n",
-              leads.empty() ? 0.0 : *std::min_element(leads.begin(), leads.end()), Quantile(leads, 0.1),
-              Median(leads), Quantile(leads, 0.9));
+              leads.empty() ? 0.0 : *std::min_element(leads.begin(), leads.end()), Quantile(leads, 0.1), Median(leads),
+              Quantile(leads, 0.9));
   std::printf("unpredictable crossings: %d (acted in time anyway: %d; left to the recovery: %d on the host (exit 137), "
               "%d on the GPU (exit 77))\n",
-              score.unpredictable, score.unpredictable_in_time, score.left_to_host_recovery, score.left_to_gpu_recovery);
+              score.unpredictable, score.unpredictable_in_time, score.left_to_host_recovery,
+              score.left_to_gpu_recovery);
   std::printf("one-step peak forecast error, share of the limit: median %.2f%%, p90 %.2f%% (%zu forecasts)\n\n",
               100 * Median(score.forecast_errors), 100 * Quantile(score.forecast_errors, 0.9),
               score.forecast_errors.size());
@@ -275,7 +276,8 @@ bool Cost(const spec::TrainingJobSpec& job, int iterations, double step_ms, bool
     guard::Decision d = memory_guard.AfterStep(m, 4200);
     sink += d.forecast_peak_bytes + static_cast<int>(d.action);
   }
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iterations;
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iterations;
 
   memory::HostMemoryProbe probe;
   const int probe_reads = 2000;

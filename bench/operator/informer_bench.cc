@@ -47,19 +47,23 @@ long RssKiB() {
 
 json Pod(int i) {
   const std::string job = "job-" + std::to_string(i / 4);
-  return {{"metadata",
-           {{"name", job + "-worker-" + std::to_string(i % 4)},
-            {"labels", {{"headroom.dev/job-name", job}, {"headroom.dev/rank", std::to_string(i % 4)}}},
-            {"ownerReferences",
-             {{{"apiVersion", "headroom.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", job},
-               {"uid", "uid-" + job}, {"controller", true}}}}}},
-          {"spec",
-           {{"containers",
-             {{{"name", "worker"},
-               {"image", "headroom-worker:0.1.0"},
-               {"command", {"headroom-worker", "--job", "/etc/headroom/job.yaml"}},
-               {"env", {{{"name", "RANK"}, {"value", std::to_string(i % 4)}}, {{"name", "WORLD_SIZE"}, {"value", "4"}}}},
-               {"resources", {{"limits", {{"memory", "4Gi"}, {"cpu", "2"}}}}}}}}}}};
+  return {
+      {"metadata",
+       {{"name", job + "-worker-" + std::to_string(i % 4)},
+        {"labels", {{"headroom.dev/job-name", job}, {"headroom.dev/rank", std::to_string(i % 4)}}},
+        {"ownerReferences",
+         {{{"apiVersion", "headroom.dev/v1alpha1"},
+           {"kind", "TrainingJob"},
+           {"name", job},
+           {"uid", "uid-" + job},
+           {"controller", true}}}}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "worker"},
+           {"image", "headroom-worker:0.1.0"},
+           {"command", {"headroom-worker", "--job", "/etc/headroom/job.yaml"}},
+           {"env", {{{"name", "RANK"}, {"value", std::to_string(i % 4)}}, {{"name", "WORLD_SIZE"}, {"value", "4"}}}},
+           {"resources", {{"limits", {{"memory", "4Gi"}, {"cpu", "2"}}}}}}}}}}};
 }
 
 }  // namespace
@@ -103,8 +107,8 @@ int main(int argc, char** argv) {
   const int64_t before = delivered.load();
   t0 = Clock::now();
   for (int i = 0; i < updates; ++i) {
-    store.Patch(pods, "bench", kubeclient::Name(Pod(i)), {{"metadata", {{"annotations", {{"tick", std::to_string(i)}}}}}},
-                "application/merge-patch+json", "");
+    store.Patch(pods, "bench", kubeclient::Name(Pod(i)),
+                {{"metadata", {{"annotations", {{"tick", std::to_string(i)}}}}}}, "application/merge-patch+json", "");
   }
   const double write_time = Seconds(Clock::now() - t0);
   while (delivered.load() - before < updates && Seconds(Clock::now() - t0) < 120) {

@@ -60,7 +60,7 @@ double Median(std::vector<double> v) {
 // Seconds between a file's mtime and now (wall clock), so a steady timestamp can be
 // placed on the wall clock's axis.
 double SecondsSinceMtime(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) return -1;
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
@@ -92,8 +92,7 @@ void GuardRestartLatency(const std::string& worker, const std::string& workdir) 
   o.worker_binary = worker;
   o.notice = [](const std::string& m) { std::cout << "  note: " << m << "\n"; };
   local::LocalProcessBackend backend(o);
-  runtime::JobReconciler reconciler(
-      Job(R"(apiVersion: headroom.dev/v1alpha1
+  runtime::JobReconciler reconciler(Job(R"(apiVersion: headroom.dev/v1alpha1
 kind: TrainingJob
 metadata: {name: bench-restart}
 spec:
@@ -107,7 +106,7 @@ spec:
   memoryGuard: {enabled: true, hostThreshold: 0.85, horizonSteps: 2, maxRestarts: 10}
   debug: {hostLeakBytesPerStep: 64Mi}
 )"),
-      {});
+                                    {});
   std::vector<double> decision_to_exit, exit_to_first_step, first_step_seconds;
   std::optional<Clock::time_point> exit_seen;
   int waiting_generation = 0;

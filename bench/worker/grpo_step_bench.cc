@@ -52,7 +52,8 @@ double ForwardFlops(const headroom::hf::HfModelConfig& c, int64_t rows, int64_t 
   };
   const double qkv = 2.0 * h * 3.0 * h, rest = 2.0 * (h * h + 3.0 * h * f);
   const double attention_per_pair = 4.0 * h;  // q.k and p.v over every head's dims
-  const double earlier = static_cast<double>(c.num_hidden_layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
+  const double earlier =
+      static_cast<double>(c.num_hidden_layers - 1) * (all * (qkv + rest) + rows * pairs(0, seq) * attention_per_pair);
   const double last = all * qkv + read * rest + rows * pairs(first, seq) * attention_per_pair;
   return earlier + last + read * 2.0 * h * c.vocab_size;
 }
@@ -103,8 +104,7 @@ int main(int argc, char** argv) {
   auto comm = MakeLocalCommunicator();
   auto gpu = MakeGpuMemorySource(device);
   GrpoTrainer trainer(spec, *comm, device);
-  const headroom::hf::HfModelConfig config =
-      headroom::spec::PresetModelConfig(headroom::spec::ResolvedModelSpec(spec));
+  const headroom::hf::HfModelConfig config = headroom::spec::PresetModelConfig(headroom::spec::ResolvedModelSpec(spec));
   for (int s = 0; s < warmup; ++s) trainer.RunStep(s);
   double total = 0, rollout = 0, logprob = 0, update = 0, trim = 0;
   int trims = 0;
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   }
   recording.reset();
   const int64_t rows = spec.grpo.micro_batch_size;  // the update's matmuls are one micro-batch tall
-  const int64_t seq = 5 + response - 1;  // the training forward sees P + R - 1 positions
+  const int64_t seq = 5 + response - 1;             // the training forward sees P + R - 1 positions
   // Update phase = forward + backward (~3x the forward's FLOPs) over the rows it ran:
   // rows of all-equal-reward groups are skipped (policy_update.h) and do no FLOPs.
   const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq, /*first=*/5 - 1);
@@ -145,15 +145,17 @@ int main(int argc, char** argv) {
   // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
   // the mean); every step of this fixed-shape batch has the same token count.
   const double median = Median(step_seconds);
-  std::printf(
-      "{\"impl\":\"cpp\",\"preset\":\"%s\",\"device\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
-      "\"step_seconds_median\":%.5f,\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,\"update_seconds\":%.5f,"
-      "\"update_rows_per_step\":%.1f,\"trim_seconds\":%.5f,\"trimmed_steps\":%d,\"tokens_per_second\":%.1f,\"generated_tokens_per_step\":%.1f,"
-      "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f,"
-      "\"peak_allocated_bytes\":%lld,\"peak_reserved_bytes\":%lld}\n",
-      preset.c_str(), device_name.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps, median, total / steps,
-      rollout / steps, logprob / steps, update / steps, static_cast<double>(update_rows) / steps, trim / steps, trims, static_cast<double>(tokens) / steps / median,
-      static_cast<double>(generated) / steps, achieved, matmul, achieved / matmul, static_cast<long long>(gpu_peak_allocated),
-      static_cast<long long>(gpu_peak_reserved));
+  std::printf("{\"impl\":\"cpp\",\"preset\":\"%s\",\"device\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
+              "\"step_seconds_median\":%.5f,\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,"
+              "\"update_seconds\":%.5f,"
+              "\"update_rows_per_step\":%.1f,\"trim_seconds\":%.5f,\"trimmed_steps\":%d,\"tokens_per_second\":%.1f,"
+              "\"generated_tokens_per_step\":%.1f,"
+              "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f,"
+              "\"peak_allocated_bytes\":%lld,\"peak_reserved_bytes\":%lld}\n",
+              preset.c_str(), device_name.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps,
+              median, total / steps, rollout / steps, logprob / steps, update / steps,
+              static_cast<double>(update_rows) / steps, trim / steps, trims,
+              static_cast<double>(tokens) / steps / median, static_cast<double>(generated) / steps, achieved, matmul,
+              achieved / matmul, static_cast<long long>(gpu_peak_allocated), static_cast<long long>(gpu_peak_reserved));
   return 0;
 }

@@ -119,7 +119,7 @@ void WriteRandomModel(const Args& a, const fs::path& dir) {
       p.normal_(0.0, residual ? residual_std : 0.02);
     }
     if (name == "model.embed_tokens.weight") {
-      p.select(1, 0).fill_(10.0);                       // every token pushes the residual's dim 0 up...
+      p.select(1, 0).fill_(10.0);                                  // every token pushes the residual's dim 0 up...
       p.select(0, CharTokenizer::kEos).select(0, 0).fill_(-10.0);  // ...and EOS's logit far below the digits'
     }
   }
@@ -143,8 +143,8 @@ int64_t Rss() { return memory::ReadProcMemory().working_set_bytes; }
 
 void Figure(const char* what, int64_t measured, int64_t planned, const std::string& how) {
   if (measured <= 0) {
-    std::printf("memory %-18s measured %11s  plan %11s  planner error    n/a  (%s)\n", what, "-", Bytes(planned).c_str(),
-                how.c_str());
+    std::printf("memory %-18s measured %11s  plan %11s  planner error    n/a  (%s)\n", what, "-",
+                Bytes(planned).c_str(), how.c_str());
     return;
   }
   const double error = 100.0 * (static_cast<double>(planned) - measured) / static_cast<double>(measured);
@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
   }
   if (a.device != "cpu" && a.device != "cuda") return Usage("--device must be cpu or cuda");
   if (a.device == "cuda" && !torch::cuda::is_available()) {
-    return Usage("--device cuda: this LibTorch sees no CUDA device (build with -DHEADROOM_WITH_CUDA=ON on a GPU machine)");
+    return Usage(
+        "--device cuda: this LibTorch sees no CUDA device (build with -DHEADROOM_WITH_CUDA=ON on a GPU machine)");
   }
   const torch::Device device = a.device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   if (a.threads > 0) torch::set_num_threads(a.threads);
@@ -276,14 +277,15 @@ int main(int argc, char** argv) {
   const double per_step_tokens = static_cast<double>(tokens) / a.steps;
   const int64_t seq = spec.grpo.max_prompt_length + a.response - 1;
   const double update_flops = 3.0 * ForwardFlops(config, update_rows, seq) / a.steps;
-  const double matmul = MatmulFlops(spec.grpo.micro_batch_size * seq, config.hidden_size, config.intermediate_size, device);
+  const double matmul =
+      MatmulFlops(spec.grpo.micro_batch_size * seq, config.hidden_size, config.intermediate_size, device);
   const double achieved = update > 0 ? update_flops / (update / a.steps) : 0;
 
   std::printf("hf_grpo_bench: %s, %lld parameters, on %s, stage %d, %lld sequences x (%d prompt + %lld response) "
               "tokens, micro-batch %d, klCoef %g; model written in %.1f s, loaded in %.1f s\n",
-              trainer.model()->Describe().c_str(), static_cast<long long>(config.ParameterCount()), device.str().c_str(),
-              a.stage, static_cast<long long>(a.batch), spec.grpo.max_prompt_length, static_cast<long long>(a.response),
-              spec.grpo.micro_batch_size, a.kl, write_seconds, load_seconds);
+              trainer.model()->Describe().c_str(), static_cast<long long>(config.ParameterCount()),
+              device.str().c_str(), a.stage, static_cast<long long>(a.batch), spec.grpo.max_prompt_length,
+              static_cast<long long>(a.response), spec.grpo.micro_batch_size, a.kl, write_seconds, load_seconds);
   std::printf("step tokens/s          %.1f  (median step %.3f s over %d: rollout %.3f, log-probs %.3f, update %.3f; "
               "%.0f tokens per step)\n",
               per_step_tokens / median, median, a.steps, rollout / a.steps, logprob / a.steps, update / a.steps,
@@ -331,9 +333,8 @@ int main(int argc, char** argv) {
            "allocated between steps beyond the trainer's buffers and the cache");
     Figure("activations+logits", gpu_step_peak - gpu_state, plan_transient,
            "allocator peak in a step - allocated between steps; plan activations " + Bytes(planned("activations")) +
-               " + logits " + Bytes(planned("logits")) +
-               " + head gradient " + Bytes(planned("head gradient")) + " + autocast weights " +
-               Bytes(planned("autocast weights")));
+               " + logits " + Bytes(planned("logits")) + " + head gradient " + Bytes(planned("head gradient")) +
+               " + autocast weights " + Bytes(planned("autocast weights")));
     Figure("GPU step peak", gpu_step_peak, plan.gpu_total_bytes - planned("runtime"),
            "allocator peak; plan total less its " + Bytes(planned("runtime")) + " CUDA-context estimate");
     // What other trainers report (torch.cuda.max_memory_reserved): the plan has no row for

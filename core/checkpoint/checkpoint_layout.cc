@@ -131,14 +131,16 @@ std::vector<std::string> PruneCheckpoints(const std::filesystem::path& root, int
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool partial = name.size() > std::strlen(kPartialSuffix) &&
-                         name.compare(name.size() - std::strlen(kPartialSuffix), std::string::npos, kPartialSuffix) == 0;
+    const bool partial =
+        name.size() > std::strlen(kPartialSuffix) &&
+        name.compare(name.size() - std::strlen(kPartialSuffix), std::string::npos, kPartialSuffix) == 0;
     const bool incomplete = ParseStepDirName(name) && !std::filesystem::exists(entry.path() / kManifestFileName);
     if (entry.is_directory() && (partial || incomplete)) doomed.push_back(name);
   }
   for (const auto& name : doomed) {
     files::RemoveTree(root / name, ec);
-    if (ec) std::cerr << "warning: checkpoint: could not remove " << (root / name).string() << ": " << ec.message() << "\n";
+    if (ec)
+      std::cerr << "warning: checkpoint: could not remove " << (root / name).string() << ": " << ec.message() << "\n";
   }
   if (!doomed.empty()) SyncDirectory(root);
   return doomed;

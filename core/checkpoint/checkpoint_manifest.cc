@@ -10,9 +10,9 @@ namespace headroom::checkpoint {
 namespace {
 
 const std::map<std::string, int64_t>& ElementSizes() {
-  static const std::map<std::string, int64_t> sizes = {
-      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int64", 8},
-      {"int32", 4},   {"int16", 2},   {"int8", 1},    {"uint8", 1},    {"bool", 1}};
+  static const std::map<std::string, int64_t> sizes = {{"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
+                                                       {"int64", 8},   {"int32", 4},   {"int16", 2},   {"int8", 1},
+                                                       {"uint8", 1},   {"bool", 1}};
   return sizes;
 }
 
@@ -64,7 +64,8 @@ nlohmann::json CheckpointManifest::ToJson() const {
     t["shape"] = entry.shape;
     t["shards"] = nlohmann::json::array();
     for (const auto& s : entry.shards) {
-      t["shards"].push_back({{"file", s.file}, {"offset", s.offset}, {"numel", s.numel}, {"file_offset", s.file_offset}});
+      t["shards"].push_back(
+          {{"file", s.file}, {"offset", s.offset}, {"numel", s.numel}, {"file_offset", s.file_offset}});
     }
     json["tensors"][name] = std::move(t);
   }
@@ -125,11 +126,11 @@ void CheckpointManifest::Validate(const std::string& where) {
     for (const auto& s : entry.shards) {
       if (s.numel == 0) continue;
       if (s.offset != next || s.numel < 0) {
-        throw CheckpointError(at + ": shards do not tile its " + std::to_string(entry.numel()) + " elements: " +
-                              (s.offset > next ? "elements [" + std::to_string(next) + ", " + std::to_string(s.offset) +
-                                                     ") are in no shard"
-                                               : "shard in " + s.file + " at element " + std::to_string(s.offset) +
-                                                     " overlaps the previous one"));
+        throw CheckpointError(
+            at + ": shards do not tile its " + std::to_string(entry.numel()) + " elements: " +
+            (s.offset > next
+                 ? "elements [" + std::to_string(next) + ", " + std::to_string(s.offset) + ") are in no shard"
+                 : "shard in " + s.file + " at element " + std::to_string(s.offset) + " overlaps the previous one"));
       }
       auto file = file_bytes.find(s.file);
       if (file == file_bytes.end()) throw CheckpointError(at + ": shard names unknown file '" + s.file + "'");
@@ -140,8 +141,8 @@ void CheckpointManifest::Validate(const std::string& where) {
       next = s.offset + s.numel;
     }
     if (next != entry.numel()) {
-      throw CheckpointError(at + ": shards cover " + std::to_string(next) + " of its " +
-                            std::to_string(entry.numel()) + " elements");
+      throw CheckpointError(at + ": shards cover " + std::to_string(next) + " of its " + std::to_string(entry.numel()) +
+                            " elements");
     }
   }
 }

@@ -31,7 +31,7 @@ namespace headroom::checkpoint {
 
 struct ShardEntry {
   std::string file;
-  int64_t offset = 0;       // first element, in the flattened tensor
+  int64_t offset = 0;  // first element, in the flattened tensor
   int64_t numel = 0;
   int64_t file_offset = 0;  // bytes
 };
@@ -49,9 +49,9 @@ struct CheckpointManifest {
   int64_t step = 0;
   int world_size = 1;
   std::string spec_hash;
-  nlohmann::json data_cursor;    // where the training data continues
-  nlohmann::json guard_history;  // the memory guard's series, opaque here
-  nlohmann::json extra;          // anything else the trainer wants back
+  nlohmann::json data_cursor;          // where the training data continues
+  nlohmann::json guard_history;        // the memory guard's series, opaque here
+  nlohmann::json extra;                // anything else the trainer wants back
   std::vector<std::string> rng_state;  // raw bytes, one per rank at save
   std::map<std::string, uint64_t> file_bytes;
   std::map<std::string, std::string> file_sha256;  // hex; absent for steps saved without

@@ -37,9 +37,9 @@ std::string HumanBytes(double bytes) {
     ++u;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 || bytes == static_cast<double>(static_cast<long long>(bytes)) ? "%.0f %s"
-                                                                                                     : "%.1f %s",
-                bytes, units[u]);
+  std::snprintf(buf, sizeof buf,
+                u == 0 || bytes == static_cast<double>(static_cast<long long>(bytes)) ? "%.0f %s" : "%.1f %s", bytes,
+                units[u]);
   return buf;
 }
 
@@ -72,8 +72,8 @@ std::string ReadWholeFile(const std::string& path, size_t limit, const std::stri
   ::fstat(fd, &st);
   if (static_cast<uint64_t>(st.st_size) > limit) {
     ::close(fd);
-    Fail(path, HumanBytes(static_cast<double>(st.st_size)) + " is larger than the " + HumanBytes(static_cast<double>(limit)) +
-                   " limit for " + what);
+    Fail(path, HumanBytes(static_cast<double>(st.st_size)) + " is larger than the " +
+                   HumanBytes(static_cast<double>(limit)) + " limit for " + what);
   }
   std::string text(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;

@@ -32,7 +32,7 @@ class InputFileError : public std::invalid_argument {
 
 // Limits on what is read whole or line by line (see README, "Reading inputs"). A JSON
 // file of this size takes several times it in memory once parsed.
-inline constexpr size_t kMaxJsonFileBytes = size_t{16} << 20;       // config.json, *_config.json, index
+inline constexpr size_t kMaxJsonFileBytes = size_t{16} << 20;        // config.json, *_config.json, index
 inline constexpr size_t kMaxTokenizerFileBytes = size_t{128} << 20;  // tokenizer.json (Gemma's: 33 MB)
 
 void RequireRegularFile(const std::string& path, const std::string& what);

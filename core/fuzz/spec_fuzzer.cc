@@ -33,8 +33,8 @@ void CheckQuantity(const std::string& text) {
   if (units && millis) {
     // ceil(x) >= ceil(1000x)/1000 > ceil(x) - 1 for x > 0 (mirrored for x < 0).
     const __int128 u = *units, m = *millis;
-    const bool consistent = q->negative() ? (m >= u * 1000 && m < (u + 1) * 1000)
-                                          : (m <= u * 1000 && m > (u - 1) * 1000);
+    const bool consistent =
+        q->negative() ? (m >= u * 1000 && m < (u + 1) * 1000) : (m <= u * 1000 && m > (u - 1) * 1000);
     if (!consistent) Fail("Value and MilliValue disagree", text);
   }
 }

@@ -25,8 +25,8 @@ CorpusTraceResult ScoreTrace(const TraceCorpusEntry& entry, const std::vector<Re
     if (i + 1 < steps.size()) {
       const StepMemory& next = entry.steps[i + 1];
       const ResourceForecast& f = gpu ? steps[i].forecast.gpu : steps[i].forecast.host;
-      const double actual = static_cast<double>(
-          gpu ? std::max(next.gpu_peak_bytes, next.gpu_bytes) : std::max(next.host_peak_bytes, next.host_bytes));
+      const double actual = static_cast<double>(gpu ? std::max(next.gpu_peak_bytes, next.gpu_bytes)
+                                                    : std::max(next.host_peak_bytes, next.host_bytes));
       const double limit = static_cast<double>(gpu ? next.gpu_limit_bytes : next.host_limit_bytes);
       if (f.present && limit > 0) errors.push_back(std::fabs(static_cast<double>(f.NextPeak()) - actual) / limit);
     }

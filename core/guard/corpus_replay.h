@@ -29,12 +29,12 @@ namespace headroom::guard {
 
 struct CorpusTraceResult {
   const TraceCorpusEntry* entry = nullptr;
-  int first_action_step = -1;    // -1: never acted
+  int first_action_step = -1;  // -1: never acted
   std::string first_action_resource;
   std::string first_action_reason;
-  int actions = 0;               // steps with an action
-  bool in_time = false;          // crosses, acted before it on its resource
-  int lead = 0;                  // crossing_step - first_action_step when in_time
+  int actions = 0;       // steps with an action
+  bool in_time = false;  // crosses, acted before it on its resource
+  int lead = 0;          // crossing_step - first_action_step when in_time
 };
 
 struct CorpusScore {
@@ -43,7 +43,7 @@ struct CorpusScore {
   int known_one_ahead = 0, known_one_ahead_in_time = 0;
   int unpredictable = 0, unpredictable_in_time = 0, left_to_host_recovery = 0, left_to_gpu_recovery = 0;
   int stable = 0, false_alarms = 0;
-  std::vector<double> leads;     // predictable crossings acted on in time
+  std::vector<double> leads;  // predictable crossings acted on in time
   std::vector<double> forecast_errors;
 };
 

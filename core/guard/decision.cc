@@ -14,8 +14,7 @@ namespace {
 #define HEADROOM_DECISION_ACTION_NAME(enumerator, name) {DecisionAction::enumerator, name},
 constexpr spec::EnumName<DecisionAction> kNames[] = {
     {DecisionAction::kNone, "none"},
-    HEADROOM_GUARD_ACTIONS(HEADROOM_DECISION_ACTION_NAME)
-    {DecisionAction::kFail, "fail"},
+    HEADROOM_GUARD_ACTIONS(HEADROOM_DECISION_ACTION_NAME){DecisionAction::kFail, "fail"},
 };
 #undef HEADROOM_DECISION_ACTION_NAME
 

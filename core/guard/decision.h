@@ -27,8 +27,7 @@ namespace headroom::guard {
 // one list), fail.
 enum class DecisionAction {
   kNone,
-  HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR)
-  kFail,  // nothing left to try: stop the job with the reason
+  HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR) kFail,  // nothing left to try: stop the job with the reason
 };
 
 // "none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload",
@@ -46,8 +45,8 @@ struct Decision {
   int64_t forecast_peak_bytes = 0;  // highest predicted peak within the horizon
   int steps_to_limit = -1;          // -1 = never
   double growth_bytes_per_step = 0;
-  std::string memory_class;         // forecaster class of the resource
-  int64_t level_bytes = 0;          // the resource's end-of-step bytes at `step`
+  std::string memory_class;  // forecaster class of the resource
+  int64_t level_bytes = 0;   // the resource's end-of-step bytes at `step`
   // "host", "gpu" or both ("host,gpu"): resources on which this worker saw the guard's
   // last restart reclaim nothing (GuardHistory::restart_reclaimed_nothing); the
   // supervisor records it with the decision, so no later generation restarts for it.

@@ -92,21 +92,21 @@ ExcessModel FitExcess(const Series& s) {
 
 // The end-of-step trend and how to project it.
 struct Trend {
-  double level = 0;       // value at the last step
-  double growth = 0;      // bytes per step for the next step
-  double damping = 1.0;   // growth of step h is growth * damping^(h-1)
+  double level = 0;      // value at the last step
+  double growth = 0;     // bytes per step for the next step
+  double damping = 1.0;  // growth of step h is growth * damping^(h-1)
   double raw_slope = 0;
-  double rise_cap = -1;   // sawtooth: end never projected above this (+ growth * h); -1 none
-  double rise = 0;        // sawtooth: rise per step inside a tooth
-  int period = 0;         // staircase: a jump every `period` steps (0: not a staircase)
-  double jump = 0;        // staircase: bytes per jump
-  int since_jump = 0;     // staircase: steps since the last jump
-  double shift = 0;       // lone jumps taken out of the window (level shifts), bytes in all
-  double shift_step = -1; // the step after the largest of them (-1: none)
+  double rise_cap = -1;    // sawtooth: end never projected above this (+ growth * h); -1 none
+  double rise = 0;         // sawtooth: rise per step inside a tooth
+  int period = 0;          // staircase: a jump every `period` steps (0: not a staircase)
+  double jump = 0;         // staircase: bytes per jump
+  int since_jump = 0;      // staircase: steps since the last jump
+  double shift = 0;        // lone jumps taken out of the window (level shifts), bytes in all
+  double shift_step = -1;  // the step after the largest of them (-1: none)
   MemoryClass klass = MemoryClass::kUnknown;
   bool warming_up = false;
-  double quality = 0;     // 0..1: how clearly the data shows what we concluded
-  double scatter = 0;     // deviation of the measurements around the model (0: too few)
+  double quality = 0;  // 0..1: how clearly the data shows what we concluded
+  double scatter = 0;  // deviation of the measurements around the model (0: too few)
 
   double EndAt(int h) const {
     if (period > 0) return level + jump * ((since_jump + h) / period);

@@ -106,8 +106,8 @@ struct ResourceForecast {
   // predicted_peak_bytes[h-1] = peak expected in step (last+h), h = 1..horizon.
   std::vector<int64_t> predicted_peak_bytes;
   std::vector<int64_t> predicted_end_bytes;
-  int steps_to_threshold = kNever;   // first h >= 1 whose predicted peak >= threshold
-  int steps_to_limit = kNever;       // first h >= 1 whose predicted peak >= limit
+  int steps_to_threshold = kNever;  // first h >= 1 whose predicted peak >= threshold
+  int steps_to_limit = kNever;      // first h >= 1 whose predicted peak >= limit
   // How far above its forecast a peak may come on this run: from the one-step errors of
   // the forecasts for the last window/2 steps (measured minus forecast peak), twice their
   // upper quartile (a forecast running low raises it, one running high does not; never
@@ -118,12 +118,12 @@ struct ResourceForecast {
   // only (a warm-up levelling off is projected by its damping): otherwise steps_to_limit.
   int steps_to_limit_with_margin = kNever;
   MemoryClass memory_class = MemoryClass::kUnknown;
-  bool warming_up = false;           // growth present but decelerating (levels off)
+  bool warming_up = false;  // growth present but decelerating (levels off)
   // Steps the projected growth has been seen over without levelling off or dropping
   // (0: no growth is projected); confirmed once it reaches confirm_steps.
   int trend_steps = 0;
   bool trend_confirmed = false;
-  double confidence = 0;             // 0..1: history length and fit quality
+  double confidence = 0;  // 0..1: history length and fit quality
   // One line for logs and reasons: "812 MiB of 1 GiB (79%), growing 48 MiB/step (leak)", or
   // for a staircase "40 GiB of 64 GiB (62%), growing 13 GiB every 2 steps (leak)", and
   // after a lone jump "75 GiB of 128 GiB (58%), a level shift of 36 GiB at step 4, not
@@ -133,21 +133,21 @@ struct ResourceForecast {
 };
 
 struct Forecast {
-  int step = 0;                      // the last observed step; forecasts are for step+1..
+  int step = 0;  // the last observed step; forecasts are for step+1..
   int horizon = 0;
   ResourceForecast host;
   ResourceForecast gpu;
 };
 
 struct ForecasterOptions {
-  int window = 12;                   // steps the trend is fitted over
-  int min_history = 4;               // fewer steps: class unknown, no trend
+  int window = 12;      // steps the trend is fitted over
+  int min_history = 4;  // fewer steps: class unknown, no trend
   // Steps of sustained, non-decelerating growth that confirm a leak. Longer than a warm-up's
   // steep phase and a cache's tooth in the runs the guard is modelled on (3-5 steps), and
   // at most the window.
   int confirm_steps = 8;
-  int horizon = 2;                   // steps predicted (predicted_*_bytes size)
-  int max_steps_scan = 100000;       // steps_to_* beyond this are kNever
+  int horizon = 2;              // steps predicted (predicted_*_bytes size)
+  int max_steps_scan = 100000;  // steps_to_* beyond this are kNever
   double host_threshold = 0.90;
   double gpu_threshold = 0.92;
   // Growth below this fraction of the limit per step (or of the level when no limit) is

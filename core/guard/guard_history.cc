@@ -83,9 +83,18 @@ void GuardHistory::Record(const Decision& decision) {
       // restarts, but it does not use up the restart budget.
       last_restart_step = decision.step;
       break;
-    case DecisionAction::kShrinkMicroBatch: ++micro_batch_shrinks; last_restart_step = decision.step; break;
-    case DecisionAction::kEnableOffload: ++offload_enabled; last_restart_step = decision.step; break;
-    case DecisionAction::kDisableOffload: ++offload_disabled; last_restart_step = decision.step; break;
+    case DecisionAction::kShrinkMicroBatch:
+      ++micro_batch_shrinks;
+      last_restart_step = decision.step;
+      break;
+    case DecisionAction::kEnableOffload:
+      ++offload_enabled;
+      last_restart_step = decision.step;
+      break;
+    case DecisionAction::kDisableOffload:
+      ++offload_disabled;
+      last_restart_step = decision.step;
+      break;
     case DecisionAction::kNone:
     case DecisionAction::kFail: break;
   }

@@ -34,18 +34,18 @@ namespace headroom::guard {
 inline constexpr double kReclaimedNothingFraction = 0.02;
 
 struct GuardHistory {
-  int restarts = 0;             // restarts that count against maxRestarts: guard restarts + crash restarts
-  int crash_restarts = 0;       // of which after a crash or kernel OOM kill
-  int oom_kills = 0;            // kernel OOM kills seen (exit 137 with oom_kill counted)
+  int restarts = 0;        // restarts that count against maxRestarts: guard restarts + crash restarts
+  int crash_restarts = 0;  // of which after a crash or kernel OOM kill
+  int oom_kills = 0;       // kernel OOM kills seen (exit 137 with oom_kill counted)
   int reshards = 0;
   int micro_batch_shrinks = 0;
-  int offload_enabled = 0;      // enableOffload decisions applied
-  int offload_disabled = 0;     // disableOffload decisions applied
+  int offload_enabled = 0;   // enableOffload decisions applied
+  int offload_disabled = 0;  // disableOffload decisions applied
   // Step the last relaunch (any applied action, or a crash restart) resumed from; -1 = none
   // yet. Progress is measured from here: a relaunch that buys fewer than horizon+1 steps
   // before the guard fires again is not repeated (the policy escalates).
   int last_restart_step = -1;
-  std::string last_action;      // DecisionActionName of the last applied decision
+  std::string last_action;  // DecisionActionName of the last applied decision
   int last_action_step = -1;
   // The guard's last restart decision (not a crash restart): its step, the resource it
   // acted on and that resource's end-of-step bytes then. -1 / "" / 0 = none.

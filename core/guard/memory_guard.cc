@@ -55,9 +55,8 @@ Decision MemoryGuard::AfterStep(const StepMemory& measured, int64_t next_step_to
   return d;
 }
 
-MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history,
-                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured,
-                                std::optional<ModelShape> model) {
+MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history, int64_t host_limit_bytes,
+                                int64_t gpu_limit_bytes, bool gpu_measured, std::optional<ModelShape> model) {
   if (host_limit_bytes > 0) spec.resources.memory_bytes = host_limit_bytes;
   if (gpu_measured && spec.resources.gpus == 0) spec.resources.gpus = 1;
   PlanOptions plan_options;

@@ -41,7 +41,7 @@ class MemoryGuard {
   Decision AfterStep(const StepMemory& measured, int64_t next_step_tokens);
 
   const Forecast& last_forecast() const { return forecast_; }
-  const Plan& plan() const { return plan_; }                 // corrected by measurements
+  const Plan& plan() const { return plan_; }  // corrected by measurements
   const PlanCorrection& correction() const { return correction_; }
   const spec::TrainingJobSpec& spec() const { return spec_; }
   const GuardHistory& history() const { return history_; }
@@ -67,8 +67,8 @@ class MemoryGuard {
 // its first step and `headroom replay` with a trace's limits, so a replay of a worker's
 // step log decides what the worker decided. `model`: the job's shape when the caller has
 // resolved it already (the worker's ModelSource); unset, JobModelShape(spec) reads it.
-MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history,
-                                int64_t host_limit_bytes, int64_t gpu_limit_bytes, bool gpu_measured,
+MemoryGuard MeasuredMemoryGuard(spec::TrainingJobSpec spec, int workers, GuardHistory history, int64_t host_limit_bytes,
+                                int64_t gpu_limit_bytes, bool gpu_measured,
                                 std::optional<ModelShape> model = std::nullopt);
 
 }  // namespace headroom::guard

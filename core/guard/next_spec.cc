@@ -28,8 +28,7 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
   };
 
   switch (d.action) {
-    case DecisionAction::kFail:
-      return next;
+    case DecisionAction::kFail: return next;
     case DecisionAction::kNone:
     case DecisionAction::kRestart:
       // A guard stop with nothing to change is a restart: the fresh process gets back
@@ -39,9 +38,9 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
     case DecisionAction::kReshard: {
       const int n = NearestWorkerCount(before, d.target_workers.value_or(before.workers * 2), before.workers);
       if (n == before.workers) {
-        return fall_back_to_restart("no worker count other than " + std::to_string(before.workers) +
-                                    " fits within [" + std::to_string(before.min_workers) + ", " +
-                                    std::to_string(before.max_workers) + "]");
+        return fall_back_to_restart("no worker count other than " + std::to_string(before.workers) + " fits within [" +
+                                    std::to_string(before.min_workers) + ", " + std::to_string(before.max_workers) +
+                                    "]");
       }
       s.workers = n;
       next.reshard = true;
@@ -59,8 +58,7 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
       return next;
     }
     case DecisionAction::kDisableOffload:
-    case DecisionAction::kEnableOffload:
-      break;
+    case DecisionAction::kEnableOffload: break;
   }
   // disableOffload / enableOffload: the flags the decision names; when it names none, off
   // means both off and on means optimizer state to host (the cheaper of the two to move).

@@ -27,8 +27,8 @@ struct NextSpec {
   // What was actually applied: kRestart after a fallback (and for kNone: a guard stop with
   // nothing to change is a restart), kFail when the guard gave up (no next generation).
   DecisionAction applied = DecisionAction::kRestart;
-  std::string reason;     // the guard's reason, plus what was changed or why it fell back
-  bool reshard = false;   // the worker count changed
+  std::string reason;    // the guard's reason, plus what was changed or why it fell back
+  bool reshard = false;  // the worker count changed
 
   bool fail() const { return applied == DecisionAction::kFail; }
 };

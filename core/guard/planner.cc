@@ -16,8 +16,7 @@ namespace {
 int64_t Round(double v) { return static_cast<int64_t>(std::llround(v)); }
 
 std::string StageNote(int stage, int workers) {
-  return "stage " + std::to_string(stage) + ", " + std::to_string(workers) + " worker" +
-         (workers == 1 ? "" : "s");
+  return "stage " + std::to_string(stage) + ", " + std::to_string(workers) + " worker" + (workers == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -35,7 +34,8 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
   shape.parameters = c.ParameterCount();
   hf::HfModelConfig one_layer = c;  // one block = a one-layer model less embeddings, head, final norm
   one_layer.num_hidden_layers = 0;
-  shape.layer_parameters = (c.ParameterCount() - one_layer.ParameterCount()) / std::max<int64_t>(1, c.num_hidden_layers);
+  shape.layer_parameters =
+      (c.ParameterCount() - one_layer.ParameterCount()) / std::max<int64_t>(1, c.num_hidden_layers);
   shape.layers = c.num_hidden_layers;
   shape.hidden = c.hidden_size;
   shape.heads = c.num_attention_heads;
@@ -104,10 +104,10 @@ struct PlanInputs {
   const spec::TrainingJobSpec& spec;
   const ModelShape& model;
   int workers;
-  int stage;       // spec.sharding.stage clamped to [0, 3]
-  bool gpu;        // spec.resources.gpus > 0
-  double p_bytes;  // bytes per parameter (see planner.h), and per gradient element
-  double k_bytes;  // optimizer bytes per parameter
+  int stage;               // spec.sharding.stage clamped to [0, 3]
+  bool gpu;                // spec.resources.gpus > 0
+  double p_bytes;          // bytes per parameter (see planner.h), and per gradient element
+  double k_bytes;          // optimizer bytes per parameter
   bool inference_weights;  // bf16 copies kept for the passes without gradient (see header)
   double kv_bytes;         // per generation cache element
 };
@@ -158,8 +158,8 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
   // (logsumexp forward; the gradient in backward), and on GPU the bf16 product they are
   // converted from. A micro-batch smaller than a chunk is one chunk of its own size.
-  const double chunk = std::min(micro * s.grpo.max_response_length,
-                                static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
+  const double chunk =
+      std::min(micro * s.grpo.max_response_length, static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
   rows.Add("logits", (in.gpu ? 2.5 : 2.0) * chunk * model.vocab * 4, in.gpu,
            "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
                std::to_string(model.vocab) + ", fp32 logits and exponentials" + (in.gpu ? " + bf16 product" : ""),
@@ -215,7 +215,10 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
   const double batch = local_prompts * s.grpo.group_size;
   rows.Add("generation cache", 2.0 * model.layers * model.kv_heads * model.head_dim * seq * batch * in.kv_bytes, in.gpu,
            std::to_string(static_cast<int>(batch)) + " sequences x " + std::to_string(static_cast<int>(seq)) +
-               " tokens, " + (in.kv_bytes == 2 ? "bf16" : in.kv_bytes == 4 ? "fp32" : "custom dtype"),
+               " tokens, " +
+               (in.kv_bytes == 2   ? "bf16"
+                : in.kv_bytes == 4 ? "fp32"
+                                   : "custom dtype"),
            true);
   AddInferenceWeights(rows, in);
   if (s.grpo.kl_coef > 0) {
@@ -260,8 +263,15 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   // The generation cache's bytes per element follow its dtype: the rollout keeps it in bf16
   // where it reads the bf16 inference copies (worker/train/grpo_trainer.cc), fp32 elsewhere.
   const bool inference_weights = options.bf16_inference_weights.value_or(gpu);
-  const PlanInputs in{s,   model, workers, std::clamp(s.sharding.stage, 0, 3), gpu, bf16 ? 2.0 : 4.0, bf16 ? 12.0 : 8.0,
-                      inference_weights, inference_weights ? 2.0 : 4.0};
+  const PlanInputs in{s,
+                      model,
+                      workers,
+                      std::clamp(s.sharding.stage, 0, 3),
+                      gpu,
+                      bf16 ? 2.0 : 4.0,
+                      bf16 ? 12.0 : 8.0,
+                      inference_weights,
+                      inference_weights ? 2.0 : 4.0};
 
   Plan plan;
   plan.workers = workers;
@@ -316,9 +326,8 @@ int NearestWorkerCount(const spec::TrainingJobSpec& s, int wanted, int current) 
 
 int SmallestFittingWorkers(const spec::TrainingJobSpec& s, int from, const PlanOptions& options,
                            const PlanCorrection& correction) {
-  return FindWorkerCount(s, std::max(1, from), s.max_workers, [&](int w) {
-    return PlanFits(PlanMemory(s, w, options, correction), s.memory_guard);
-  });
+  return FindWorkerCount(s, std::max(1, from), s.max_workers,
+                         [&](int w) { return PlanFits(PlanMemory(s, w, options, correction), s.memory_guard); });
 }
 
 int LargestFittingMicroBatch(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,

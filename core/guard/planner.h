@@ -50,8 +50,8 @@ namespace headroom::guard {
 
 inline constexpr int64_t kHostRuntimeBaselineBytes = 200LL << 20;
 inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
-inline constexpr double kActivationElementsPerHidden = 17.0;   // per token per layer
-inline constexpr double kActivationElementsPerHeadSeq = 2.5;   // attention scores per token per layer
+inline constexpr double kActivationElementsPerHidden = 17.0;  // per token per layer
+inline constexpr double kActivationElementsPerHeadSeq = 2.5;  // attention scores per token per layer
 
 // The model dimensions the plan depends on, from a Hugging Face config: a preset's (or
 // spec.model's own layers/hidden/...) built-in one (spec::PresetModelConfig), or a
@@ -62,12 +62,12 @@ struct ModelShape {
   int64_t layer_parameters = 0;  // one block's (what stage 3 gathers at a time)
   int64_t layers = 0;
   int64_t hidden = 0;
-  int64_t heads = 0;             // query heads
-  int64_t kv_heads = 0;          // key/value heads (the generation cache holds these)
+  int64_t heads = 0;     // query heads
+  int64_t kv_heads = 0;  // key/value heads (the generation cache holds these)
   int64_t head_dim = 0;
   int64_t vocab = 0;
-  bool tied_head = false;        // the output head is the embedding matrix (tie_word_embeddings)
-  std::string source;            // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
+  bool tied_head = false;  // the output head is the embedding matrix (tie_word_embeddings)
+  std::string source;      // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
 };
 
 // The shape of spec.model's preset or explicit dimensions: HfModelShape of
@@ -94,18 +94,18 @@ struct PlanOptions {
 };
 
 struct PlanComponent {
-  std::string name;             // "parameters", "gradients", "optimizer", "activations",
-                                // "logits", "generation cache", "reference model",
-                                // "gathered layer", "head gradient", "inference weights",
-                                // "autocast weights", "runtime"
+  std::string name;  // "parameters", "gradients", "optimizer", "activations",
+                     // "logits", "generation cache", "reference model",
+                     // "gathered layer", "head gradient", "inference weights",
+                     // "autocast weights", "runtime"
   int64_t host_bytes = 0;
   int64_t gpu_bytes = 0;
-  std::string note;             // how it was computed, e.g. "stage 2: fp32 Psi" 
+  std::string note;  // how it was computed, e.g. "stage 2: fp32 Psi"
 };
 
 struct Plan {
   int workers = 1;
-  int64_t parameters = 0;       // Psi
+  int64_t parameters = 0;  // Psi
   std::vector<PlanComponent> components;
   int64_t host_total_bytes = 0;
   int64_t gpu_total_bytes = 0;
@@ -151,10 +151,10 @@ int NearestWorkerCount(const spec::TrainingJobSpec& spec, int wanted, int curren
 
 // Smallest worker count in [max(min_workers, from), maxWorkers] that fits and that the
 // worker can run (spec::WorkerCountFits); 0 when none.
-int SmallestFittingWorkers(const spec::TrainingJobSpec& spec, int from = 1,
-                           const PlanOptions& options = {}, const PlanCorrection& correction = {});
+int SmallestFittingWorkers(const spec::TrainingJobSpec& spec, int from = 1, const PlanOptions& options = {},
+                           const PlanCorrection& correction = {});
 // Largest microBatchSize in [1, spec micro] that fits with `workers`; 0 when none.
-int LargestFittingMicroBatch(const spec::TrainingJobSpec& spec, int workers,
-                             const PlanOptions& options = {}, const PlanCorrection& correction = {});
+int LargestFittingMicroBatch(const spec::TrainingJobSpec& spec, int workers, const PlanOptions& options = {},
+                             const PlanCorrection& correction = {});
 
 }  // namespace headroom::guard

@@ -38,9 +38,9 @@ struct Situation {
   const Forecast& forecast;
   const spec::TrainingJobSpec& spec;
   const GuardHistory& history;
-  const Plan& plan;       // as passed: possibly corrected by measurements
-  const Plan& baseline;   // uncorrected, for the current workers: how bytes scale with
-                          // workers or micro-batch is read off uncorrected plans only
+  const Plan& plan;      // as passed: possibly corrected by measurements
+  const Plan& baseline;  // uncorrected, for the current workers: how bytes scale with
+                         // workers or micro-batch is read off uncorrected plans only
   int workers;
   const PlanOptions& plan_options;
   std::string resource;  // "host" | "gpu"
@@ -99,8 +99,8 @@ Candidate TryRestart(const Situation& s) {
   }
   const int progress = s.history.StepsSinceLastRestart(s.forecast.step);
   if (progress < s.min_progress) {
-    return Skip("restart: the last one (at step " + std::to_string(s.history.last_restart_step) +
-                ") bought only " + Steps(std::max(0, progress)) + " of progress");
+    return Skip("restart: the last one (at step " + std::to_string(s.history.last_restart_step) + ") bought only " +
+                Steps(std::max(0, progress)) + " of progress");
   }
   Candidate c;
   c.ok = true;
@@ -173,7 +173,8 @@ int64_t OffloadableBytes(const Plan& plan, bool gpu_side, bool params, bool opti
 }
 
 Candidate TryShrinkMicroBatch(const Situation& s) {
-  if (s.cause == Cause::kState) return Skip("shrinkMicroBatch: the level itself crosses; smaller micro-batches cannot help");
+  if (s.cause == Cause::kState)
+    return Skip("shrinkMicroBatch: the level itself crosses; smaller micro-batches cannot help");
   const int micro = s.spec.grpo.micro_batch_size;
   if (micro <= 1) return Skip("shrinkMicroBatch: microBatchSize is already 1");
   const int h = std::clamp(s.rf.steps_to_threshold, 1, static_cast<int>(s.rf.predicted_peak_bytes.size()));
@@ -247,8 +248,8 @@ Candidate TryOffload(const Situation& s, bool enable) {
   std::string what = params && optimizer ? "parameters and optimizer state" : params ? "parameters" : "optimizer state";
   c.why = std::string(enable ? "enable offload: move " : "disable offload: move ") + what + " (about " +
           HumanBytes(moved) + ") to the " + (enable ? "host" : "GPU") + ", which has room (forecast " +
-          HumanBytes(static_cast<double>(dest_peak)) + " of a " + HumanBytes(static_cast<double>(dest.threshold_bytes)) +
-          " threshold)";
+          HumanBytes(static_cast<double>(dest_peak)) + " of a " +
+          HumanBytes(static_cast<double>(dest.threshold_bytes)) + " threshold)";
   return c;
 }
 
@@ -476,8 +477,8 @@ Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, con
     plan = &own_plan;
   }
   const Plan baseline = PlanMemory(spec, workers, plan_options);
-  Situation s{forecast, spec,     history, *plan, baseline, workers, plan_options,
-              resource, rf,       other,   fraction, cause, horizon + 1};
+  Situation s{forecast, spec, history, *plan,    baseline, workers,    plan_options,
+              resource, rf,   other,   fraction, cause,    horizon + 1};
   return FirstActionThatHelps(d, s, situation);
 }
 
@@ -488,9 +489,10 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
   d.resource = cause == ExitCause::kOomKill ? "host" : cause == ExitCause::kGpuOom ? "gpu" : "";
   const spec::MemoryGuardSpec& g = spec.memory_guard;
   const int lost = std::max(0, failed_step - checkpoint_step);
-  std::string what = cause == ExitCause::kOomKill  ? "worker OOM-killed by the kernel at step " + std::to_string(failed_step)
-                     : cause == ExitCause::kGpuOom ? "worker ran out of GPU memory at step " + std::to_string(failed_step)
-                                                   : "worker crashed at step " + std::to_string(failed_step);
+  std::string what =
+      cause == ExitCause::kOomKill  ? "worker OOM-killed by the kernel at step " + std::to_string(failed_step)
+      : cause == ExitCause::kGpuOom ? "worker ran out of GPU memory at step " + std::to_string(failed_step)
+                                    : "worker crashed at step " + std::to_string(failed_step);
   what += " (" + Steps(lost) + " lost since the checkpoint at step " + std::to_string(checkpoint_step) + ")";
 
   if (history.restarts >= g.max_restarts) {
@@ -512,7 +514,7 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
   const int since_restart = failed_step - history.last_restart_step;
   const std::string restart_at = "the restart at step " + std::to_string(history.last_restart_step);
   std::string again = what + (since_restart > 0 ? ", again within " + Steps(since_restart) + " of " + restart_at
-                                                 : ", again without getting past " + restart_at);
+                                                : ", again without getting past " + restart_at);
   if (cause == ExitCause::kCrash) {
     d.action = DecisionAction::kFail;
     d.reason = again + ": a crash loop the memory guard cannot fix, giving up";

@@ -45,9 +45,8 @@
 
 namespace headroom::guard {
 
-Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec,
-                const GuardHistory& history, const Plan* plan, int current_workers,
-                const PlanOptions& plan_options = {});
+Decision Decide(const Forecast& forecast, const spec::TrainingJobSpec& spec, const GuardHistory& history,
+                const Plan* plan, int current_workers, const PlanOptions& plan_options = {});
 
 // What the supervisor saw after the fact: a kernel OOM kill (host memory), a CUDA
 // out-of-memory the worker caught (exit 77; GPU memory), or any other crash.
@@ -58,8 +57,7 @@ enum class ExitCause { kOomKill, kGpuOom, kCrash };
 // restarts remain; when the last restart bought no progress (crashed again at the same
 // step) escalate like Decide() does for an OOM kill (reshard / shrink micro-batch); fail
 // after maxRestarts, saying so.
-Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
-                          const spec::TrainingJobSpec& spec, const GuardHistory& history,
-                          int current_workers, const PlanOptions& plan_options = {});
+Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step, const spec::TrainingJobSpec& spec,
+                          const GuardHistory& history, int current_workers, const PlanOptions& plan_options = {});
 
 }  // namespace headroom::guard

@@ -19,13 +19,13 @@
 namespace headroom::guard {
 
 struct ReplayOptions {
-  int64_t host_limit_bytes = 0;     // overrides the trace's column when > 0
+  int64_t host_limit_bytes = 0;  // overrides the trace's column when > 0
   int64_t gpu_limit_bytes = 0;
   std::optional<double> host_threshold;  // default: the spec's
   std::optional<double> gpu_threshold;
   std::optional<int> horizon;
-  spec::TrainingJobSpec spec;       // the guard's settings and the job (defaults when absent)
-  int workers = 0;                  // current workers; 0 = spec.workers
+  spec::TrainingJobSpec spec;  // the guard's settings and the job (defaults when absent)
+  int workers = 0;             // current workers; 0 = spec.workers
 };
 
 struct ReplayStep {

@@ -46,9 +46,7 @@ std::vector<StepMemory> ParseTrace(const std::string& csv_text, const std::strin
   int line_no = 0;
   std::vector<const Column*> header;
   std::vector<StepMemory> steps;
-  auto fail = [&](const std::string& what) {
-    throw TraceError(source + ":" + std::to_string(line_no) + ": " + what);
-  };
+  auto fail = [&](const std::string& what) { throw TraceError(source + ":" + std::to_string(line_no) + ": " + what); };
   while (std::getline(in, line)) {
     ++line_no;
     std::string t = Trim(line);

@@ -13,8 +13,8 @@ constexpr int64_t kGiB = 1LL << 30;
 constexpr int64_t kHostLimit = 64 * kGiB;
 constexpr int64_t kGpuLimit = 80 * kGiB;
 constexpr int64_t kBaseTokens = 4096;
-constexpr double kNoiseClip = 2.5;     // noise deviations
-constexpr int kGuardWindow = 12;       // steps the visibility rule looks back over
+constexpr double kNoiseClip = 2.5;  // noise deviations
+constexpr int kGuardWindow = 12;    // steps the visibility rule looks back over
 constexpr double kVisibleFraction = 0.02;
 constexpr double kVisibleSigmas = 3.0;
 // Stable shapes keep their noisy peaks below this fraction of the limit (the guard's
@@ -54,11 +54,11 @@ struct Shape {
   std::vector<double> level;   // end of step
   std::vector<double> excess;  // in-step peak above the end
   std::vector<int64_t> tokens;
-  std::vector<double> trend;   // the growth that crosses (the level without teeth)
-  std::vector<int> rises;      // steps at which that growth showed itself
-  double burst = 0;            // a staircase's jump (0: growth comes step by step)
+  std::vector<double> trend;  // the growth that crosses (the level without teeth)
+  std::vector<int> rises;     // steps at which that growth showed itself
+  double burst = 0;           // a staircase's jump (0: growth comes step by step)
   bool known_one_ahead = false;
-  bool stable = false;         // built not to cross: checked, see CheckStable
+  bool stable = false;  // built not to cross: checked, see CheckStable
 };
 
 std::string Pct(double fraction) { return std::to_string(static_cast<int>(std::lround(fraction * 1000))); }
@@ -157,9 +157,10 @@ void LinearLeaks(std::vector<Shape>& out, CorpusRng& rng) {
     for (double start : {0.3, 0.5})
       for (double noise : kNoiseLevels)
         for (bool gpu : {false, true}) {
-          std::string name = std::string("linear-leak-") + Side(gpu) + "-r" + Pct(rate) + "-s" + Pct(start) + "-" +
-                             NoiseTag(noise);
-          out.push_back(Build("linear-leak", name, gpu, noise, 120, [=](int t) { return start + rate * t; }, rng));
+          std::string name =
+              std::string("linear-leak-") + Side(gpu) + "-r" + Pct(rate) + "-s" + Pct(start) + "-" + NoiseTag(noise);
+          out.push_back(Build(
+              "linear-leak", name, gpu, noise, 120, [=](int t) { return start + rate * t; }, rng));
         }
 }
 
@@ -170,11 +171,11 @@ void Staircases(std::vector<Shape>& out, CorpusRng& rng) {
         for (bool gpu : {false, true}) {
           const double start = 0.1 + 0.2 * rng.Uniform();
           const int offset = 1 + static_cast<int>(rng.Next() % period);  // step of the first jump
-          std::string name = std::string("staircase-") + Side(gpu) + "-p" + std::to_string(period) + "-j" +
-                             Pct(jump) + "-" + NoiseTag(noise);
-          Shape s = Build("staircase", name, gpu, noise, 80, [=](int t) {
-            return start + jump * (t >= offset ? 1 + (t - offset) / period : 0);
-          }, rng);
+          std::string name = std::string("staircase-") + Side(gpu) + "-p" + std::to_string(period) + "-j" + Pct(jump) +
+                             "-" + NoiseTag(noise);
+          Shape s = Build(
+              "staircase", name, gpu, noise, 80,
+              [=](int t) { return start + jump * (t >= offset ? 1 + (t - offset) / period : 0); }, rng);
           s.burst = jump;
           out.push_back(std::move(s));
         }
@@ -184,10 +185,10 @@ void Accelerating(std::vector<Shape>& out, CorpusRng& rng) {
   for (double bend : {0.0005, 0.001, 0.002})
     for (double noise : kNoiseLevels)
       for (bool gpu : {false, true}) {
-        std::string name = std::string("accelerating-") + Side(gpu) + "-b" + std::to_string(static_cast<int>(bend * 1e4)) +
-                           "-" + NoiseTag(noise);
-        out.push_back(Build("accelerating", name, gpu, noise, 80,
-                            [=](int t) { return 0.35 + 0.005 * t + bend * t * t; }, rng));
+        std::string name = std::string("accelerating-") + Side(gpu) + "-b" +
+                           std::to_string(static_cast<int>(bend * 1e4)) + "-" + NoiseTag(noise);
+        out.push_back(Build(
+            "accelerating", name, gpu, noise, 80, [=](int t) { return 0.35 + 0.005 * t + bend * t * t; }, rng));
       }
 }
 
@@ -198,8 +199,9 @@ void SawtoothsWithTrend(std::vector<Shape>& out, CorpusRng& rng) {
         for (bool gpu : {false, true}) {
           std::string name = std::string("sawtooth-trend-") + Side(gpu) + "-p" + std::to_string(period) + "-d" +
                              Pct(drift) + "-" + NoiseTag(noise);
-          Shape s = Build("sawtooth-trend", name, gpu, noise, 120,
-                          [=](int t) { return 0.3 + 0.05 * (t % period) + drift * t; }, rng);
+          Shape s = Build(
+              "sawtooth-trend", name, gpu, noise, 120, [=](int t) { return 0.3 + 0.05 * (t % period) + drift * t; },
+              rng);
           // The growth that crosses is the drift of the tops, seen once a tooth has ended.
           s.rises.clear();
           for (int t = 0; t < static_cast<int>(s.level.size()); ++t) {
@@ -215,7 +217,8 @@ void Creep(std::vector<Shape>& out, CorpusRng& rng) {
     for (double start : {0.4, 0.6})
       for (double noise : kNoiseLevels) {
         std::string name = "creep-host-r" + Pct(rate) + "-s" + Pct(start) + "-" + NoiseTag(noise);
-        out.push_back(Build("creep", name, false, noise, 260, [=](int t) { return start + rate * t; }, rng));
+        out.push_back(Build(
+            "creep", name, false, noise, 260, [=](int t) { return start + rate * t; }, rng));
       }
 }
 
@@ -223,7 +226,8 @@ void Creep(std::vector<Shape>& out, CorpusRng& rng) {
 // batch's tokens; `spike_step` (or none, -1) has `spike` times the usual tokens.
 Shape TokenShape(const std::string& family, const std::string& name, bool gpu, double noise, double level,
                  double per_token, double spread, int spike_step, double spike, CorpusRng& rng) {
-  Shape s = Build(family, name, gpu, noise, 40, [=](int) { return level; }, rng);
+  Shape s = Build(
+      family, name, gpu, noise, 40, [=](int) { return level; }, rng);
   for (size_t t = 0; t < s.level.size(); ++t) {
     double factor = 1.0 + spread * (2 * rng.Uniform() - 1);
     if (static_cast<int>(t) == spike_step) factor = spike;
@@ -257,8 +261,9 @@ void WarmUps(std::vector<Shape>& out, CorpusRng& rng) {
           const double top = std::min(plateau, StableTop(noise));
           std::string name = std::string("warmup-plateau-") + Side(gpu) + "-p" + Pct(plateau) + "-d" + Pct(decay) +
                              "-" + NoiseTag(noise);
-          Shape s = Build("warmup-plateau", name, gpu, noise, 40,
-                          [=](int t) { return top - (top - 0.3) * std::pow(decay, t); }, rng);
+          Shape s = Build(
+              "warmup-plateau", name, gpu, noise, 40, [=](int t) { return top - (top - 0.3) * std::pow(decay, t); },
+              rng);
           s.stable = true;
           out.push_back(std::move(s));
         }
@@ -273,8 +278,9 @@ void Sawtooths(std::vector<Shape>& out, CorpusRng& rng) {
           std::string name = std::string("sawtooth-") + Side(gpu) + "-p" + std::to_string(period) + "-u" + Pct(rise) +
                              "-" + NoiseTag(noise);
           const int phase = static_cast<int>(rng.Next() % period);
-          Shape s = Build("sawtooth", name, gpu, noise, 40,
-                          [=](int t) { return top - rise * (period - 1 - (t + phase) % period); }, rng);
+          Shape s = Build(
+              "sawtooth", name, gpu, noise, 40, [=](int t) { return top - rise * (period - 1 - (t + phase) % period); },
+              rng);
           s.stable = true;
           out.push_back(std::move(s));
         }
@@ -286,12 +292,13 @@ void Steady(std::vector<Shape>& out, CorpusRng& rng) {
       for (bool gpu : {false, true}) {
         const double level = high ? StableTop(noise) : 0.5;
         std::string name = std::string("steady-") + Side(gpu) + (high ? "-high-" : "-mid-") + NoiseTag(noise);
-        Shape s = Build("steady", name, gpu, noise, 40, [=](int) { return level; }, rng);
+        Shape s = Build(
+            "steady", name, gpu, noise, 40, [=](int) { return level; }, rng);
         s.stable = true;
         out.push_back(std::move(s));
         // The same level under batches of varying size, whose peaks follow them.
-        Shape v = TokenShape("token-varying", "token-varying-" + name.substr(7), gpu, noise, level - 0.2, 0.12, 0.4,
-                             -1, 1.0, rng);
+        Shape v = TokenShape("token-varying", "token-varying-" + name.substr(7), gpu, noise, level - 0.2, 0.12, 0.4, -1,
+                             1.0, rng);
         v.stable = true;
         out.push_back(std::move(v));
       }
@@ -306,7 +313,8 @@ void LevelShifts(std::vector<Shape>& out, CorpusRng& rng) {
         for (bool gpu : {false, true}) {
           std::string name = std::string("level-shift-") + Side(gpu) + "-j" + Pct(jump) + "-a" + std::to_string(at) +
                              "-" + NoiseTag(noise);
-          Shape s = Build("level-shift", name, gpu, noise, 60, [=](int t) { return 0.3 + (t >= at ? jump : 0.0); }, rng);
+          Shape s = Build(
+              "level-shift", name, gpu, noise, 60, [=](int t) { return 0.3 + (t >= at ? jump : 0.0); }, rng);
           s.stable = true;
           out.push_back(std::move(s));
         }
@@ -318,7 +326,8 @@ void FirstStepJumps(std::vector<Shape>& out, CorpusRng& rng) {
     for (double noise : kNoiseLevels)
       for (bool gpu : {false, true}) {
         std::string name = std::string("first-step-jump-") + Side(gpu) + "-j" + Pct(jump) + "-" + NoiseTag(noise);
-        Shape s = Build("first-step-jump", name, gpu, noise, 40, [=](int t) { return 0.2 + (t >= 1 ? jump : 0.0); }, rng);
+        Shape s = Build(
+            "first-step-jump", name, gpu, noise, 40, [=](int t) { return 0.2 + (t >= 1 ? jump : 0.0); }, rng);
         s.stable = true;
         out.push_back(std::move(s));
       }
@@ -337,9 +346,9 @@ void TwoJumps(std::vector<Shape>& out, CorpusRng& rng) {
         for (bool gpu : {false, true}) {
           std::string name = std::string("two-jumps-") + Side(gpu) + "-j" + Pct(first) + "-" + Pct(second) + "-g" +
                              std::to_string(gap) + "-" + NoiseTag(noise);
-          Shape s = Build("two-jumps", name, gpu, noise, 60, [=](int t) {
-            return 0.3 + (t >= 3 ? first : 0.0) + (t >= 3 + gap ? second : 0.0);
-          }, rng);
+          Shape s = Build(
+              "two-jumps", name, gpu, noise, 60,
+              [=](int t) { return 0.3 + (t >= 3 ? first : 0.0) + (t >= 3 + gap ? second : 0.0); }, rng);
           s.stable = true;
           out.push_back(std::move(s));
         }
@@ -355,9 +364,9 @@ void JumpThenCreep(std::vector<Shape>& out, CorpusRng& rng) {
           for (bool gpu : {false, true}) {
             std::string name = std::string("jump-creep-") + Side(gpu) + "-j" + Pct(jump) + "-a" + std::to_string(at) +
                                "-r" + Pct(rate) + "-" + NoiseTag(noise);
-            Shape s = Build("jump-creep", name, gpu, noise, 160, [=](int t) {
-              return 0.3 + (t >= at ? jump + rate * (t - at) : 0.0);
-            }, rng);
+            Shape s = Build(
+                "jump-creep", name, gpu, noise, 160,
+                [=](int t) { return 0.3 + (t >= at ? jump + rate * (t - at) : 0.0); }, rng);
             s.rises.clear();
             for (int t = 0; t < static_cast<int>(s.level.size()); ++t) {
               s.trend[t] = 0.3 + (t >= at ? rate * (t - at) : 0.0);

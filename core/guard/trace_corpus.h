@@ -59,7 +59,7 @@
 namespace headroom::guard {
 
 struct TraceCorpusEntry {
-  std::string name;      // "staircase-host-p3-j20-n1-s1": family, resource, parameters
+  std::string name;  // "staircase-host-p3-j20-n1-s1": family, resource, parameters
   std::string family;
   std::string resource;  // "host" | "gpu": the side the shape is on
   std::vector<StepMemory> steps;

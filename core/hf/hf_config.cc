@@ -19,7 +19,8 @@ class Reader {
   [[noreturn]] void Fail(const std::string& field, const std::string& why) const {
     throw HfConfigError(file_ + ": " + field + ": " + why);
   }
-  int64_t Int(const json& obj, const std::string& field, const std::string& path, bool required, int64_t fallback) const {
+  int64_t Int(const json& obj, const std::string& field, const std::string& path, bool required,
+              int64_t fallback) const {
     if (!obj.contains(field) || obj[field].is_null()) {
       if (required) Fail(path, "required, missing");
       return fallback;
@@ -65,8 +66,8 @@ void ReadRope(const Reader& r, const json& rope, const std::string& path, HfMode
   c.rope_scaling.factor = r.Number(rope, "factor", path + ".factor", 8.0);
   c.rope_scaling.low_freq_factor = r.Number(rope, "low_freq_factor", path + ".low_freq_factor", 1.0);
   c.rope_scaling.high_freq_factor = r.Number(rope, "high_freq_factor", path + ".high_freq_factor", 4.0);
-  c.rope_scaling.original_max_position_embeddings = r.Int(
-      rope, "original_max_position_embeddings", path + ".original_max_position_embeddings", false, 8192);
+  c.rope_scaling.original_max_position_embeddings =
+      r.Int(rope, "original_max_position_embeddings", path + ".original_max_position_embeddings", false, 8192);
   if (!(c.rope_scaling.factor > 0) || !(c.rope_scaling.high_freq_factor > c.rope_scaling.low_freq_factor)) {
     r.Fail(path, "llama3 scaling needs factor > 0 and high_freq_factor > low_freq_factor");
   }
@@ -171,8 +172,8 @@ HfModelConfig ParseHfConfig(const std::string& json_text, const std::string& fil
   } else if (c.architecture_name == "LlamaForCausalLM") {
     c.architecture = Architecture::kLlama;
   } else {
-    r.Fail("architectures", "\"" + c.architecture_name +
-                                "\" is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
+    r.Fail("architectures",
+           "\"" + c.architecture_name + "\" is not supported (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)");
   }
   ReadDimensions(r, j, c);
   c.rms_norm_eps = r.Number(j, "rms_norm_eps", "rms_norm_eps", 1e-6);

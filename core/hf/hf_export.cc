@@ -64,7 +64,8 @@ std::vector<float> ReadCheckpointTensor(const fs::path& step, const CheckpointMa
                       " (the source model's " + source_name + "); was the checkpoint written from this model?");
   }
   const checkpoint::TensorEntry& t = it->second;
-  if (t.dtype != "float32") throw ExportError(where + ".dtype: " + t.dtype + " is not supported (float32 master weights)");
+  if (t.dtype != "float32")
+    throw ExportError(where + ".dtype: " + t.dtype + " is not supported (float32 master weights)");
   if (t.shape != want_shape) {
     throw ExportError(where + ".shape: " + json(t.shape).dump() + ", the source model's " + source_name + " is " +
                       json(want_shape).dump());
@@ -76,7 +77,9 @@ std::vector<float> ReadCheckpointTensor(const fs::path& step, const CheckpointMa
     if (!in) throw ExportError(file.string() + ": cannot be read (a shard of " + name + ")");
     in.seekg(s.file_offset);
     in.read(reinterpret_cast<char*>(values.data() + s.offset), static_cast<std::streamsize>(s.numel * sizeof(float)));
-    if (!in) throw ExportError(file.string() + ": too short for the shard of " + name + " at byte " + std::to_string(s.file_offset));
+    if (!in)
+      throw ExportError(file.string() + ": too short for the shard of " + name + " at byte " +
+                        std::to_string(s.file_offset));
   }
   return values;
 }
@@ -95,7 +98,8 @@ std::vector<std::byte> Encode(const std::vector<float>& values, const std::strin
     std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
-  if (dtype != "BF16" && dtype != "F16") throw ExportError(where + ": dtype " + dtype + " is not supported (BF16, F16, F32)");
+  if (dtype != "BF16" && dtype != "F16")
+    throw ExportError(where + ": dtype " + dtype + " is not supported (BF16, F16, F32)");
   out.resize(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
     const uint16_t h = dtype == "BF16" ? Bf16FromFloat(values[i]) : F16FromFloat(values[i]);
@@ -140,7 +144,8 @@ std::optional<std::set<std::string>> MarkedFiles(const fs::path& dir) {
     const json parsed = json::parse(ReadText(marker));
     for (const auto& name : parsed.at("files")) names.insert(name.get<std::string>());
   } catch (const json::exception& e) {
-    throw ExportError(marker.string() + ": not an export marker (" + e.what() + "); refusing to replace " + dir.string());
+    throw ExportError(marker.string() + ": not an export marker (" + e.what() + "); refusing to replace " +
+                      dir.string());
   }
   return names;
 }
@@ -150,7 +155,8 @@ std::optional<std::set<std::string>> MarkedFiles(const fs::path& dir) {
 // Never the source model, the checkpoint, or a directory holding either.
 void RequireOwnedOrAbsent(const fs::path& out, const fs::path& source, const fs::path& step) {
   if (IsSameOrInside(source, out)) {
-    const std::string what = IsSameOrInside(out, source) ? "the source model's directory" : "a directory holding the source model";
+    const std::string what =
+        IsSameOrInside(out, source) ? "the source model's directory" : "a directory holding the source model";
     throw ExportError(out.string() + " is " + what + " (" + source.string() +
                       "); refusing to overwrite it: choose another --to");
   }
@@ -159,7 +165,8 @@ void RequireOwnedOrAbsent(const fs::path& out, const fs::path& source, const fs:
                       "); refusing to overwrite it: choose another --to");
   }
   if (!fs::exists(out)) return;
-  if (!fs::is_directory(out)) throw ExportError(out.string() + ": exists and is not a directory; refusing to replace it");
+  if (!fs::is_directory(out))
+    throw ExportError(out.string() + ": exists and is not a directory; refusing to replace it");
   if (fs::is_empty(out)) return;
   const auto owned = MarkedFiles(out);
   if (!owned) {
@@ -271,9 +278,10 @@ void WriteExport(const fs::path& step, const CheckpointManifest& manifest, const
     fs::copy_file(entry.path(), out / name, fs::copy_options::overwrite_existing);
     summary.files.push_back(name);
   }
-  WriteTextFile(out / kExportMarkerFileName,
-                json({{"written_by", "headroom export"}, {"checkpoint", step.string()}, {"files", summary.files}}).dump(1) +
-                    "\n");
+  WriteTextFile(
+      out / kExportMarkerFileName,
+      json({{"written_by", "headroom export"}, {"checkpoint", step.string()}, {"files", summary.files}}).dump(1) +
+          "\n");
   for (const std::string& name : summary.files) SyncFile(out / name);
   SyncFile(out / kExportMarkerFileName);
   checkpoint::SyncDirectory(out);
@@ -287,7 +295,8 @@ fs::path SourceDir(const std::string& model_dir, const CheckpointManifest& manif
   const std::string where = (step / checkpoint::kManifestFileName).string() + ": extra.model_path";
   const json& extra = manifest.extra;
   if (!extra.is_object() || !extra.contains("model_path") || !extra["model_path"].is_string()) {
-    throw ExportError(where + ": missing (not a Hugging Face model's checkpoint?); name the source directory with --model");
+    throw ExportError(where +
+                      ": missing (not a Hugging Face model's checkpoint?); name the source directory with --model");
   }
   const fs::path recorded = extra["model_path"].get<std::string>();
   if (recorded.is_relative()) {
@@ -349,7 +358,7 @@ ExportSummary ExportCheckpoint(const std::string& checkpoint_path, const std::st
   summary.model_dir = source.string();
   fs::path out = fs::absolute(out_dir).lexically_normal();
   if (out.filename().empty()) out = out.parent_path();  // "dir/" names dir
-  RequireOwnedOrAbsent(out, source, step);  // before any work
+  RequireOwnedOrAbsent(out, source, step);              // before any work
   fs::path partial = out;
   partial += checkpoint::kPartialSuffix;
   // What a failed export left. RemoveTree, not remove_all: this runs inside the worker,

@@ -47,9 +47,9 @@ class ExportError : public std::runtime_error {
 inline constexpr const char* kExportMarkerFileName = ".headroom-export.json";
 
 struct ExportSummary {
-  std::string step_dir;               // the checkpoint step exported
-  std::string model_dir;              // the source Hugging Face directory (absolute)
-  std::vector<std::string> files;     // written into the output, by name (not the marker)
+  std::string step_dir;                         // the checkpoint step exported
+  std::string model_dir;                        // the source Hugging Face directory (absolute)
+  std::vector<std::string> files;               // written into the output, by name (not the marker)
   std::vector<std::string> copied_from_source;  // untrained tensors copied as they were
   std::vector<std::string> tied_to_trained;     // untied heads written from the trained embedding
   int64_t tensors = 0;

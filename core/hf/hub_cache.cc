@@ -28,7 +28,8 @@ bool IsFile(const fs::path& p) {
 // blobs/, never out), else what is wrong, as a "missing" phrase.
 std::string LeadsOut(const fs::path& snapshot, const std::string& name) {
   try {
-    files::PathBelow(snapshot.parent_path().parent_path(), (fs::path("snapshots") / snapshot.filename() / name).string());
+    files::PathBelow(snapshot.parent_path().parent_path(),
+                     (fs::path("snapshots") / snapshot.filename() / name).string());
   } catch (const files::UntrustedPathError& e) {
     return (snapshot / name).string() + " inside the cache (" + e.what() + ")";
   }
@@ -92,7 +93,8 @@ CachedSnapshot FindCachedHubSnapshot(const std::string& cache_dir, const std::st
   std::string commit = revision;
   if (!IsHubCommitId(revision)) {
     if (std::string why = files::WhyNotRelativeBelow(revision); !why.empty()) {
-      return {"", (repo_dir / "refs").string() + " entry for the revision " + files::Quoted(revision) + ", which " + why};
+      return {"",
+              (repo_dir / "refs").string() + " entry for the revision " + files::Quoted(revision) + ", which " + why};
     }
     const fs::path ref = repo_dir / "refs" / revision;
     std::ifstream in(ref, std::ios::binary);

@@ -59,8 +59,8 @@ class CacheLock : NonCopyable {
 // What the hub says about one file of the commit (the HEAD of its resolve URL).
 struct FileMeta {
   std::string name;
-  std::string etag;          // X-Linked-Etag (LFS: the sha256) else ETag (the git blob sha1)
-  int64_t size = 0;          // X-Linked-Size else Content-Length
+  std::string etag;  // X-Linked-Etag (LFS: the sha256) else ETag (the git blob sha1)
+  int64_t size = 0;  // X-Linked-Size else Content-Length
   bool lfs = false;
   std::string download_url;  // the 302's content URL, else the resolve URL
 };
@@ -160,8 +160,8 @@ fs::path Fetch::Below(const std::string& name, const std::string& file) const {
 void Fetch::CheckStatus(const http::http_response& r, const std::string& what) const {
   const int code = r.status_code();
   if (code >= 200 && code < 300) return;
-  const std::string head = Prefix() + what + ": " + std::to_string(code) + " " + r.reason_phrase() + " from " +
-                           web::uri(o_.endpoint).host();
+  const std::string head =
+      Prefix() + what + ": " + std::to_string(code) + " " + r.reason_phrase() + " from " + web::uri(o_.endpoint).host();
   if (Unavailable(code)) {
     throw HubUnavailableError(head + " (" + std::to_string(o_.request_attempts) +
                               " tries; the hub is unavailable, not the request wrong: try again later)");
@@ -169,11 +169,12 @@ void Fetch::CheckStatus(const http::http_response& r, const std::string& what) c
   if (code >= 300 && code < 400) throw HubFetchError(head + " (a redirect without a usable Location)");
   if (code == 401 || code == 403) {
     throw HubFetchError(head + (o_.token.empty() ? " (HF_TOKEN is not set: a private or gated repository needs one)"
-                                                  : " (the HF_TOKEN given was refused)"));
+                                                 : " (the HF_TOKEN given was refused)"));
   }
   if (code == 404) {
     const std::string kind = HeaderValue(r, "X-Error-Code");
-    if (kind == "RevisionNotFound") throw HubFetchError(head + " (no revision \"" + o_.revision + "\" in " + o_.repo + ")");
+    if (kind == "RevisionNotFound")
+      throw HubFetchError(head + " (no revision \"" + o_.revision + "\" in " + o_.repo + ")");
     if (kind == "EntryNotFound") throw HubFetchError(head + " (no such file in the repository)");
     throw HubFetchError(head + " (no repository " + o_.repo + ", or it is private" +
                         (o_.token.empty() ? " and HF_TOKEN is not set)" : ")"));
@@ -183,12 +184,14 @@ void Fetch::CheckStatus(const http::http_response& r, const std::string& what) c
 
 // GET /api/models/<repo>/revision/<revision>: the commit (sha) and the file names (siblings).
 std::set<std::string> Fetch::ListRevision() {
-  const std::string url = o_.endpoint + "/api/models/" + o_.repo + "/revision/" + web::uri::encode_data_string(o_.revision);
+  const std::string url =
+      o_.endpoint + "/api/models/" + o_.repo + "/revision/" + web::uri::encode_data_string(o_.revision);
   http::http_response r = Send(http::methods::GET, url, "listing the revision");
   CheckStatus(r, "listing the revision");
   const nlohmann::json j = nlohmann::json::parse(r.extract_utf8string(true).get(), nullptr, false);
   if (j.is_discarded() || !j.contains("sha") || !j["sha"].is_string() || !IsHubCommitId(j["sha"].get<std::string>())) {
-    throw HubFetchError(Prefix() + "the revision listing from " + web::uri(o_.endpoint).host() + " has no commit (sha)");
+    throw HubFetchError(Prefix() + "the revision listing from " + web::uri(o_.endpoint).host() +
+                        " has no commit (sha)");
   }
   commit_ = j["sha"].get<std::string>();
   std::set<std::string> files;
@@ -298,9 +301,9 @@ void Fetch::Download(const FileMeta& meta, const fs::path& incomplete) {
       if (attempt >= o_.attempts) {
         const std::string host = web::uri(meta.download_url).host();
         throw HubUnavailableError(Prefix() + meta.name + ": download interrupted: " +
-                                  (HubHttp::TimedOut(e) ? "no data from " + host + " for " +
-                                                              std::to_string(o_.timeout.count()) + " s"
-                                                        : std::string(e.what())));
+                                  (HubHttp::TimedOut(e)
+                                       ? "no data from " + host + " for " + std::to_string(o_.timeout.count()) + " s"
+                                       : std::string(e.what())));
       }
       continue;
     }
@@ -308,7 +311,7 @@ void Fetch::Download(const FileMeta& meta, const fs::path& incomplete) {
     if (now == meta.size) return;
     if (attempt >= o_.attempts) {
       throw HubUnavailableError(Prefix() + meta.name + ": download interrupted at " + std::to_string(now) + " of " +
-                          std::to_string(meta.size) + " bytes (kept in " + incomplete.string() + " to resume)");
+                                std::to_string(meta.size) + " bytes (kept in " + incomplete.string() + " to resume)");
     }
   }
 }
@@ -328,7 +331,8 @@ void Fetch::Verify(const FileMeta& meta, const fs::path& incomplete) const {
   if (got == meta.etag) return;
   std::error_code ec;
   fs::remove(incomplete, ec);
-  throw HubFetchError(Prefix() + meta.name + ": checksum mismatch: " + kind + " " + got + ", the hub says " + meta.etag);
+  throw HubFetchError(Prefix() + meta.name + ": checksum mismatch: " + kind + " " + got + ", the hub says " +
+                      meta.etag);
 }
 
 // blobs/<etag> (downloaded and checked unless already there), then the snapshot's link.
@@ -432,7 +436,8 @@ std::string FetchHubSnapshot(const HubFetchOptions& options) {
   Fetch fetch(options);
   const std::string dir = fetch.Run();
   cached = FindCachedHubSnapshot(options.cache_dir, options.repo, options.revision);
-  if (cached.dir.empty()) throw HubFetchError(options.repo + "@" + options.revision + ": fetched, yet no " + cached.missing);
+  if (cached.dir.empty())
+    throw HubFetchError(options.repo + "@" + options.revision + ": fetched, yet no " + cached.missing);
   return dir;
 }
 

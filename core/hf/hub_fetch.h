@@ -37,24 +37,24 @@ class HubUnavailableError : public HubFetchError {
 };
 
 struct HubFetchProgress {
-  std::string file;          // the file being downloaded
-  int64_t done_bytes = 0;    // of every file this fetch downloads, cached ones included
+  std::string file;        // the file being downloaded
+  int64_t done_bytes = 0;  // of every file this fetch downloads, cached ones included
   int64_t total_bytes = 0;
 };
 
 struct HubFetchOptions {
-  std::string endpoint;      // as ResolveHubEndpoint returns it
+  std::string endpoint;  // as ResolveHubEndpoint returns it
   std::string repo;
   std::string revision = "main";
-  std::string cache_dir;     // HubCacheDir() unless a test names one
-  std::string token;         // "" = anonymous; sent only to the endpoint's origin
-  int attempts = 3;          // per file: an interrupted download resumes this many times
+  std::string cache_dir;  // HubCacheDir() unless a test names one
+  std::string token;      // "" = anonymous; sent only to the endpoint's origin
+  int attempts = 3;       // per file: an interrupted download resumes this many times
   // Per request: a 5xx or 429 answer, or no connection, is tried this many times in all,
   // waiting retry_delay, then twice that, ... between tries.
   int request_attempts = 4;
   std::chrono::milliseconds retry_delay{1000};
-  std::chrono::seconds timeout{60};  // a request's wait for an answer, or for the next body bytes
-  int max_redirects = 5;     // per request, before it is called a redirect loop
+  std::chrono::seconds timeout{60};                       // a request's wait for an answer, or for the next body bytes
+  int max_redirects = 5;                                  // per request, before it is called a redirect loop
   std::function<void(const HubFetchProgress&)> progress;  // after each chunk; may be empty
 };
 

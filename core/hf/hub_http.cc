@@ -9,7 +9,8 @@ namespace http = web::http;
 namespace {
 
 std::string Origin(const web::uri& u) {
-  return u.scheme() + "://" + u.host() + ":" + std::to_string(u.port() > 0 ? u.port() : (u.scheme() == "https" ? 443 : 80));
+  return u.scheme() + "://" + u.host() + ":" +
+         std::to_string(u.port() > 0 ? u.port() : (u.scheme() == "https" ? 443 : 80));
 }
 
 }  // namespace
@@ -23,9 +24,7 @@ bool HubHttp::TimedOut(const std::exception& e) {
   return h != nullptr && h->error_code().value() == ETIMEDOUT;
 }
 
-bool HubHttp::SameOrigin(const std::string& url) const {
-  return Origin(web::uri(url)) == Origin(web::uri(endpoint_));
-}
+bool HubHttp::SameOrigin(const std::string& url) const { return Origin(web::uri(url)) == Origin(web::uri(endpoint_)); }
 
 std::string HubHttp::Absolute(const std::string& base, const std::string& location) {
   if (location.rfind("http://", 0) == 0 || location.rfind("https://", 0) == 0) return location;

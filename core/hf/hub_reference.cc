@@ -6,14 +6,15 @@ namespace headroom::hf {
 namespace {
 
 bool RepoPartChar(char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-         ch == '_' || ch == '.';
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+         ch == '.';
 }
 
 std::string RepoPartProblem(const std::string& part) {
   if (part.empty()) return "has an empty part";
   for (char ch : part) {
-    if (!RepoPartChar(ch)) return std::string("has the character '") + ch + "' (allowed: letters, digits, '-', '_', '.')";
+    if (!RepoPartChar(ch))
+      return std::string("has the character '") + ch + "' (allowed: letters, digits, '-', '_', '.')";
   }
   for (char edge : {part.front(), part.back()}) {
     if (edge == '-' || edge == '.') return "has a part that starts or ends with '-' or '.'";

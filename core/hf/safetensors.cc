@@ -23,9 +23,7 @@ namespace headroom::hf {
 namespace {
 using nlohmann::json;
 
-[[noreturn]] void Fail(const std::string& file, const std::string& why) {
-  throw SafetensorsError(file + ": " + why);
-}
+[[noreturn]] void Fail(const std::string& file, const std::string& why) { throw SafetensorsError(file + ": " + why); }
 
 // One tensor's header entry, its data inside [data, data + data_size).
 TensorView ParseEntry(const std::string& path, const std::string& name, const json& entry, const std::byte* data,

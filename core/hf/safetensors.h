@@ -30,11 +30,11 @@ class SafetensorsError : public std::invalid_argument {
 };
 
 struct TensorView {
-  std::string dtype;           // "BF16", "F16", "F32", ...
+  std::string dtype;  // "BF16", "F16", "F32", ...
   std::vector<int64_t> shape;
   const std::byte* data = nullptr;  // inside the mapping; valid while the file lives
   size_t bytes = 0;
-  std::string file;            // where it lives, for errors
+  std::string file;  // where it lives, for errors
 };
 
 // Bytes per element of a safetensors dtype, 0 when unknown.

@@ -13,7 +13,8 @@ std::vector<std::string> WeightMapShards(const nlohmann::json& index) {
   }
   std::set<std::string> shards;
   for (const auto& [tensor, shard] : index["weight_map"].items()) {
-    if (!shard.is_string()) throw WeightIndexError("weight_map: the value of " + files::Quoted(tensor) + " is not a string");
+    if (!shard.is_string())
+      throw WeightIndexError("weight_map: the value of " + files::Quoted(tensor) + " is not a string");
     const std::string name = shard.get<std::string>();
     if (std::string why = files::WhyNotRelativeBelow(name); !why.empty()) {
       throw WeightIndexError("weight_map names " + files::Quoted(name) + ", which " + why +

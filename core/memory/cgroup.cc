@@ -65,13 +65,11 @@ std::string MemoryCgroup::UnsupportedReason(const std::string& root) {
   return "";
 }
 
-MemoryCgroup MemoryCgroup::Create(const std::string& relative_path, int64_t limit_bytes,
-                                  const std::string& root) {
+MemoryCgroup MemoryCgroup::Create(const std::string& relative_path, int64_t limit_bytes, const std::string& root) {
   auto hierarchy = FindMemoryHierarchy(root);
   if (!hierarchy) throw std::runtime_error("no cgroup hierarchy with the memory controller is mounted");
   if (relative_path.empty() || relative_path.find("..") != std::string::npos) {
-    throw std::invalid_argument("memory cgroup path must be a non-empty relative path, got '" +
-                                relative_path + "'");
+    throw std::invalid_argument("memory cgroup path must be a non-empty relative path, got '" + relative_path + "'");
   }
   const bool v2 = hierarchy->version == CgroupVersion::kV2;
   std::string dir = hierarchy->mount_dir;
@@ -106,8 +104,7 @@ MemoryCgroup MemoryCgroup::Create(const std::string& relative_path, int64_t limi
   return group;
 }
 
-MemoryCgroup::MemoryCgroup(MemoryCgroup&& other) noexcept
-    : dir_(std::move(other.dir_)), version_(other.version_) {
+MemoryCgroup::MemoryCgroup(MemoryCgroup&& other) noexcept : dir_(std::move(other.dir_)), version_(other.version_) {
   other.dir_.clear();
 }
 
@@ -123,9 +120,7 @@ MemoryCgroup& MemoryCgroup::operator=(MemoryCgroup&& other) noexcept {
 
 MemoryCgroup::~MemoryCgroup() { Destroy(); }
 
-void MemoryCgroup::AddProcess(pid_t pid) const {
-  WriteControl(dir_ + "/cgroup.procs", std::to_string(pid));
-}
+void MemoryCgroup::AddProcess(pid_t pid) const { WriteControl(dir_ + "/cgroup.procs", std::to_string(pid)); }
 
 void MemoryCgroup::SetLimit(int64_t limit_bytes) const {
   if (limit_bytes <= 0) throw std::invalid_argument("memory cgroup limit must be > 0 bytes");

@@ -30,8 +30,7 @@ namespace headroom::memory {
 class MemoryCgroup {
  public:
   // `relative_path` is below the hierarchy mount, e.g. "headroom/job-x/worker-0".
-  static MemoryCgroup Create(const std::string& relative_path, int64_t limit_bytes,
-                             const std::string& root = "/");
+  static MemoryCgroup Create(const std::string& relative_path, int64_t limit_bytes, const std::string& root = "/");
   // Why not, when a memory cgroup cannot be created here (empty when it can).
   static std::string UnsupportedReason(const std::string& root = "/");
   static bool Supported(const std::string& root = "/") { return UnsupportedReason(root).empty(); }

@@ -111,9 +111,7 @@ std::vector<CgroupMount> MemoryMounts(const std::string& root, const std::string
   return mounts;
 }
 
-std::string UsageFile(CgroupVersion v) {
-  return v == CgroupVersion::kV2 ? "memory.current" : "memory.usage_in_bytes";
-}
+std::string UsageFile(CgroupVersion v) { return v == CgroupVersion::kV2 ? "memory.current" : "memory.usage_in_bytes"; }
 
 }  // namespace
 
@@ -132,9 +130,7 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
   return text;
 }
 
-const char* CgroupVersionName(CgroupVersion v) {
-  return v == CgroupVersion::kV2 ? "cgroup-v2" : "cgroup-v1";
-}
+const char* CgroupVersionName(CgroupVersion v) { return v == CgroupVersion::kV2 ? "cgroup-v2" : "cgroup-v1"; }
 
 int64_t WorkingSetBytes(int64_t usage_bytes, int64_t inactive_file_bytes) {
   return std::max<int64_t>(0, usage_bytes - inactive_file_bytes);
@@ -185,8 +181,7 @@ CgroupMemory ReadCgroupMemory(const std::string& cgroup_dir, CgroupVersion versi
   if (auto stat = ReadSmallFile(JoinPath(cgroup_dir, "memory.stat"))) {
     // v1 total_inactive_file includes descendants (like usage_in_bytes with
     // use_hierarchy); fall back to inactive_file on kernels without the total_ line.
-    auto inactive = v2 ? ParseKeyedValue(*stat, "inactive_file")
-                       : ParseKeyedValue(*stat, "total_inactive_file");
+    auto inactive = v2 ? ParseKeyedValue(*stat, "inactive_file") : ParseKeyedValue(*stat, "total_inactive_file");
     if (!inactive && !v2) inactive = ParseKeyedValue(*stat, "inactive_file");
     m.inactive_file_bytes = inactive.value_or(0);
   }

@@ -55,8 +55,7 @@ struct CgroupLocation {
 // controller wins over a v2 hierarchy without the memory controller (hybrid systems).
 // When the joined directory does not exist (a container whose cgroup namespace root is
 // mounted directly), the mount point itself is used if it holds the memory files.
-std::optional<CgroupLocation> FindProcessMemoryCgroup(const std::string& root = "/",
-                                                      const std::string& pid = "self");
+std::optional<CgroupLocation> FindProcessMemoryCgroup(const std::string& root = "/", const std::string& pid = "self");
 
 // Like FindProcessMemoryCgroup but only finds the mount of a memory hierarchy (for
 // creating new cgroups): v1 mount with the memory option, else cgroup2 with memory.

@@ -13,14 +13,14 @@
 namespace headroom::memory {
 
 struct GpuMemorySample {
-  bool present = false;          // false: no GPU (all other fields 0)
-  int64_t allocated_bytes = 0;   // live tensors
-  int64_t reserved_bytes = 0;    // held by the caching allocator (>= allocated)
-  int64_t peak_bytes = 0;        // reserved peak since the last ResetPeak()
+  bool present = false;              // false: no GPU (all other fields 0)
+  int64_t allocated_bytes = 0;       // live tensors
+  int64_t reserved_bytes = 0;        // held by the caching allocator (>= allocated)
+  int64_t peak_bytes = 0;            // reserved peak since the last ResetPeak()
   int64_t allocated_peak_bytes = 0;  // allocated peak since the last ResetPeak()
-  int64_t total_bytes = 0;       // device memory (cudaMemGetInfo total)
-  int64_t free_bytes = 0;        // free on the device (cudaMemGetInfo free)
-  int64_t alloc_retries = 0;     // allocator retries (cache flushed to satisfy a malloc): a near-OOM sign
+  int64_t total_bytes = 0;           // device memory (cudaMemGetInfo total)
+  int64_t free_bytes = 0;            // free on the device (cudaMemGetInfo free)
+  int64_t alloc_retries = 0;         // allocator retries (cache flushed to satisfy a malloc): a near-OOM sign
 };
 
 class GpuMemorySource {

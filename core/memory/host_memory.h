@@ -21,13 +21,13 @@
 namespace headroom::memory {
 
 struct HostMemorySample {
-  int64_t working_set_bytes = 0;    // the guarded number: usage - inactive file (or RSS)
-  int64_t usage_bytes = 0;          // cgroup usage incl. page cache (or RSS)
+  int64_t working_set_bytes = 0;  // the guarded number: usage - inactive file (or RSS)
+  int64_t usage_bytes = 0;        // cgroup usage incl. page cache (or RSS)
   int64_t inactive_file_bytes = 0;
-  int64_t limit_bytes = 0;          // 0 = none known
-  int64_t peak_bytes = 0;           // kernel peak counter since the last ResetPeak(), or VmHWM; 0 = unknown
-  int64_t oom_kill_count = 0;       // OOM kills in this cgroup so far
-  std::string source;               // "cgroup-v2", "cgroup-v1" or "proc"
+  int64_t limit_bytes = 0;     // 0 = none known
+  int64_t peak_bytes = 0;      // kernel peak counter since the last ResetPeak(), or VmHWM; 0 = unknown
+  int64_t oom_kill_count = 0;  // OOM kills in this cgroup so far
+  std::string source;          // "cgroup-v2", "cgroup-v1" or "proc"
 };
 
 // /proc fallback: VmRSS/VmHWM of <root>/proc/self/status, MemTotal/MemAvailable of

@@ -49,7 +49,7 @@ inline constexpr char kWorkerRolloutSeconds[] = "headroom_worker_rollout_seconds
 inline constexpr char kWorkerUpdateSeconds[] = "headroom_worker_update_seconds";
 inline constexpr char kWorkerWorldSize[] = "headroom_worker_world_size";
 inline constexpr char kWorkerMicroBatchSize[] = "headroom_worker_micro_batch_size";
-inline constexpr char kWorkerGuardAction[] = "headroom_worker_guard_action";  // 1, labelled {action}
+inline constexpr char kWorkerGuardAction[] = "headroom_worker_guard_action";               // 1, labelled {action}
 inline constexpr char kWorkerOomThresholdSteps[] = "headroom_worker_oom_threshold_steps";  // {resource}
 inline constexpr char kWorkerCheckpointBytes[] = "headroom_worker_checkpoint_bytes";
 inline constexpr char kWorkerCheckpointSeconds[] = "headroom_worker_checkpoint_seconds";
@@ -65,10 +65,10 @@ inline constexpr char kWorkerHeldoutProblemsBefore[] = "headroom_worker_heldout_
 inline constexpr const char* kOperatorReconcileTotal = "headroom_operator_reconcile_total";  // {result}
 inline constexpr const char* kOperatorReconcileDurationSeconds = "headroom_operator_reconcile_duration_seconds";
 inline constexpr const char* kOperatorGuardActionsTotal = "headroom_operator_guard_actions_total";  // {action,reason}
-inline constexpr const char* kOperatorJobs = "headroom_operator_jobs";  // {phase}
+inline constexpr const char* kOperatorJobs = "headroom_operator_jobs";                              // {phase}
 // Beyond docs/design.md's list (added, not renamed): the work queue as client-go exports it.
-inline constexpr const char* kOperatorWorkqueueDepth = "headroom_operator_workqueue_depth";  // {name}
-inline constexpr const char* kOperatorWorkqueueWaiting = "headroom_operator_workqueue_waiting";  // {name}
+inline constexpr const char* kOperatorWorkqueueDepth = "headroom_operator_workqueue_depth";            // {name}
+inline constexpr const char* kOperatorWorkqueueWaiting = "headroom_operator_workqueue_waiting";        // {name}
 inline constexpr const char* kOperatorWorkqueueProcessing = "headroom_operator_workqueue_processing";  // {name}
 
 // --- labels -------------------------------------------------------------------------

@@ -9,9 +9,18 @@ namespace headroom::metrics {
 namespace {
 
 bool ParseValue(const std::string& text, double* out) {
-  if (text == "NaN") { *out = std::nan(""); return true; }
-  if (text == "+Inf" || text == "Inf") { *out = INFINITY; return true; }
-  if (text == "-Inf") { *out = -INFINITY; return true; }
+  if (text == "NaN") {
+    *out = std::nan("");
+    return true;
+  }
+  if (text == "+Inf" || text == "Inf") {
+    *out = INFINITY;
+    return true;
+  }
+  if (text == "-Inf") {
+    *out = -INFINITY;
+    return true;
+  }
   char* end = nullptr;
   *out = std::strtod(text.c_str(), &end);
   return end != text.c_str() && *end == '\0';
@@ -23,7 +32,10 @@ bool ParseLabels(const std::string& line, size_t* pos, std::map<std::string, std
   for (;;) {
     while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
     if (i >= line.size()) return false;
-    if (line[i] == '}') { *pos = i + 1; return true; }
+    if (line[i] == '}') {
+      *pos = i + 1;
+      return true;
+    }
     size_t eq = line.find('=', i);
     if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') return false;
     std::string key = line.substr(i, eq - i);

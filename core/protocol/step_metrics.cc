@@ -12,10 +12,15 @@ namespace {
 namespace m = headroom::metrics;
 
 // A row for StepRecord::MEMBER under series NAME (optionally one RESOURCE of a family).
-#define HEADROOM_STEP_METRIC(MEMBER, NAME, HELP, RESOURCE, CADENCE)                            \
-  StepMetric {                                                                                   \
-    #MEMBER, NAME, HELP, RESOURCE, [](const StepRecord& r) { return static_cast<double>(r.MEMBER); }, \
-        [](StepRecord& r, double v) { r.MEMBER = static_cast<decltype(r.MEMBER)>(v); }, CADENCE \
+#define HEADROOM_STEP_METRIC(MEMBER, NAME, HELP, RESOURCE, CADENCE)                                                          \
+  StepMetric {                                                                                                               \
+#MEMBER, NAME, HELP, RESOURCE,                                                                                           \
+        [](const StepRecord&                                                                                                 \
+               r) { return static_cast<double>(r.MEMBER); },                                                                 \
+                                                          [](StepRecord & r,                                                 \
+                                                             double                                                          \
+                                                                 v) { r.MEMBER = static_cast<decltype(r.MEMBER)>(v); },      \
+                                                                                                                     CADENCE \
   }
 
 std::vector<StepMetric> MakeStepMetrics() {
@@ -40,8 +45,8 @@ std::vector<StepMetric> MakeStepMetrics() {
                            nullptr, kEvery),
       HEADROOM_STEP_METRIC(host_limit_bytes, m::kWorkerHostMemoryLimitBytes, "Host memory limit guarded", nullptr,
                            kEvery),
-      HEADROOM_STEP_METRIC(gpu_allocated_bytes, m::kWorkerGpuMemoryAllocatedBytes,
-                           "CUDA caching allocator: allocated", nullptr, kEvery),
+      HEADROOM_STEP_METRIC(gpu_allocated_bytes, m::kWorkerGpuMemoryAllocatedBytes, "CUDA caching allocator: allocated",
+                           nullptr, kEvery),
       HEADROOM_STEP_METRIC(gpu_reserved_bytes, m::kWorkerGpuMemoryReservedBytes, "CUDA caching allocator: reserved",
                            nullptr, kEvery),
       HEADROOM_STEP_METRIC(gpu_peak_bytes, m::kWorkerGpuMemoryPeakBytes,
@@ -53,13 +58,12 @@ std::vector<StepMetric> MakeStepMetrics() {
       HEADROOM_STEP_METRIC(tokens, m::kWorkerStepTokens, "Padded tokens the step processed", nullptr, kEvery),
       HEADROOM_STEP_METRIC(next_step_tokens, m::kWorkerNextStepTokens, "Padded tokens the next step will process",
                            nullptr, kEvery),
-      HEADROOM_STEP_METRIC(generated_tokens, m::kWorkerGeneratedTokens, "Response tokens sampled in the step",
-                           nullptr, kEvery),
-      HEADROOM_STEP_METRIC(step_seconds, m::kWorkerStepSeconds, "Wall time of the last step", nullptr, kEvery),
-      HEADROOM_STEP_METRIC(tokens_per_second, m::kWorkerTokensPerSecond, "Tokens per second of the last step",
-                           nullptr, kEvery),
-      HEADROOM_STEP_METRIC(rollout_seconds, m::kWorkerRolloutSeconds, "Rollout time of the last step", nullptr,
+      HEADROOM_STEP_METRIC(generated_tokens, m::kWorkerGeneratedTokens, "Response tokens sampled in the step", nullptr,
                            kEvery),
+      HEADROOM_STEP_METRIC(step_seconds, m::kWorkerStepSeconds, "Wall time of the last step", nullptr, kEvery),
+      HEADROOM_STEP_METRIC(tokens_per_second, m::kWorkerTokensPerSecond, "Tokens per second of the last step", nullptr,
+                           kEvery),
+      HEADROOM_STEP_METRIC(rollout_seconds, m::kWorkerRolloutSeconds, "Rollout time of the last step", nullptr, kEvery),
       HEADROOM_STEP_METRIC(update_seconds, m::kWorkerUpdateSeconds, "Update time of the last step", nullptr, kEvery),
       HEADROOM_STEP_METRIC(world_size, m::kWorkerWorldSize, "Ranks training together", nullptr, kEvery),
       HEADROOM_STEP_METRIC(micro_batch_size, m::kWorkerMicroBatchSize, "Sequences per micro-batch", nullptr, kEvery),
@@ -100,8 +104,7 @@ std::vector<StepMetric> MakeStepMetrics() {
                            "measured)",
                            nullptr, kStarting),
       HEADROOM_STEP_METRIC(heldout_problems_before, m::kWorkerHeldoutProblemsBefore,
-                           "Held-out problems the starting model was scored on (0 = not measured)", nullptr,
-                           kStarting),
+                           "Held-out problems the starting model was scored on (0 = not measured)", nullptr, kStarting),
   };
 }
 
@@ -109,8 +112,7 @@ std::vector<StepMetric> MakeStepMetrics() {
 
 // The series' value as the row reads it: the first sample of that name (and resource),
 // when finite.
-std::optional<double> Find(const std::vector<metrics::MetricSample>& samples, const char* name,
-                           const char* resource) {
+std::optional<double> Find(const std::vector<metrics::MetricSample>& samples, const char* name, const char* resource) {
   for (const metrics::MetricSample& s : samples) {
     if (s.name != name) continue;
     const auto label = s.labels.find(m::kLabelResource);
@@ -133,12 +135,9 @@ const metrics::MetricSample* First(const std::vector<metrics::MetricSample>& sam
 
 bool CarriesMetric(const StepMetric& row, const StepRecord& record) {
   switch (row.cadence) {
-    case MetricCadence::kEveryStep:
-      return true;
-    case MetricCadence::kHeldOutEvaluation:
-      return record.heldout_problems > 0;
-    case MetricCadence::kStartingEvaluation:
-      return record.heldout_problems_before > 0;
+    case MetricCadence::kEveryStep: return true;
+    case MetricCadence::kHeldOutEvaluation: return record.heldout_problems > 0;
+    case MetricCadence::kStartingEvaluation: return record.heldout_problems_before > 0;
   }
   return true;
 }

@@ -30,8 +30,8 @@ enum class MetricCadence {
 };
 
 struct StepMetric {
-  const char* key;       // the step log key (step_record.h)
-  const char* name;      // the series (core/metrics/names.h)
+  const char* key;   // the step log key (step_record.h)
+  const char* name;  // the series (core/metrics/names.h)
   const char* help;
   const char* resource;  // the {resource} label value, or nullptr
   double (*get)(const StepRecord&);

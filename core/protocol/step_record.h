@@ -75,13 +75,13 @@ struct HeldOutAnswer {
 inline constexpr int kHeldOutAnswers = 3;  // what a record carries, and the summary shows
 
 struct StepRecord {
-  int64_t step = 0;              // finished steps: the number a checkpoint of this state carries
+  int64_t step = 0;  // finished steps: the number a checkpoint of this state carries
   double reward_mean = 0, exact_fraction = 0, loss = 0, kl = 0, clip_fraction = 0, grad_norm = 0;
   int64_t host_bytes = 0;        // end-of-step working set
   int64_t host_peak_bytes = 0;   // peak during the step
   int64_t host_limit_bytes = 0;  // the limit the worker saw (cgroup or soft limit); 0 = none
   int64_t gpu_allocated_bytes = 0, gpu_reserved_bytes = 0, gpu_peak_bytes = 0;
-  int64_t gpu_total_bytes = 0;   // device capacity: the GPU "limit"; 0 = no GPU
+  int64_t gpu_total_bytes = 0;  // device capacity: the GPU "limit"; 0 = no GPU
   int64_t gpu_alloc_retries = 0;
   int64_t tokens = 0, next_step_tokens = 0, generated_tokens = 0;
   double step_seconds = 0, tokens_per_second = 0, rollout_seconds = 0, update_seconds = 0;

@@ -63,7 +63,7 @@ constexpr const char* kWorkerError = "worker_error";
 std::string WorkerErrorMessage(const std::string& reason) {
   auto json_of = [](const std::string& text) {
     return nlohmann::json{{"error", kWorkerError}, {"message", text}}.dump(-1, ' ', false,
-                                                                          nlohmann::json::error_handler_t::replace);
+                                                                           nlohmann::json::error_handler_t::replace);
   };
   std::string message = json_of(reason);
   if (message.size() <= kMaxTerminationMessageBytes) return message;
@@ -184,8 +184,11 @@ std::string CrashReasonLine(const std::string& output) {
     if (line.empty() || IsLibraryNoise(line) || (line[0] == '{' && ParseStepLogLine(line))) continue;
     Rank rank = kUntagged;
     std::string message = line;
-    for (const auto& [tag, tag_rank] : {std::pair<const char*, Rank>{"[error] ", kError}, {"[critical] ", kError},
-                                        {"[warning] ", kWarning}, {"[info] ", kNever}, {"[debug] ", kNever},
+    for (const auto& [tag, tag_rank] : {std::pair<const char*, Rank>{"[error] ", kError},
+                                        {"[critical] ", kError},
+                                        {"[warning] ", kWarning},
+                                        {"[info] ", kNever},
+                                        {"[debug] ", kNever},
                                         {"[trace] ", kNever}}) {
       if (size_t at = line.find(tag); at != std::string::npos) {
         rank = tag_rank;

@@ -60,8 +60,8 @@ std::optional<int64_t> CheckpointedStep(int exit_code, const std::string& messag
 // JSON: {"error":"gpu_oom","device":"cuda:0","step":7,"allocated_bytes":...,
 //        "reserved_bytes":...,"requested_bytes":...,"total_bytes":...,"message":"..."}
 struct GpuOomReport {
-  std::string device;           // "cuda:0"
-  int64_t step = 0;             // the step that ran out (1-based: the step being computed)
+  std::string device;  // "cuda:0"
+  int64_t step = 0;    // the step that ran out (1-based: the step being computed)
   int64_t allocated_bytes = 0;
   int64_t reserved_bytes = 0;
   int64_t requested_bytes = 0;  // 0 = unknown

@@ -33,8 +33,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::optional<std::string> ClosestName(const std::string& word,
-                                       const std::vector<std::string>& candidates) {
+std::optional<std::string> ClosestName(const std::string& word, const std::vector<std::string>& candidates) {
   if (word.size() > 64) return std::nullopt;  // nobody misspells a field that long
   const std::string lower = Lower(word);
   for (const std::string& c : candidates) {

@@ -163,8 +163,8 @@ bool IsScalar(const ordered_json& v) { return !v.is_structured(); }
 
 // Words YAML 1.1 (kubectl's reader) types as booleans.
 bool IsYaml11Bool(const std::string& s) {
-  for (const char* w : {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-                        "OFF"}) {
+  for (const char* w :
+       {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"}) {
     if (s == w) return true;
   }
   return false;

@@ -63,8 +63,8 @@ DocumentNode ResolvePlainScalar(const std::string& value) {
     node.kind = Kind::kNull;
     return node;
   }
-  if (value == "true" || value == "True" || value == "TRUE" || value == "false" ||
-      value == "False" || value == "FALSE") {
+  if (value == "true" || value == "True" || value == "TRUE" || value == "false" || value == "False" ||
+      value == "FALSE") {
     node.kind = Kind::kBool;
     node.bool_value = value[0] == 't' || value[0] == 'T';
     return node;
@@ -152,8 +152,8 @@ class TreeBuilder : public YAML::EventHandler {
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     if (anchor >= anchors_.size() || !anchors_[anchor].has_value()) {
-      throw LoadAbort{{"", "malformed YAML: alias to an anchor that is not complete here", mark.line + 1,
-                       mark.column + 1}};
+      throw LoadAbort{
+          {"", "malformed YAML: alias to an anchor that is not complete here", mark.line + 1, mark.column + 1}};
     }
     DocumentNode copy = *anchors_[anchor];
     Count(CountNodes(copy) - 1, mark);
@@ -164,8 +164,8 @@ class TreeBuilder : public YAML::EventHandler {
                 const std::string& value) override {
     if (!utf8::IsValid(value)) {
       const bool is_key = !stack_.empty() && stack_.back().node.kind == Kind::kMap && !stack_.back().has_key;
-      errors_->push_back({is_key ? ChildPath(stack_.back().path, value) : NextChildPath(),
-                          "not valid UTF-8", mark.line + 1, mark.column + 1});
+      errors_->push_back({is_key ? ChildPath(stack_.back().path, value) : NextChildPath(), "not valid UTF-8",
+                          mark.line + 1, mark.column + 1});
     }
     DocumentNode node;
     if (tag == "?" || (tag != "!" && tag != "tag:yaml.org,2002:str")) {
@@ -209,8 +209,9 @@ class TreeBuilder : public YAML::EventHandler {
   void Count(int64_t n, const YAML::Mark& mark) {
     nodes_ += n + 1;
     if (nodes_ > kMaxDocumentNodes) {
-      throw LoadAbort{{"", "document too large: more than " + std::to_string(kMaxDocumentNodes) +
-                               " nodes (aliases count each time they are used)",
+      throw LoadAbort{{"",
+                       "document too large: more than " + std::to_string(kMaxDocumentNodes) +
+                           " nodes (aliases count each time they are used)",
                        mark.line + 1, mark.column + 1}};
     }
   }
@@ -224,8 +225,8 @@ class TreeBuilder : public YAML::EventHandler {
 
   void Open(Kind kind, const YAML::Mark& mark, YAML::anchor_t anchor) {
     if (static_cast<int>(stack_.size()) >= kMaxDocumentDepth) {
-      throw LoadAbort{{"", "document nested deeper than " + std::to_string(kMaxDocumentDepth) +
-                               " levels", mark.line + 1, mark.column + 1}};
+      throw LoadAbort{{"", "document nested deeper than " + std::to_string(kMaxDocumentDepth) + " levels",
+                       mark.line + 1, mark.column + 1}};
     }
     Count(0, mark);
     Frame frame;
@@ -259,8 +260,7 @@ class TreeBuilder : public YAML::EventHandler {
     }
     if (!top.has_key) {
       if (node.kind == Kind::kMap || node.kind == Kind::kList) {
-        errors_->push_back({top.path, "map keys must be strings, got a " +
-                                          std::string(DocumentKindName(node.kind)),
+        errors_->push_back({top.path, "map keys must be strings, got a " + std::string(DocumentKindName(node.kind)),
                             node.line, node.column});
       }
       top.has_key = true;
@@ -291,9 +291,7 @@ void ConvertJson(const nlohmann::json& value, DocumentNode& out, int depth, int6
   }
   switch (value.type()) {
     case nlohmann::json::value_t::null:
-    case nlohmann::json::value_t::discarded:
-      out.kind = Kind::kNull;
-      break;
+    case nlohmann::json::value_t::discarded: out.kind = Kind::kNull; break;
     case nlohmann::json::value_t::boolean:
       out.kind = Kind::kBool;
       out.bool_value = value.get<bool>();
@@ -377,10 +375,8 @@ std::string DescribeNode(const DocumentNode& node) {
     }
     case Kind::kBool:
     case Kind::kInt:
-    case Kind::kFloat:
-      return kind + " " + node.text;
-    default:
-      return kind;
+    case Kind::kFloat: return kind + " " + node.text;
+    default: return kind;
   }
 }
 
@@ -388,9 +384,7 @@ std::string ChildPath(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
-std::string IndexPath(const std::string& parent, size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
-}
+std::string IndexPath(const std::string& parent, size_t index) { return parent + "[" + std::to_string(index) + "]"; }
 
 DocumentLoad LoadYamlDocument(const std::string& text) {
   DocumentLoad load;
@@ -425,8 +419,9 @@ DocumentLoad LoadYamlDocument(const std::string& text) {
     return load;
   }
   if (docs.size() > 1) {
-    load.errors.push_back({"", "expected one YAML document, found " + std::to_string(docs.size()) +
-                                   " (the second starts at line " + std::to_string(docs[1].line) + ")",
+    load.errors.push_back({"",
+                           "expected one YAML document, found " + std::to_string(docs.size()) +
+                               " (the second starts at line " + std::to_string(docs[1].line) + ")",
                            docs[1].line, 0});
     return load;
   }

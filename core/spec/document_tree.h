@@ -35,13 +35,13 @@ struct DocumentNode {
 
   Kind kind = Kind::kNull;
   bool bool_value = false;
-  int64_t int_value = 0;      // kInt, when int_fits
-  bool int_fits = true;       // kInt: false when the integer is beyond int64
-  double float_value = 0;     // kFloat; kInt as a double
-  std::string text;           // scalars as written (kString: the string itself)
+  int64_t int_value = 0;                // kInt, when int_fits
+  bool int_fits = true;                 // kInt: false when the integer is beyond int64
+  double float_value = 0;               // kFloat; kInt as a double
+  std::string text;                     // scalars as written (kString: the string itself)
   std::vector<DocumentMember> members;  // kMap, in document order
-  std::vector<DocumentNode> items;                            // kList
-  int line = 0;               // 1-based; 0 when unknown (JSON objects)
+  std::vector<DocumentNode> items;      // kList
+  int line = 0;                         // 1-based; 0 when unknown (JSON objects)
   int column = 0;
 
   // The member named `key`, or nullptr (also when this is not a map).

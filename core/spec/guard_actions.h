@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#define HEADROOM_GUARD_ACTIONS(X)            \
-  X(kRestart, "restart")                     \
-  X(kReshard, "reshard")                     \
-  X(kShrinkMicroBatch, "shrinkMicroBatch")   \
-  X(kDisableOffload, "disableOffload")       \
+#define HEADROOM_GUARD_ACTIONS(X)          \
+  X(kRestart, "restart")                   \
+  X(kReshard, "reshard")                   \
+  X(kShrinkMicroBatch, "shrinkMicroBatch") \
+  X(kDisableOffload, "disableOffload")     \
   X(kEnableOffload, "enableOffload")
 
 // For the enums: `HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR)`.
@@ -26,8 +26,8 @@ namespace headroom::spec {
 
 // Guard actions, in the order a spec lists them (that order is the escalation order).
 enum class GuardAction { HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR) };
-const char* GuardActionName(GuardAction a);                 // "restart", "reshard", ...
+const char* GuardActionName(GuardAction a);  // "restart", "reshard", ...
 std::optional<GuardAction> GuardActionFromName(const std::string& name);
-std::vector<std::string> GuardActionNames();                // every action, in enum order
+std::vector<std::string> GuardActionNames();  // every action, in enum order
 
 }  // namespace headroom::spec

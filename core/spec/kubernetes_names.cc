@@ -9,8 +9,7 @@ bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '
 bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 
 std::string TooLong(size_t max, size_t got) {
-  return "must be no more than " + std::to_string(max) + " characters, got " +
-         std::to_string(got);
+  return "must be no more than " + std::to_string(max) + " characters, got " + std::to_string(got);
 }
 
 // Shared by labels and subdomain parts: [a-z0-9]([-a-z0-9]*[a-z0-9])?, without length.
@@ -22,8 +21,7 @@ bool MatchesLabelCharacters(const std::string& v) {
 // [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?
 bool MatchesQualifiedNamePart(const std::string& v) {
   if (v.empty() || !IsAlnum(v.front()) || !IsAlnum(v.back())) return false;
-  return std::all_of(v.begin(), v.end(),
-                     [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
+  return std::all_of(v.begin(), v.end(), [](char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 }  // namespace
@@ -32,7 +30,8 @@ std::string CheckDns1123Label(const std::string& value) {
   if (value.size() > kDns1123LabelMaxLength) return TooLong(kDns1123LabelMaxLength, value.size());
   if (!MatchesLabelCharacters(value)) {
     return "must be a DNS-1123 label: lower case letters, digits and '-', starting and "
-           "ending with a letter or digit (like \"my-job\"), got \"" + value + "\"";
+           "ending with a letter or digit (like \"my-job\"), got \"" +
+           value + "\"";
   }
   return "";
 }
@@ -56,7 +55,8 @@ std::string CheckDns1123Subdomain(const std::string& value) {
     const std::string part = value.substr(start, dot == std::string::npos ? dot : dot - start);
     if (!MatchesLabelCharacters(part)) {
       return "must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', each "
-             "part starting and ending with a letter or digit, got \"" + value + "\"";
+             "part starting and ending with a letter or digit, got \"" +
+             value + "\"";
     }
     if (dot == std::string::npos) return "";
     start = dot + 1;
@@ -78,7 +78,8 @@ std::string CheckQualifiedName(const std::string& value) {
   }
   if (!MatchesQualifiedNamePart(name)) {
     return "key must be [prefix/]name with name of letters, digits, '-', '_' and '.', "
-           "starting and ending with a letter or digit, got \"" + value + "\"";
+           "starting and ending with a letter or digit, got \"" +
+           value + "\"";
   }
   return "";
 }
@@ -88,7 +89,8 @@ std::string CheckLabelValue(const std::string& value) {
   if (value.size() > kDns1123LabelMaxLength) return TooLong(kDns1123LabelMaxLength, value.size());
   if (!MatchesQualifiedNamePart(value)) {
     return "label value must be letters, digits, '-', '_' and '.', starting and ending with "
-           "a letter or digit, got \"" + value + "\"";
+           "a letter or digit, got \"" +
+           value + "\"";
   }
   return "";
 }

@@ -18,10 +18,18 @@ namespace headroom::spec {
 using nlohmann::json;
 
 std::vector<std::string> OperatorOwnedEnvNames() {
-  return {protocol::kRankEnv,           protocol::kWorldSizeEnv,        protocol::kLocalRankEnv,
-          protocol::kMasterAddrEnv,     protocol::kMasterPortEnv,       protocol::kTerminationLogEnv,
-          protocol::kGuardHistoryEnv,   protocol::kMemoryLimitEnv,      protocol::kJobNameEnv,
-          protocol::kGenerationEnv,     kPodNameEnv,                    kPodNamespaceEnv};
+  return {protocol::kRankEnv,
+          protocol::kWorldSizeEnv,
+          protocol::kLocalRankEnv,
+          protocol::kMasterAddrEnv,
+          protocol::kMasterPortEnv,
+          protocol::kTerminationLogEnv,
+          protocol::kGuardHistoryEnv,
+          protocol::kMemoryLimitEnv,
+          protocol::kJobNameEnv,
+          protocol::kGenerationEnv,
+          kPodNameEnv,
+          kPodNamespaceEnv};
 }
 
 std::vector<std::string> OperatorOwnedAnnotations() {
@@ -41,21 +49,20 @@ std::vector<std::pair<const char*, const std::string*>> PodTemplate::NamedString
 }
 
 bool PodTemplate::empty() const {
-  return labels.empty() && annotations.empty() && node_selector.empty() && affinity.empty() &&
-         tolerations.empty() && priority_class_name.empty() && scheduler_name.empty() &&
-         runtime_class_name.empty() && service_account_name.empty() && image_pull_secrets.empty() &&
-         volumes.empty() && security_context.empty() && worker.empty();
+  return labels.empty() && annotations.empty() && node_selector.empty() && affinity.empty() && tolerations.empty() &&
+         priority_class_name.empty() && scheduler_name.empty() && runtime_class_name.empty() &&
+         service_account_name.empty() && image_pull_secrets.empty() && volumes.empty() && security_context.empty() &&
+         worker.empty();
 }
 
 namespace {
 
 // The operator's volumes and where the worker mounts them (children.cc builds them).
 const std::vector<std::pair<std::string, std::string>>& OperatorMounts() {
-  static const std::vector<std::pair<std::string, std::string>> mounts = {
-      {kSpecVolumeName, kSpecMountDir},
-      {kCheckpointVolumeName, kCheckpointMountDir},
-      {kShmVolumeName, kShmMountDir},
-      {kTmpVolumeName, kTmpMountDir}};
+  static const std::vector<std::pair<std::string, std::string>> mounts = {{kSpecVolumeName, kSpecMountDir},
+                                                                          {kCheckpointVolumeName, kCheckpointMountDir},
+                                                                          {kShmVolumeName, kShmMountDir},
+                                                                          {kTmpVolumeName, kTmpMountDir}};
   return mounts;
 }
 
@@ -154,14 +161,14 @@ void CheckTolerations(TemplateChecker& c, const json& tolerations, const std::st
 
 // The guarantees the worker pod runs under: non-root, no privilege, a read-only root.
 void CheckSecurityContext(TemplateChecker& c, const json& sc, const std::string& path, bool container) {
-  std::vector<std::string> known = {"runAsUser", "runAsGroup", "runAsNonRoot", "seLinuxOptions",
+  std::vector<std::string> known = {"runAsUser",      "runAsGroup",      "runAsNonRoot",  "seLinuxOptions",
                                     "seccompProfile", "appArmorProfile", "windowsOptions"};
   if (container) {
-    known.insert(known.end(), {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem",
-                               "capabilities", "procMount"});
+    known.insert(known.end(),
+                 {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem", "capabilities", "procMount"});
   } else {
-    known.insert(known.end(), {"fsGroup", "fsGroupChangePolicy", "supplementalGroups",
-                               "supplementalGroupsPolicy", "sysctls"});
+    known.insert(known.end(),
+                 {"fsGroup", "fsGroupChangePolicy", "supplementalGroups", "supplementalGroupsPolicy", "sysctls"});
   }
   if (sc.empty() || !c.Fields(sc, path, known)) return;
   auto refuse = [&](const char* field, const json& bad, const std::string& why) {
@@ -216,8 +223,9 @@ void CheckVolumeMounts(TemplateChecker& c, const json& mounts, const std::set<st
   for (size_t i = 0; i < mounts.size(); ++i) {
     const std::string at = IndexPath(path, i);
     const json& m = mounts[i];
-    if (!c.Fields(m, at, {"name", "mountPath", "readOnly", "subPath", "subPathExpr", "mountPropagation",
-                          "recursiveReadOnly"})) {
+    if (!c.Fields(
+            m, at,
+            {"name", "mountPath", "readOnly", "subPath", "subPathExpr", "mountPropagation", "recursiveReadOnly"})) {
       continue;
     }
     const std::string name = c.Text(m, "name", at);

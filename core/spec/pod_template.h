@@ -78,19 +78,19 @@ struct WorkerContainerTemplate {
 };
 
 struct PodTemplate {
-  std::map<std::string, std::string> labels;       // metadata.labels
-  std::map<std::string, std::string> annotations;  // metadata.annotations
-  std::map<std::string, std::string> node_selector;          // "nodeSelector"
-  nlohmann::json affinity = nlohmann::json::object();        // Affinity; {} = none
-  nlohmann::json tolerations = nlohmann::json::array();      // [Toleration], after the operator's GPU one
-  std::string priority_class_name;                           // "priorityClassName"
-  std::string scheduler_name;                                // "schedulerName"
-  std::string runtime_class_name;                            // "runtimeClassName"
-  std::string service_account_name;                          // "serviceAccountName"
-  std::vector<std::string> image_pull_secrets;               // "imagePullSecrets": [{name}]
-  nlohmann::json volumes = nlohmann::json::array();          // [Volume], beside the operator's
+  std::map<std::string, std::string> labels;                   // metadata.labels
+  std::map<std::string, std::string> annotations;              // metadata.annotations
+  std::map<std::string, std::string> node_selector;            // "nodeSelector"
+  nlohmann::json affinity = nlohmann::json::object();          // Affinity; {} = none
+  nlohmann::json tolerations = nlohmann::json::array();        // [Toleration], after the operator's GPU one
+  std::string priority_class_name;                             // "priorityClassName"
+  std::string scheduler_name;                                  // "schedulerName"
+  std::string runtime_class_name;                              // "runtimeClassName"
+  std::string service_account_name;                            // "serviceAccountName"
+  std::vector<std::string> image_pull_secrets;                 // "imagePullSecrets": [{name}]
+  nlohmann::json volumes = nlohmann::json::array();            // [Volume], beside the operator's
   nlohmann::json security_context = nlohmann::json::object();  // the pod's "securityContext"
-  WorkerContainerTemplate worker;                            // spec.containers[0]
+  WorkerContainerTemplate worker;                              // spec.containers[0]
   bool empty() const;
   // The single-valued string fields by their YAML names (priorityClassName, ...).
   std::vector<std::pair<const char*, const std::string*>> NamedStrings() const;

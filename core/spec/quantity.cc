@@ -23,16 +23,18 @@ struct Suffix {
 };
 
 std::optional<Suffix> DecimalOrBinarySuffix(std::string_view s) {
-  static constexpr struct { const char* name; int decimal; int binary; } kTable[] = {
-      {"", 0, 0},     {"n", -9, 0},   {"u", -6, 0},   {"m", -3, 0},   {"k", 3, 0},
-      {"M", 6, 0},    {"G", 9, 0},    {"T", 12, 0},   {"P", 15, 0},   {"E", 18, 0},
-      {"Ki", 0, 10},  {"Mi", 0, 20},  {"Gi", 0, 30},  {"Ti", 0, 40},  {"Pi", 0, 50},
-      {"Ei", 0, 60},
+  static constexpr struct {
+    const char* name;
+    int decimal;
+    int binary;
+  } kTable[] = {
+      {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
+      {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+      {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
   };
   for (const auto& e : kTable) {
     if (s == e.name) {
-      return Suffix{e.binary != 0 ? QuantityFormat::kBinarySI : QuantityFormat::kDecimalSI,
-                    e.decimal, e.binary};
+      return Suffix{e.binary != 0 ? QuantityFormat::kBinarySI : QuantityFormat::kDecimalSI, e.decimal, e.binary};
     }
   }
   return std::nullopt;
@@ -120,8 +122,8 @@ std::optional<Quantity> Quantity::Parse(std::string_view text, std::string* erro
   const size_t first_nonzero = digits.find_first_not_of('0');
   if (first_nonzero == std::string::npos) return q;  // zero: digits_ stays empty
   digits.erase(0, first_nonzero);
-  int64_t exponent = std::clamp(suffix->decimal_exponent, -kExponentClamp, kExponentClamp) -
-                     static_cast<int64_t>(frac_part.size());
+  int64_t exponent =
+      std::clamp(suffix->decimal_exponent, -kExponentClamp, kExponentClamp) - static_cast<int64_t>(frac_part.size());
   while (digits.back() == '0') {
     digits.pop_back();
     ++exponent;

@@ -17,13 +17,11 @@ std::string SampleDigits(int digits, int offset) {
 
 std::vector<std::string> TaskNames() { return {"addition", "reverse", "sort"}; }
 
-bool IsKnownTask(const std::string& name) {
-  return name == "addition" || name == "reverse" || name == "sort";
-}
+bool IsKnownTask(const std::string& name) { return name == "addition" || name == "reverse" || name == "sort"; }
 
 int PromptTokens(const std::string& name, int digits) {
   if (digits < 1) return 0;
-  if (name == "addition") return kBos + digits + 1 + digits + 1;  // A + B =
+  if (name == "addition") return kBos + digits + 1 + digits + 1;      // A + B =
   if (name == "reverse" || name == "sort") return kBos + digits + 1;  // D >
   return 0;
 }

@@ -54,24 +54,24 @@ struct SpecError {
 };
 
 struct ObjectMeta {
-  std::string name;                       // DNS-1123 label
-  std::string namespace_;                 // "namespace"; empty = default
+  std::string name;        // DNS-1123 label
+  std::string namespace_;  // "namespace"; empty = default
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   // Server-populated; kept so the operator can read objects from the API server.
   std::string uid;
-  std::string resource_version;           // "resourceVersion"
+  std::string resource_version;  // "resourceVersion"
   int64_t generation = 0;
-  std::string creation_timestamp;         // "creationTimestamp"
-  std::string deletion_timestamp;         // "deletionTimestamp"
+  std::string creation_timestamp;  // "creationTimestamp"
+  std::string deletion_timestamp;  // "deletionTimestamp"
   bool operator==(const ObjectMeta&) const = default;
 };
 
 struct Resources {
-  std::string cpu = "2";            // Kubernetes quantity as written
-  int64_t cpu_millis = 2000;        // parsed
-  std::string memory = "4Gi";       // quantity as written; the limit the guard protects
-  int64_t memory_bytes = 4LL << 30; // parsed
+  std::string cpu = "2";             // Kubernetes quantity as written
+  int64_t cpu_millis = 2000;         // parsed
+  std::string memory = "4Gi";        // quantity as written; the limit the guard protects
+  int64_t memory_bytes = 4LL << 30;  // parsed
   int gpus = 0;
   bool operator==(const Resources&) const = default;
 };
@@ -81,53 +81,53 @@ struct Resources {
 // The endpoint defaults to HF_ENDPOINT, else https://huggingface.co; the token comes
 // only from the environment (HF_TOKEN), never from the spec.
 struct HubModelSpec {
-  std::string repo;                 // "org/name"; empty: no hub model
-  std::string revision = "main";    // a branch, tag or commit
-  std::string endpoint;             // "" = HF_ENDPOINT, else https://huggingface.co
+  std::string repo;               // "org/name"; empty: no hub model
+  std::string revision = "main";  // a branch, tag or commit
+  std::string endpoint;           // "" = HF_ENDPOINT, else https://huggingface.co
   bool operator==(const HubModelSpec&) const = default;
 };
 
 struct ModelSpec {
-  std::string preset = "tiny";      // tiny | small | base | "" (explicit dims)
+  std::string preset = "tiny";  // tiny | small | base | "" (explicit dims)
   // Explicit dims; 0 means "from the preset". Filled from the preset by ApplyDefaults.
   int layers = 0;
   int hidden = 0;
   int heads = 0;
-  int ffn_hidden = 0;               // "ffnHidden"; default 4*hidden
-  int max_seq_len = 0;              // "maxSeqLen"; default maxPromptLength+maxResponseLength
-  std::string init = "random";      // random | checkpoint
-  std::string init_checkpoint;      // "initCheckpoint": a checkpoint dir when init=checkpoint
-  uint64_t seed = 0;                // weight-init seed; default task.seed
+  int ffn_hidden = 0;           // "ffnHidden"; default 4*hidden
+  int max_seq_len = 0;          // "maxSeqLen"; default maxPromptLength+maxResponseLength
+  std::string init = "random";  // random | checkpoint
+  std::string init_checkpoint;  // "initCheckpoint": a checkpoint dir when init=checkpoint
+  uint64_t seed = 0;            // weight-init seed; default task.seed
   // A Hugging Face model directory (config.json, safetensors, tokenizer files) to
   // fine-tune; when set, the architecture and weights come from it, not the preset.
   std::string path;
-  HubModelSpec hub;                 // exclusive with path
+  HubModelSpec hub;  // exclusive with path
   bool operator==(const ModelSpec&) const = default;
 };
 
 // A text task's problems: a JSON Lines file, one object per problem.
 struct DatasetSpec {
-  std::string path;                   // a .jsonl file; non-empty makes the job a text task
+  std::string path;                     // a .jsonl file; non-empty makes the job a text task
   std::string prompt_key = "question";  // "promptKey": the field holding the problem
   std::string answer_key = "answer";    // "answerKey": the field holding the reference answer
-  std::string held_out;               // "heldOut": a .jsonl file of evaluation problems; "" = none
+  std::string held_out;                 // "heldOut": a .jsonl file of evaluation problems; "" = none
   bool operator==(const DatasetSpec&) const = default;
 };
 
 // How a problem becomes the model's prompt (worker/tasks/chat_prompt.h).
 struct PromptSpec {
-  std::string format = "chatml";      // chatml | llama3 | template
-  std::string system;                 // the system message; "" = none
-  std::string template_text;          // "template": the whole prompt, with {system} and {prompt}
-                                      // (core/spec/prompt_template.h); only with format template
+  std::string format = "chatml";  // chatml | llama3 | template
+  std::string system;             // the system message; "" = none
+  std::string template_text;      // "template": the whole prompt, with {system} and {prompt}
+                                  // (core/spec/prompt_template.h); only with format template
   bool operator==(const PromptSpec&) const = default;
 };
 
 // How a response is scored (worker/tasks/text_reward.h).
 struct RewardSpec {
-  std::string name = "gsm8k";         // gsm8k | math | exact
-  double format_weight = 0.0;         // "formatWeight", in [0, 1]: the reward for stating an
-                                      // answer in the expected form, right or wrong
+  std::string name = "gsm8k";  // gsm8k | math | exact
+  double format_weight = 0.0;  // "formatWeight", in [0, 1]: the reward for stating an
+                               // answer in the expected form, right or wrong
   bool operator==(const RewardSpec&) const = default;
 };
 
@@ -135,7 +135,7 @@ struct RewardSpec {
 // (dataset, prompt, reward), for which name and digits are ignored. seed serves both:
 // the generated problems, or the order the dataset is visited in.
 struct TaskSpec {
-  std::string name = "addition";    // addition | reverse | sort
+  std::string name = "addition";  // addition | reverse | sort
   int digits = 3;
   uint64_t seed = 1;
   DatasetSpec dataset;
@@ -148,43 +148,42 @@ struct TaskSpec {
 
 struct GrpoSpec {
   int steps = 200;
-  int prompts_per_step = 32;        // "promptsPerStep": global rollout batch, in prompts
-  int group_size = 8;               // "groupSize"
-  int max_prompt_length = 16;       // "maxPromptLength", tokens
-  int max_response_length = 8;      // "maxResponseLength"
-  int micro_batch_size = 64;        // "microBatchSize": sequences per chunk, per worker
-  int updates_per_step = 1;         // "updatesPerStep"
-  double learning_rate = 3.0e-4;    // "learningRate"
-  double clip_low = 0.2;            // "clipLow"
-  double clip_high = 0.28;          // "clipHigh"
-  double kl_coef = 0.01;            // "klCoef"; 0 = no reference model
+  int prompts_per_step = 32;                    // "promptsPerStep": global rollout batch, in prompts
+  int group_size = 8;                           // "groupSize"
+  int max_prompt_length = 16;                   // "maxPromptLength", tokens
+  int max_response_length = 8;                  // "maxResponseLength"
+  int micro_batch_size = 64;                    // "microBatchSize": sequences per chunk, per worker
+  int updates_per_step = 1;                     // "updatesPerStep"
+  double learning_rate = 3.0e-4;                // "learningRate"
+  double clip_low = 0.2;                        // "clipLow"
+  double clip_high = 0.28;                      // "clipHigh"
+  double kl_coef = 0.01;                        // "klCoef"; 0 = no reference model
   std::string loss_aggregation = "token-mean";  // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
   double temperature = 1.0;
   bool operator==(const GrpoSpec&) const = default;
 };
 
 struct ShardingSpec {
-  int stage = 2;                    // 0 = DDP; 1/2/3 = ZeRO
-  bool offload_params = false;      // "offloadParams"
-  bool offload_optimizer = false;   // "offloadOptimizer"
+  int stage = 2;                   // 0 = DDP; 1/2/3 = ZeRO
+  bool offload_params = false;     // "offloadParams"
+  bool offload_optimizer = false;  // "offloadOptimizer"
   bool operator==(const ShardingSpec&) const = default;
 };
 
 struct CheckpointSpec {
-  int every_steps = 50;             // "everySteps"
+  int every_steps = 50;  // "everySteps"
   int keep = 2;
-  std::string volume;               // a PVC name on Kubernetes
+  std::string volume;  // a PVC name on Kubernetes
   bool operator==(const CheckpointSpec&) const = default;
 };
 
 struct MemoryGuardSpec {
   bool enabled = true;
-  double host_threshold = 0.90;     // "hostThreshold": fraction of the limit, in (0, 1]
-  double gpu_threshold = 0.92;      // "gpuThreshold"
-  int horizon_steps = 2;            // "horizonSteps"
-  int max_restarts = 10;            // "maxRestarts"
-  std::vector<GuardAction> actions = {GuardAction::kRestart, GuardAction::kReshard,
-                                      GuardAction::kShrinkMicroBatch,
+  double host_threshold = 0.90;  // "hostThreshold": fraction of the limit, in (0, 1]
+  double gpu_threshold = 0.92;   // "gpuThreshold"
+  int horizon_steps = 2;         // "horizonSteps"
+  int max_restarts = 10;         // "maxRestarts"
+  std::vector<GuardAction> actions = {GuardAction::kRestart, GuardAction::kReshard, GuardAction::kShrinkMicroBatch,
                                       GuardAction::kDisableOffload};
   bool operator==(const MemoryGuardSpec&) const = default;
 };
@@ -206,9 +205,9 @@ struct DebugSpec {
 
 struct TrainingJobSpec {
   bool suspend = false;
-  int workers = 1;                  // shards (ranks); the scale subresource points here
-  int min_workers = 1;              // "minWorkers"
-  int max_workers = 8;              // "maxWorkers"
+  int workers = 1;      // shards (ranks); the scale subresource points here
+  int min_workers = 1;  // "minWorkers"
+  int max_workers = 8;  // "maxWorkers"
   std::string image = "headroom-worker:0.1.0";
   Resources resources;
   ModelSpec model;
@@ -216,7 +215,7 @@ struct TrainingJobSpec {
   GrpoSpec grpo;
   ShardingSpec sharding;
   CheckpointSpec checkpoint;
-  MemoryGuardSpec memory_guard;     // "memoryGuard"
+  MemoryGuardSpec memory_guard;  // "memoryGuard"
   DebugSpec debug;
   // "template": additions to every worker pod (core/spec/pod_template.h). Not part of the
   // run-definition hash: where a pod runs and what it mounts does not change the run.
@@ -233,7 +232,7 @@ struct TrainingJob {
 };
 
 struct ParseResult {
-  std::optional<TrainingJob> job;   // set only when errors is empty
+  std::optional<TrainingJob> job;  // set only when errors is empty
   std::vector<SpecError> errors;
   bool ok() const { return errors.empty(); }
 };

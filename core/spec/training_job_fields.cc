@@ -292,8 +292,8 @@ std::vector<FieldDef> GrpoFields() {
 std::vector<FieldDef> MemoryGuardFields() {
   return {
       F<&MemoryGuardSpec::enabled>("enabled", "Whether the guard acts. Memory is measured and exported either way."),
-      F<&MemoryGuardSpec::host_threshold>(
-          "hostThreshold", "Fraction of the memory limit, in (0, 1], the host forecast must stay under.")
+      F<&MemoryGuardSpec::host_threshold>("hostThreshold",
+                                          "Fraction of the memory limit, in (0, 1], the host forecast must stay under.")
           .Min(0, true)
           .Max(1),
       F<&MemoryGuardSpec::gpu_threshold>("gpuThreshold",
@@ -385,7 +385,8 @@ std::vector<FieldDef> BuildSpecFields() {
                   "leak (a drill for the guard). 0 is off.")
                   .Min(0),
               Bytes<&DebugSpec::host_jump_bytes>(
-                  "hostJumpBytes", "Host memory the worker allocates once at hostJumpAtStep, a quantity such as 512Mi."),
+                  "hostJumpBytes",
+                  "Host memory the worker allocates once at hostJumpAtStep, a quantity such as 512Mi."),
           }),
       F<&TrainingJobSpec::pod_template>(
           "template",

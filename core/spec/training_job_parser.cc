@@ -49,8 +49,8 @@ class Decoder {
       out = n.int_value;
     } else if (n.kind == Kind::kInt) {
       Error(path, &n, "integer " + n.text + " is out of range");
-    } else if (n.kind == Kind::kFloat && std::isfinite(n.float_value) &&
-               n.float_value == std::floor(n.float_value) && std::fabs(n.float_value) < 9.0e18) {
+    } else if (n.kind == Kind::kFloat && std::isfinite(n.float_value) && n.float_value == std::floor(n.float_value) &&
+               std::fabs(n.float_value) < 9.0e18) {
       out = static_cast<int64_t>(n.float_value);  // 2.0 is an integer, as in JSON
     } else {
       TypeError(path, n, "integer");
@@ -141,8 +141,7 @@ class Decoder {
 // Reads one map's fields by name; Finish() reports every member nobody asked for.
 class MapReader {
  public:
-  MapReader(Decoder& d, const DocumentNode& node, std::string path)
-      : d_(d), node_(node), path_(std::move(path)) {
+  MapReader(Decoder& d, const DocumentNode& node, std::string path) : d_(d), node_(node), path_(std::move(path)) {
     ok_ = node.kind == Kind::kMap;
     if (!ok_) d_.TypeError(path_, node, "map");
     d_.Locate(path_, node);
@@ -250,14 +249,13 @@ void DecodeMetadata(MapReader& r, ObjectMeta& m) {
   r.String("creationTimestamp", m.creation_timestamp);
   r.String("deletionTimestamp", m.deletion_timestamp);
   // Server-managed fields the operator receives and has no use for here.
-  for (const char* tolerated : {"managedFields", "ownerReferences", "finalizers", "generateName",
-                                "selfLink", "deletionGracePeriodSeconds"}) {
+  for (const char* tolerated :
+       {"managedFields", "ownerReferences", "finalizers", "generateName", "selfLink", "deletionGracePeriodSeconds"}) {
     r.Ignore(tolerated);
   }
 }
 
-void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path,
-                   std::vector<GuardAction>& out) {
+void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path, std::vector<GuardAction>& out) {
   if (node.kind != Kind::kList) {
     d.TypeError(path, node, "list of actions");
     return;
@@ -276,16 +274,18 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
     if (!action) {
       std::string expected;
       for (const std::string& n : GuardActionNames()) expected += (expected.empty() ? "" : ", ") + n;
-      d.Error(item_path, &item, "unknown action \"" + name + "\"" + DidYouMean(name, GuardActionNames()) +
-                                    "; expected one of " + expected);
+      d.Error(
+          item_path, &item,
+          "unknown action \"" + name + "\"" + DidYouMean(name, GuardActionNames()) + "; expected one of " + expected);
       continue;
     }
     // Named here, by the index in the document, since items dropped above would shift
     // the indices Validate sees.
     const auto seen = std::find(out.begin(), out.end(), *action);
     if (seen != out.end()) {
-      d.Error(item_path, &item, "duplicate action \"" + name + "\" (already at [" +
-                                    std::to_string(first_index[seen - out.begin()]) + "])");
+      d.Error(
+          item_path, &item,
+          "duplicate action \"" + name + "\" (already at [" + std::to_string(first_index[seen - out.begin()]) + "])");
       continue;
     }
     out.push_back(*action);
@@ -299,16 +299,11 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
 nlohmann::json Tree(Decoder& d, const DocumentNode& n, const std::string& path) {
   d.Locate(path, n);
   switch (n.kind) {
-    case Kind::kNull:
-      return nullptr;
-    case Kind::kBool:
-      return n.bool_value;
-    case Kind::kInt:
-      return n.int_fits ? nlohmann::json(n.int_value) : nlohmann::json(n.float_value);
-    case Kind::kFloat:
-      return n.float_value;
-    case Kind::kString:
-      return n.text;
+    case Kind::kNull: return nullptr;
+    case Kind::kBool: return n.bool_value;
+    case Kind::kInt: return n.int_fits ? nlohmann::json(n.int_value) : nlohmann::json(n.float_value);
+    case Kind::kFloat: return n.float_value;
+    case Kind::kString: return n.text;
     case Kind::kMap: {
       nlohmann::json out = nlohmann::json::object();
       for (const DocumentMember& m : n.members) out[m.key] = Tree(d, m.value, ChildPath(path, m.key));
@@ -374,9 +369,8 @@ void DecodeWorkerContainer(MapReader& r, WorkerContainerTemplate& w) {
     DecodeQuantityMap(resources, "requests", container.requests);
   });
   TreeField(r, "securityContext", Kind::kMap, w.security_context);
-  RefuseOwned(r, {"command", "args", "image", "imagePullPolicy", "ports", "workingDir",
-                           "readinessProbe", "livenessProbe", "startupProbe", "terminationMessagePath",
-                           "terminationMessagePolicy"});
+  RefuseOwned(r, {"command", "args", "image", "imagePullPolicy", "ports", "workingDir", "readinessProbe",
+                  "livenessProbe", "startupProbe", "terminationMessagePath", "terminationMessagePolicy"});
 }
 
 void DecodeContainers(Decoder& d, const DocumentNode& node, const std::string& path, WorkerContainerTemplate& w) {
@@ -391,12 +385,14 @@ void DecodeContainers(Decoder& d, const DocumentNode& node, const std::string& p
       DecodeWorkerContainer(r, w);
       r.Finish();
     } else {
-      d.Error(IndexPath(path, i), &node.items[i], "the template adds to the worker container only; no other containers");
+      d.Error(IndexPath(path, i), &node.items[i],
+              "the template adds to the worker container only; no other containers");
     }
   }
 }
 
-void DecodeImagePullSecrets(Decoder& d, const DocumentNode& node, const std::string& path, std::vector<std::string>& out) {
+void DecodeImagePullSecrets(Decoder& d, const DocumentNode& node, const std::string& path,
+                            std::vector<std::string>& out) {
   if (node.kind != Kind::kList) {
     d.TypeError(path, node, "list of {name}");
     return;
@@ -446,13 +442,10 @@ void DecodeFields(MapReader& r, const std::vector<FieldDef>& fields, void* objec
       case FieldKind::kString: r.String(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kQuantity: r.QuantityText(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kByteCount: r.ByteCount(f.name, *static_cast<int64_t*>(member)); break;
-      case FieldKind::kActions:
-        r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions);
-        break;
+      case FieldKind::kActions: r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions); break;
       case FieldKind::kPodTemplate: r.Map(f.name, *static_cast<PodTemplate*>(member), DecodePodTemplate); break;
       case FieldKind::kObject:
-        r.Map(f.name, member,
-              [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });
+        r.Map(f.name, member, [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });
         break;
     }
   }
@@ -484,8 +477,8 @@ ParseResult DecodeDocument(DocumentLoad load, const ValidateOptions& options = {
   const DocumentNode& root = load.root;
   TrainingJob job;
   if (root.kind != Kind::kMap) {
-    d.Error("", &root, "expected a TrainingJob (a map with apiVersion, kind, metadata, spec), got " +
-                           DescribeNode(root));
+    d.Error("", &root,
+            "expected a TrainingJob (a map with apiVersion, kind, metadata, spec), got " + DescribeNode(root));
     result.errors = std::move(d.errors);
     return result;
   }
@@ -531,9 +524,7 @@ ParseResult ParseTrainingJob(const std::string& yaml_text, const ValidateOptions
   return DecodeDocument(LoadYamlDocument(yaml_text), options);
 }
 
-ParseResult ParseTrainingJobJson(const nlohmann::json& object) {
-  return DecodeDocument(LoadJsonDocument(object));
-}
+ParseResult ParseTrainingJobJson(const nlohmann::json& object) { return DecodeDocument(LoadJsonDocument(object)); }
 
 ParseResult ParseTrainingJobFile(const std::string& path, const ValidateOptions& options) {
   std::error_code ec;

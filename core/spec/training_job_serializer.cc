@@ -125,21 +125,11 @@ void EmitYaml(YAML::Emitter& out, const ordered_json& j) {
       }
       break;
     }
-    case ordered_json::value_t::boolean:
-      out << (j.get<bool>() ? "true" : "false");
-      break;
-    case ordered_json::value_t::number_integer:
-      out << j.get<int64_t>();
-      break;
-    case ordered_json::value_t::number_unsigned:
-      out << j.get<uint64_t>();
-      break;
-    case ordered_json::value_t::number_float:
-      out << ShortestDouble(j.get<double>());
-      break;
-    default:
-      out << YAML::Null;
-      break;
+    case ordered_json::value_t::boolean: out << (j.get<bool>() ? "true" : "false"); break;
+    case ordered_json::value_t::number_integer: out << j.get<int64_t>(); break;
+    case ordered_json::value_t::number_unsigned: out << j.get<uint64_t>(); break;
+    case ordered_json::value_t::number_float: out << ShortestDouble(j.get<double>()); break;
+    default: out << YAML::Null; break;
   }
 }
 

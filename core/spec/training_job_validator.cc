@@ -45,9 +45,7 @@ class Checker {
  public:
   std::vector<SpecError> errors;
 
-  void Fail(const std::string& path, std::string message) {
-    errors.push_back({path, std::move(message), 0, 0});
-  }
+  void Fail(const std::string& path, std::string message) { errors.push_back({path, std::move(message), 0, 0}); }
   void AtLeast(const std::string& path, int64_t value, int64_t min) {
     if (value < min) Fail(path, "must be >= " + Num(min) + ", got " + Num(value));
   }
@@ -58,8 +56,7 @@ class Checker {
   }
   void Enum(const std::string& path, const std::string& value, const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
-    Fail(path, "unknown value \"" + value + "\"" + DidYouMean(value, allowed) + "; expected one of " +
-                   OneOf(allowed));
+    Fail(path, "unknown value \"" + value + "\"" + DidYouMean(value, allowed) + "; expected one of " + OneOf(allowed));
   }
   void Name(const std::string& path, const std::string& problem) {
     if (!problem.empty()) Fail(path, problem);
@@ -92,9 +89,8 @@ void CheckMetadata(Checker& c, const TrainingJob& job) {
     const size_t suffix = std::string("-worker-").size() + DecimalDigits(std::max<int64_t>(last_rank, 0));
     if (m.name.size() + suffix > kDns1123LabelMaxLength) {
       c.Fail("metadata.name", "must be at most " + Num(static_cast<int64_t>(kDns1123LabelMaxLength - suffix)) +
-                                  " characters so that pod names " + m.name.substr(0, 8) +
-                                  "...-worker-" + Num(last_rank) + " stay within 63, got " +
-                                  Num(static_cast<int64_t>(m.name.size())));
+                                  " characters so that pod names " + m.name.substr(0, 8) + "...-worker-" +
+                                  Num(last_rank) + " stay within 63, got " + Num(static_cast<int64_t>(m.name.size())));
     }
   }
   if (!m.namespace_.empty()) c.Name("metadata.namespace", CheckDns1123Label(m.namespace_));
@@ -121,10 +117,12 @@ struct Context {
 void WorkersRule(Checker& c, const Context& x) {
   const TrainingJobSpec& s = x.s;
   if (s.workers >= 1 && s.min_workers >= 1 && s.min_workers > s.workers) {
-    c.Fail("spec.minWorkers", "must be <= workers (" + Num(int64_t{s.workers}) + "), got " + Num(int64_t{s.min_workers}));
+    c.Fail("spec.minWorkers",
+           "must be <= workers (" + Num(int64_t{s.workers}) + "), got " + Num(int64_t{s.min_workers}));
   }
   if (s.workers >= 1 && s.max_workers >= 1 && s.workers > s.max_workers) {
-    c.Fail("spec.workers", "must be <= maxWorkers (" + Num(int64_t{s.max_workers}) + "), got " + Num(int64_t{s.workers}));
+    c.Fail("spec.workers",
+           "must be <= maxWorkers (" + Num(int64_t{s.max_workers}) + "), got " + Num(int64_t{s.workers}));
   }
 }
 
@@ -157,11 +155,13 @@ void CheckQuantity(Checker& c, const std::string& path, const std::string& text,
 void CheckHubModel(Checker& c, const ModelSpec& m) {
   const HubModelSpec& h = m.hub;
   if (h.repo.empty()) {
-    if (h.revision != HubModelSpec{}.revision || !h.endpoint.empty()) c.Fail("spec.model.hub.repo", "required when spec.model.hub is set");
+    if (h.revision != HubModelSpec{}.revision || !h.endpoint.empty())
+      c.Fail("spec.model.hub.repo", "required when spec.model.hub is set");
     return;
   }
   if (!m.path.empty()) c.Fail("spec.model.hub", "exclusive with spec.model.path: name the model one way");
-  if (std::string why = hf::HubRepoIdProblem(h.repo); !why.empty()) c.Fail("spec.model.hub.repo", why + ", got \"" + h.repo + "\"");
+  if (std::string why = hf::HubRepoIdProblem(h.repo); !why.empty())
+    c.Fail("spec.model.hub.repo", why + ", got \"" + h.repo + "\"");
   if (std::string why = hf::HubRevisionProblem(h.revision); !why.empty()) {
     c.Fail("spec.model.hub.revision", why + ", got \"" + h.revision + "\"");
   }
@@ -194,8 +194,8 @@ void FfnHiddenRule(Checker& c, const Context& x) {
 void MaxSeqLenRule(Checker& c, const Context& x) {
   const int64_t sequence = int64_t{x.s.grpo.max_prompt_length} + x.s.grpo.max_response_length;
   if (x.s.model.max_seq_len < sequence) {
-    c.Fail("spec.model.maxSeqLen", "must be >= maxPromptLength + maxResponseLength (" + Num(sequence) +
-                                       "), got " + Num(int64_t{x.s.model.max_seq_len}));
+    c.Fail("spec.model.maxSeqLen", "must be >= maxPromptLength + maxResponseLength (" + Num(sequence) + "), got " +
+                                       Num(int64_t{x.s.model.max_seq_len}));
   }
 }
 
@@ -327,15 +327,15 @@ void GrpoRule(Checker& c, const Context& x) {
   if (!t.is_text() && IsKnownTask(t.name) && t.digits >= 1 && t.digits <= 12) {
     const int prompt = PromptTokens(t.name, t.digits);
     if (g.max_prompt_length >= 1 && g.max_prompt_length < prompt) {
-      c.Fail("spec.grpo.maxPromptLength",
-             "must be >= " + Num(int64_t{prompt}) + " for " + t.name + " with " + Num(int64_t{t.digits}) +
-                 " digits (" + PromptExample(t.name, t.digits) + "), got " + Num(int64_t{g.max_prompt_length}));
+      c.Fail("spec.grpo.maxPromptLength", "must be >= " + Num(int64_t{prompt}) + " for " + t.name + " with " +
+                                              Num(int64_t{t.digits}) + " digits (" + PromptExample(t.name, t.digits) +
+                                              "), got " + Num(int64_t{g.max_prompt_length}));
     }
     const int answer = MaxAnswerTokens(t.name, t.digits);
     if (g.max_response_length >= 1 && g.max_response_length < answer) {
-      c.Fail("spec.grpo.maxResponseLength",
-             "must be >= " + Num(int64_t{answer}) + " for " + t.name + " with " + Num(int64_t{t.digits}) +
-                 " digits (the longest answer plus EOS), got " + Num(int64_t{g.max_response_length}));
+      c.Fail("spec.grpo.maxResponseLength", "must be >= " + Num(int64_t{answer}) + " for " + t.name + " with " +
+                                                Num(int64_t{t.digits}) + " digits (the longest answer plus EOS), got " +
+                                                Num(int64_t{g.max_response_length}));
     }
   }
 
@@ -347,8 +347,9 @@ void GrpoRule(Checker& c, const Context& x) {
                                              "), got " + Num(int64_t{g.prompts_per_step}));
     } else if (s.workers >= 1 && !WorkerCountFits(g, s.workers)) {
       const int per_update = g.prompts_per_step / g.updates_per_step;
-      c.Fail("spec.workers", "must divide the prompts of each optimizer mini-batch (promptsPerStep / updatesPerStep = " +
-                                 Num(int64_t{per_update}) + "), got " + Num(int64_t{s.workers}));
+      c.Fail("spec.workers",
+             "must divide the prompts of each optimizer mini-batch (promptsPerStep / updatesPerStep = " +
+                 Num(int64_t{per_update}) + "), got " + Num(int64_t{s.workers}));
     }
   }
 }
@@ -357,7 +358,8 @@ void OffloadParamsRule(Checker& c, const Context& x) {
   const ShardingSpec& sh = x.s.sharding;
   if (sh.offload_params && sh.stage != 3) {
     // Offloading parameters needs them sharded and gathered per layer, which is stage 3.
-    c.Fail("spec.sharding.offloadParams", "requires stage 3 (ZeRO-3 parameter offload), stage is " + Num(int64_t{sh.stage}));
+    c.Fail("spec.sharding.offloadParams",
+           "requires stage 3 (ZeRO-3 parameter offload), stage is " + Num(int64_t{sh.stage}));
   }
 }
 
@@ -414,11 +416,9 @@ void CheckDoubleRange(Checker& c, const std::string& path, const FieldDef& f, do
   } else if (!std::isfinite(v) && (f.minimum || f.maximum)) {
     c.Fail(path, "must be a finite number, got " + Num(v));
   } else if (!above) {
-    c.Fail(path, std::string("must be ") + (f.exclusive_minimum ? "> " : ">= ") + Num(*f.minimum) + ", got " +
-                     Num(v));
+    c.Fail(path, std::string("must be ") + (f.exclusive_minimum ? "> " : ">= ") + Num(*f.minimum) + ", got " + Num(v));
   } else if (!below) {
-    c.Fail(path, std::string("must be ") + (f.exclusive_maximum ? "< " : "<= ") + Num(*f.maximum) + ", got " +
-                     Num(v));
+    c.Fail(path, std::string("must be ") + (f.exclusive_maximum ? "< " : "<= ") + Num(*f.maximum) + ", got " + Num(v));
   }
 }
 
@@ -463,8 +463,8 @@ void CheckFields(Checker& c, const Context& x, const std::vector<FieldDef>& fiel
       case FieldKind::kQuantity: {
         const std::string& text = *static_cast<std::string*>(member);
         const int64_t parsed = *static_cast<int64_t*>(f.parsed(object));
-        CheckQuantity(c, path, text, f.unit == QuantityUnit::kMillis ? ParseQuantityMillis : ParseQuantityBytes,
-                      parsed, f.parsed_name.c_str());
+        CheckQuantity(c, path, text, f.unit == QuantityUnit::kMillis ? ParseQuantityMillis : ParseQuantityBytes, parsed,
+                      f.parsed_name.c_str());
         break;
       }
       case FieldKind::kActions: CheckActions(c, path, *static_cast<std::vector<GuardAction>*>(member)); break;

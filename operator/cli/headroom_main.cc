@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "headroom 0.1.0");
 
   std::vector<Command> commands = headroom::cli::RegisteredCommands();
-  std::sort(commands.begin(), commands.end(),
-            [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(commands.begin(), commands.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
   std::function<int()> action;
   for (const Command& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);

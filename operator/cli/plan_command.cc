@@ -69,10 +69,10 @@ void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::Mode
                     bool fits, bool worker_count_ok, const guard::PlanOptions& options) {
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   std::printf("%s: %s, %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
-              job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s", job.spec.sharding.stage,
-              job.spec.sharding.offload_params ? "on" : "off", job.spec.sharding.offload_optimizer ? "on" : "off",
-              job.spec.resources.gpus, job.spec.resources.gpus == 1 ? "" : "s",
-              std::to_string(plan.parameters).c_str());
+              job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s",
+              job.spec.sharding.stage, job.spec.sharding.offload_params ? "on" : "off",
+              job.spec.sharding.offload_optimizer ? "on" : "off", job.spec.resources.gpus,
+              job.spec.resources.gpus == 1 ? "" : "s", std::to_string(plan.parameters).c_str());
   std::printf("%-18s %14s %14s  %s\n", "component", "host", "GPU", "how");
   for (const guard::PlanComponent& c : plan.components) {
     std::printf("%-18s %14s %14s  %s\n", c.name.c_str(), Cell(c.host_bytes).c_str(), Cell(c.gpu_bytes).c_str(),
@@ -81,14 +81,12 @@ void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::Mode
   std::printf("%-18s %14s %14s\n", "total per worker", Cell(plan.host_total_bytes).c_str(),
               Cell(plan.gpu_total_bytes).c_str());
   std::printf("host: %s of the %s limit (%s; threshold %s)\n", HumanBytes(plan.host_total_bytes).c_str(),
-              HumanBytes(plan.host_limit_bytes).c_str(),
-              Percent(plan.host_total_bytes, plan.host_limit_bytes).c_str(),
+              HumanBytes(plan.host_limit_bytes).c_str(), Percent(plan.host_total_bytes, plan.host_limit_bytes).c_str(),
               Percent(g.host_threshold, 1).c_str());
   if (job.spec.resources.gpus > 0) {
     if (plan.gpu_limit_bytes > 0) {
       std::printf("gpu:  %s of %s (%s; threshold %s)\n", HumanBytes(plan.gpu_total_bytes).c_str(),
-                  HumanBytes(plan.gpu_limit_bytes).c_str(),
-                  Percent(plan.gpu_total_bytes, plan.gpu_limit_bytes).c_str(),
+                  HumanBytes(plan.gpu_limit_bytes).c_str(), Percent(plan.gpu_total_bytes, plan.gpu_limit_bytes).c_str(),
                   Percent(g.gpu_threshold, 1).c_str());
     } else {
       std::printf("gpu:  %s (device size unknown: pass --gpu-memory 80Gi to compare)\n",
@@ -142,17 +140,17 @@ int RunPlan(const PlanArgs& args) {
   return 0;
 }
 
-const bool kRegistered = RegisterCommand(
-    {"plan", "Estimate per-worker host and GPU memory by component for a TrainingJob",
-     [](CLI::App& sub) -> std::function<int()> {
-       auto args = std::make_shared<PlanArgs>();
-       sub.add_option("JOB", args->path, "TrainingJob YAML file")->required();
-       sub.add_option("--workers", args->workers, "plan for this many workers instead of spec.workers")
-           ->check(CLI::PositiveNumber);
-       sub.add_option("--gpu-memory", args->gpu_memory, "device memory per GPU (quantity, e.g. 80Gi)");
-       sub.add_flag("--json", args->json, "print the plan as JSON");
-       return [args] { return RunPlan(*args); };
-     }});
+const bool kRegistered =
+    RegisterCommand({"plan", "Estimate per-worker host and GPU memory by component for a TrainingJob",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto args = std::make_shared<PlanArgs>();
+                       sub.add_option("JOB", args->path, "TrainingJob YAML file")->required();
+                       sub.add_option("--workers", args->workers, "plan for this many workers instead of spec.workers")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--gpu-memory", args->gpu_memory, "device memory per GPU (quantity, e.g. 80Gi)");
+                       sub.add_flag("--json", args->json, "print the plan as JSON");
+                       return [args] { return RunPlan(*args); };
+                     }});
 
 }  // namespace
 }  // namespace headroom::cli

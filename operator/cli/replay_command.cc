@@ -60,7 +60,8 @@ std::vector<guard::StepMemory> ReadTraceOrStepLog(const std::string& path) {
   text << in.rdbuf();
   if (!protocol::LooksLikeStepLog(text.str())) return guard::ParseTrace(text.str(), path);
   std::vector<guard::StepMemory> trace;
-  for (const protocol::StepRecord& r : protocol::ParseStepLog(text.str(), path)) trace.push_back(guard::StepMemoryOf(r));
+  for (const protocol::StepRecord& r : protocol::ParseStepLog(text.str(), path))
+    trace.push_back(guard::StepMemoryOf(r));
   return trace;
 }
 
@@ -94,7 +95,8 @@ int RunReplay(const ReplayArgs& args) {
     steps = guard::Replay(trace, options);
   } catch (const hf::HfConfigError& e) {
     // The guard plans a spec.model.path job with its config.json, as the worker did.
-    std::cerr << "headroom replay: spec.model.path: " << e.what() << " (the guard plans with the model's config.json)\n";
+    std::cerr << "headroom replay: spec.model.path: " << e.what()
+              << " (the guard plans with the model's config.json)\n";
     return 2;
   }
   for (const guard::ReplayStep& step : steps) std::cout << guard::ReplayLineJson(step) << "\n";

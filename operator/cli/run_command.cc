@@ -56,8 +56,8 @@ bool BuildIsRunnable() {
   if (freshness.fresh) return true;
   const char* allow = std::getenv(local::kAllowStaleBuildEnv);
   if (allow && std::string(allow) == "1") {
-    std::cerr << "headroom: warning: " << freshness.problem << " (running it anyway: "
-              << local::kAllowStaleBuildEnv << "=1)\n";
+    std::cerr << "headroom: warning: " << freshness.problem << " (running it anyway: " << local::kAllowStaleBuildEnv
+              << "=1)\n";
     return true;
   }
   std::cerr << "headroom: " << freshness.problem << " (or set " << local::kAllowStaleBuildEnv

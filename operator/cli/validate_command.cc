@@ -32,13 +32,13 @@ int RunValidate(const std::string& path) {
   return 0;
 }
 
-const bool kRegistered = RegisterCommand(
-    {"validate", "Check a TrainingJob file; exit 2 with one 'path: message' line per problem",
-     [](CLI::App& sub) -> std::function<int()> {
-       auto path = std::make_shared<std::string>();
-       sub.add_option("JOB", *path, "TrainingJob YAML file, or - for standard input")->required();
-       return [path] { return RunValidate(*path); };
-     }});
+const bool kRegistered =
+    RegisterCommand({"validate", "Check a TrainingJob file; exit 2 with one 'path: message' line per problem",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto path = std::make_shared<std::string>();
+                       sub.add_option("JOB", *path, "TrainingJob YAML file, or - for standard input")->required();
+                       return [path] { return RunValidate(*path); };
+                     }});
 
 }  // namespace
 }  // namespace headroom::cli

@@ -25,7 +25,7 @@
 namespace headroom::controllerkit {
 
 struct Result {
-  bool requeue = false;                     // again, after the rate limiter's backoff
+  bool requeue = false;                        // again, after the rate limiter's backoff
   std::chrono::milliseconds requeue_after{0};  // again, after this (takes precedence)
 };
 

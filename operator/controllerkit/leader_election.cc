@@ -15,8 +15,11 @@ std::string SpecString(const json& spec, const char* key) {
 }
 }  // namespace
 
-LeaderElector::LeaderElector(kubeclient::ResourceClient leases, LeaderElectionConfig config, std::shared_ptr<Clock> clock)
-    : leases_(std::move(leases)), config_(std::move(config)), clock_(clock ? std::move(clock) : std::make_shared<RealClock>()) {
+LeaderElector::LeaderElector(kubeclient::ResourceClient leases, LeaderElectionConfig config,
+                             std::shared_ptr<Clock> clock)
+    : leases_(std::move(leases)),
+      config_(std::move(config)),
+      clock_(clock ? std::move(clock) : std::make_shared<RealClock>()) {
   if (config_.lease_name.empty() || config_.identity.empty() || config_.ns.empty()) {
     throw std::invalid_argument("leader election: namespace, lease name and identity must be set");
   }
@@ -31,9 +34,7 @@ std::string LeaderElector::Leader() const {
   return observed_holder_;
 }
 
-void LeaderElector::Stop() {
-  stop_.Stop();
-}
+void LeaderElector::Stop() { stop_.Stop(); }
 
 void LeaderElector::Observe(const json& lease) {
   const json spec = lease.value("spec", json::object());

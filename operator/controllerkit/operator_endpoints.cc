@@ -78,8 +78,8 @@ void OperatorEndpoints::Start() {
   const bool pick = port_ == 0;
   for (int attempt = 0; attempt < (pick ? 10 : 1) && !impl_->listener; ++attempt) {
     const int port = pick ? net::FreePort(address_) : port_;
-    auto listener = std::make_unique<http::experimental::listener::http_listener>(
-        "http://" + address_ + ":" + std::to_string(port));
+    auto listener = std::make_unique<http::experimental::listener::http_listener>("http://" + address_ + ":" +
+                                                                                  std::to_string(port));
     listener->support(http::methods::GET, [this](http::http_request req) {
       const std::string path = req.relative_uri().path();
       std::pair<int, std::string> answer;

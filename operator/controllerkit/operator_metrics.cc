@@ -28,20 +28,20 @@ OperatorMetrics::OperatorMetrics() : registry_(std::make_shared<prometheus::Regi
   guard_actions_ = Register(BuildCounter(), metrics::kOperatorGuardActionsTotal,
                             "Memory guard actions the operator applied, by action and reason", *registry_);
   jobs_ = Register(BuildGauge(), metrics::kOperatorJobs, "TrainingJobs by phase", *registry_);
-  queue_depth_ = Register(BuildGauge(), metrics::kOperatorWorkqueueDepth,
-                          "Keys ready in the controller's work queue", *registry_);
+  queue_depth_ =
+      Register(BuildGauge(), metrics::kOperatorWorkqueueDepth, "Keys ready in the controller's work queue", *registry_);
   queue_waiting_ = Register(BuildGauge(), metrics::kOperatorWorkqueueWaiting,
                             "Keys delayed in the controller's work queue (backoff, requeue-after)", *registry_);
-  queue_processing_ = Register(BuildGauge(), metrics::kOperatorWorkqueueProcessing, "Keys being reconciled",
-                               *registry_);
+  queue_processing_ =
+      Register(BuildGauge(), metrics::kOperatorWorkqueueProcessing, "Keys being reconciled", *registry_);
   for (const char* result : {"success", "error", "requeue"}) reconcile_total_->Add({{"result", result}});
   for (const char* phase : kPhases) jobs_->Add({{"phase", phase}}).Set(0);
 }
 
 void OperatorMetrics::ObserveReconcile(const std::string& result, double seconds) {
   reconcile_total_->Add({{"result", result}}).Increment();
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                                    0.1,   0.25,   0.5,   1,    2.5,   5, 10};
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                   0.25,  0.5,    1,     2.5,  5,     10};
   reconcile_duration_->Add({}, kBuckets).Observe(seconds);
 }
 

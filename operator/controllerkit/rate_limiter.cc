@@ -65,8 +65,8 @@ int MaxOfRateLimiter::NumRequeues(const std::string& item) {
 
 std::unique_ptr<RateLimiter> DefaultControllerRateLimiter(std::shared_ptr<Clock> clock) {
   std::vector<std::unique_ptr<RateLimiter>> limiters;
-  limiters.push_back(std::make_unique<ItemExponentialFailureRateLimiter>(std::chrono::milliseconds(5),
-                                                                         std::chrono::seconds(1000)));
+  limiters.push_back(
+      std::make_unique<ItemExponentialFailureRateLimiter>(std::chrono::milliseconds(5), std::chrono::seconds(1000)));
   limiters.push_back(std::make_unique<BucketRateLimiter>(10.0, 100, std::move(clock)));
   return std::make_unique<MaxOfRateLimiter>(std::move(limiters));
 }

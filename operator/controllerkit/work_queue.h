@@ -63,8 +63,8 @@ class WorkQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> queue_;
-  std::set<std::string> dirty_;       // needs processing (queued, or re-added while processing)
-  std::set<std::string> processing_;  // handed out, not yet Done
+  std::set<std::string> dirty_;                      // needs processing (queued, or re-added while processing)
+  std::set<std::string> processing_;                 // handed out, not yet Done
   std::map<std::string, Clock::TimePoint> waiting_;  // delayed key -> when it is due
   bool shutting_down_ = false;
 };

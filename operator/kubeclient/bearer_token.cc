@@ -6,8 +6,7 @@
 
 namespace headroom::kubeclient {
 
-BearerToken::BearerToken(std::string fixed_token, std::string token_file, std::chrono::seconds refresh,
-                         Clock clock)
+BearerToken::BearerToken(std::string fixed_token, std::string token_file, std::chrono::seconds refresh, Clock clock)
     : fixed_(std::move(fixed_token)), file_(std::move(token_file)), refresh_(refresh), clock_(std::move(clock)) {}
 
 std::string BearerToken::Get() {

@@ -31,8 +31,7 @@ std::string Base64DecodeOrThrow(const std::string& text, const std::string& what
   if (clean.size() % 4 != 0) throw std::runtime_error(what + ": not valid base64 (length)");
   std::string out(clean.size() / 4 * 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(clean.data()),
-                          static_cast<int>(clean.size()));
+                          reinterpret_cast<const unsigned char*>(clean.data()), static_cast<int>(clean.size()));
   if (n < 0) throw std::runtime_error(what + ": not valid base64");
   size_t pad = 0;
   if (clean.size() >= 1 && clean[clean.size() - 1] == '=') ++pad;
@@ -48,8 +47,8 @@ std::string Resolve(const std::string& path, const std::string& base_dir) {
 
 // Finds the entry `name` in a kubeconfig list (clusters/users/contexts) and returns
 // its inner map (e.g. the `cluster:` of a named cluster).
-YAML::Node FindNamed(const YAML::Node& root, const std::string& list, const std::string& inner,
-                     const std::string& name, const std::string& where) {
+YAML::Node FindNamed(const YAML::Node& root, const std::string& list, const std::string& inner, const std::string& name,
+                     const std::string& where) {
   const YAML::Node entries = root[list];
   if (entries && !entries.IsSequence()) throw std::runtime_error(where + ": " + list + " is not a list");
   if (entries) {
@@ -84,8 +83,8 @@ std::string DataOrFile(const YAML::Node& map, const std::string& key, const std:
 
 }  // namespace
 
-KubeConfig ParseKubeconfig(const std::string& yaml_text, const std::string& base_dir,
-                           const std::string& context_name, const std::string& source_name) {
+KubeConfig ParseKubeconfig(const std::string& yaml_text, const std::string& base_dir, const std::string& context_name,
+                           const std::string& source_name) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -114,9 +113,8 @@ KubeConfig ParseKubeconfig(const std::string& yaml_text, const std::string& base
   config.server = Str(cluster, "server");
   if (config.server.empty()) throw std::runtime_error(cl_where + ".server is missing");
   if (cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>()) {
-    throw std::runtime_error(cl_where +
-                             ".insecure-skip-tls-verify: refused; headroom always verifies the "
-                             "API server's certificate (set certificate-authority-data instead)");
+    throw std::runtime_error(cl_where + ".insecure-skip-tls-verify: refused; headroom always verifies the "
+                                        "API server's certificate (set certificate-authority-data instead)");
   }
   config.ca_pem = DataOrFile(cluster, "certificate-authority", base_dir, cl_where);
 
@@ -178,9 +176,8 @@ KubeConfig LoadInClusterConfig(const InClusterOptions& options) {
   const std::string host = EnvOr(options.host, "KUBERNETES_SERVICE_HOST");
   const std::string port = EnvOr(options.port, "KUBERNETES_SERVICE_PORT");
   if (host.empty() || port.empty()) {
-    throw std::runtime_error(
-        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
-        "(not running in a pod?)");
+    throw std::runtime_error("in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
+                             "(not running in a pod?)");
   }
   const fs::path dir(options.service_account_dir);
   KubeConfig config;

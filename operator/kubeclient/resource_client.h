@@ -42,8 +42,8 @@ extern const ResourceType kTrainingJobs;  // headroom.dev/v1alpha1 trainingjobs
 extern const ResourceType kPods;
 extern const ResourceType kServices;
 extern const ResourceType kConfigMaps;
-extern const ResourceType kEvents;        // core/v1 events
-extern const ResourceType kLeases;        // coordination.k8s.io/v1 leases
+extern const ResourceType kEvents;  // core/v1 events
+extern const ResourceType kLeases;  // coordination.k8s.io/v1 leases
 }  // namespace resources
 
 struct ListOptions {
@@ -67,7 +67,7 @@ struct WatchOptions {
   std::string field_selector;
   std::string resource_version;  // watch events after this
   bool allow_bookmarks = true;
-  int timeout_seconds = 300;     // the server ends the watch after this
+  int timeout_seconds = 300;  // the server ends the watch after this
 };
 
 class ResourceClient {

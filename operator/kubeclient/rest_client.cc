@@ -123,8 +123,8 @@ RestClient::~RestClient() = default;
 
 int64_t RestClient::requests_sent() const { return impl_->sent.load(); }
 
-nlohmann::json RestClient::Request(const std::string& method, const std::string& target,
-                                   const nlohmann::json* body, const std::string& content_type) {
+nlohmann::json RestClient::Request(const std::string& method, const std::string& target, const nlohmann::json* body,
+                                   const std::string& content_type) {
   const std::string where = method + " " + target;
   const std::string payload = body ? body->dump() : std::string();
   bool reauthenticated = false;

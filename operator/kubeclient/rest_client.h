@@ -58,8 +58,7 @@ class RestClient : NonCopyable {
 
   // `target` is the path plus an already-encoded query ("/api/v1/pods?limit=5").
   // Returns the parsed body (null for an empty one). Throws ApiError.
-  nlohmann::json Request(const std::string& method, const std::string& target,
-                         const nlohmann::json* body = nullptr,
+  nlohmann::json Request(const std::string& method, const std::string& target, const nlohmann::json* body = nullptr,
                          const std::string& content_type = "application/json");
 
   // GETs `target` and calls on_line for every complete line of the body, as it arrives.

@@ -24,7 +24,9 @@ Watcher::Watcher(ResourceClient client, Options options, Handlers handlers)
 
 Watcher::~Watcher() { Stop(); }
 
-void Watcher::Start() { thread_ = std::thread([this] { Run(); }); }
+void Watcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Watcher::Stop() {
   if (!stop_.Stop()) {
@@ -121,7 +123,7 @@ int64_t Watcher::WatchOnce() {
   client_.rest().Stream(
       client_.WatchTarget(options_.ns, watch_options),
       [&](const std::string& line) {
-        if (Dispatch(line)) ++events;
+    if (Dispatch(line)) ++events;
       },
       canceller_);
   return events;

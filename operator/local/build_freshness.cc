@@ -96,8 +96,8 @@ BuildFreshness CheckBuildFreshness(const fs::path& bin_dir, const std::vector<st
   const bool in_build_tree = fs::exists(bin_dir.parent_path() / "CMakeCache.txt", ec);
   if (!fs::exists(stamp_path, ec)) {
     if (!in_build_tree) return {};  // installed binaries: nothing to compare against
-    return {false, "the build in " + bin_dir.parent_path().string() +
-                       " did not finish (no " + kStampName + "); " + kRebuildHint};
+    return {false, "the build in " + bin_dir.parent_path().string() + " did not finish (no " + kStampName + "); " +
+                       kRebuildHint};
   }
   const auto stamp_time = fs::last_write_time(stamp_path, ec);
   for (const auto& name : binaries) {
@@ -149,8 +149,8 @@ BuildFreshness CheckBuildFreshness(const fs::path& bin_dir, const std::vector<st
   append(changed, "changed");
   append(added, "added");
   append(removed, "removed");
-  return {false, "the build in " + bin_dir.parent_path().string() + " is stale: " + what +
-                     " since it was built; " + kRebuildHint};
+  return {false, "the build in " + bin_dir.parent_path().string() + " is stale: " + what + " since it was built; " +
+                     kRebuildHint};
 }
 
 }  // namespace headroom::local

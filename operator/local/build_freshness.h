@@ -25,7 +25,6 @@ struct BuildFreshness {
 
 // Checks the build in `bin_dir` (where `binaries` live, the stamp beside them).
 // Never throws: an unreadable stamp is reported as a problem, not an exception.
-BuildFreshness CheckBuildFreshness(const std::filesystem::path& bin_dir,
-                                   const std::vector<std::string>& binaries);
+BuildFreshness CheckBuildFreshness(const std::filesystem::path& bin_dir, const std::vector<std::string>& binaries);
 
 }  // namespace headroom::local

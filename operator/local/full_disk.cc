@@ -110,8 +110,7 @@ std::string FullDiskNote(const std::string& workdir, const std::vector<std::stri
   note += step ? "; kept: the checkpoint at step " + std::to_string(*step) + " in " + checkpoints
                : "; no checkpoint was saved yet";
   return note + (elsewhere_space ? "; free space there" : "; free space there (or use another --workdir)") +
-         " and run the same command again to " +
-         (step ? "resume from step " + std::to_string(*step) : "start");
+         " and run the same command again to " + (step ? "resume from step " + std::to_string(*step) : "start");
 }
 
 }  // namespace headroom::local

@@ -138,9 +138,9 @@ std::string Var(const char* name, const std::string& value) { return std::string
 // protocol's and the template's): those are added after, so they replace ours.
 std::vector<std::string> InheritedEnvironment(const LocalPodTemplate& from_template) {
   std::vector<std::string> ours;
-  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv, protocol::kMasterAddrEnv,
-                           protocol::kMasterPortEnv, protocol::kTerminationLogEnv, protocol::kMemoryLimitEnv,
-                           protocol::kGuardHistoryEnv}) {
+  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv,
+                           protocol::kMasterAddrEnv, protocol::kMasterPortEnv, protocol::kTerminationLogEnv,
+                           protocol::kMemoryLimitEnv, protocol::kGuardHistoryEnv}) {
     ours.push_back(std::string(name) + "=");
   }
   for (const auto& [name, value] : from_template.env) ours.push_back(name + "=");

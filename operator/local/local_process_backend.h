@@ -49,12 +49,12 @@
 namespace headroom::local {
 
 struct LocalBackendOptions {
-  std::string workdir;                 // created if missing
-  std::string worker_binary;           // headroom-worker (or a test double)
+  std::string workdir;        // created if missing
+  std::string worker_binary;  // headroom-worker (or a test double)
   enum class Cgroups { kAuto, kRequire, kOff } cgroups = Cgroups::kAuto;
-  std::string cgroup_root = "/";       // prefix of /sys/fs/cgroup (tests)
+  std::string cgroup_root = "/";                               // prefix of /sys/fs/cgroup (tests)
   std::vector<std::pair<std::string, std::string>> extra_env;  // added to every rank
-  std::function<void(const std::string&)> notice;  // one-off messages for the user
+  std::function<void(const std::string&)> notice;              // one-off messages for the user
 };
 
 class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
@@ -111,6 +111,5 @@ class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
   std::optional<std::chrono::steady_clock::time_point> kill_after_;
   bool template_noticed_ = false;  // what spec.template ignores here is said once per run
 };
-
 
 }  // namespace headroom::local

@@ -129,8 +129,8 @@ std::string StopSignalWords(int signal_number) {
 std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& options, const MemorySeries& series,
                            const LocalRunResult& result) {
   MemoryChartInput chart;
-  chart.title = job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " +
-                result.summary.phase;
+  chart.title =
+      job.metadata.name + (options.guard_enabled ? " (guard on)" : " (guard off)") + ": " + result.summary.phase;
   chart.records = series.records();
   chart.actions = result.status.actions;
   chart.total_steps = job.spec.grpo.steps;
@@ -140,8 +140,9 @@ std::string WriteRunRecord(const spec::TrainingJob& job, const LocalRunOptions& 
   try {
     series.WriteCsv(result.summary.trace_csv, options.workdir + "/memory-by-rank.csv");
     checkpoint::ReplaceFileAtomically(result.summary.chart_svg, RenderMemoryChartSvg(chart));
-    checkpoint::ReplaceFileAtomically(result.summary.training_svg,
-                                      RenderTrainingChartSvg({chart.title, chart.records, chart.actions, chart.total_steps}));
+    checkpoint::ReplaceFileAtomically(
+        result.summary.training_svg,
+        RenderTrainingChartSvg({chart.title, chart.records, chart.actions, chart.total_steps}));
     checkpoint::ReplaceFileAtomically(options.workdir + "/summary.json", result.summary.ToJson());
   } catch (const std::exception& e) {
     return std::string(e.what()) + " (disk full? the checkpoints are kept; the previous files are intact)";
@@ -154,8 +155,9 @@ std::string DiskFullLine(const std::string& workdir, const LocalRunResult& resul
   const std::string note = FullDiskNote(workdir, {result.status.message, result.record_error},
                                         result.status.phase == runtime::JobPhase::kFailed);
   if (note.empty()) return "";
-  return note + (result.record_error.empty() ? "; memory.csv, memory.svg and summary.json are written"
-                                             : "; memory.csv, memory.svg and summary.json keep their previous contents");
+  return note + (result.record_error.empty()
+                     ? "; memory.csv, memory.svg and summary.json are written"
+                     : "; memory.csv, memory.svg and summary.json keep their previous contents");
 }
 
 }  // namespace

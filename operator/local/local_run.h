@@ -44,8 +44,8 @@ struct LocalRunOptions {
   std::vector<std::pair<std::string, std::string>> extra_env;
   std::chrono::milliseconds poll{100};
   std::chrono::milliseconds drain_grace{30000};
-  std::ostream* progress = nullptr;   // null: silent
-  bool terminal = false;              // redraw the progress block in place
+  std::ostream* progress = nullptr;  // null: silent
+  bool terminal = false;             // redraw the progress block in place
   const std::atomic<int>* interrupts = nullptr;
   // The first stop signal's number (SIGINT or SIGTERM), for its name; null or 0: Ctrl-C.
   const std::atomic<int>* interrupt_signal = nullptr;

@@ -53,9 +53,7 @@ double NiceStep(double range, int ticks) {
   return 10 * mag;
 }
 
-bool IsTrouble(runtime::ActionType type) {
-  return runtime::IsUnplannedEnd(type) || type == runtime::ActionType::kFail;
-}
+bool IsTrouble(runtime::ActionType type) { return runtime::IsUnplannedEnd(type) || type == runtime::ActionType::kFail; }
 
 // A crash happens during the step after the last one completed: say which.
 std::string ActionLabel(const runtime::ActionRecord& a) {
@@ -128,8 +126,7 @@ void DrawGridAndAxes(std::ostream& svg, const Scale& sc) {
   for (double p = 0; p <= sc.y_max + 1e-9; p += y_tick) {
     svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(p)) << "\" y2=\""
         << Num(sc.Y(p)) << "\" stroke=\"#e5e5e5\"/>\n"
-        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(sc.Y(p) + 4) << "\" text-anchor=\"end\">" << p
-        << "%</text>\n";
+        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(sc.Y(p) + 4) << "\" text-anchor=\"end\">" << p << "%</text>\n";
   }
   const double x_tick = std::max(1.0, NiceStep(static_cast<double>(sc.max_step), 10));
   for (double s = 0; s <= sc.max_step + 1e-9; s += x_tick) {
@@ -140,8 +137,7 @@ void DrawGridAndAxes(std::ostream& svg, const Scale& sc) {
   }
   svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << sc.plot_w << "\" height=\"" << sc.plot_h
       << "\" fill=\"none\" stroke=\"#888\"/>\n"
-      << "<text x=\"" << kLeft + sc.plot_w / 2 << "\" y=\"" << kHeight - 12
-      << "\" text-anchor=\"middle\">step</text>\n"
+      << "<text x=\"" << kLeft + sc.plot_w / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">step</text>\n"
       << "<text transform=\"translate(18," << kTop + sc.plot_h / 2
       << ") rotate(-90)\" text-anchor=\"middle\">% of memory limit</text>\n";
 }
@@ -178,7 +174,8 @@ std::vector<Mark> GroupRepeats(const std::vector<runtime::ActionRecord>& actions
 }
 
 void DrawActions(std::ostream& svg, const Scale& sc, const std::vector<runtime::ActionRecord>& actions) {
-  DrawActionMarks(svg, actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
+  DrawActionMarks(
+      svg, actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
 }
 
 // One polyline per (generation, rank) and resource; returns the ranks drawn.
@@ -247,7 +244,8 @@ void DrawActionMarks(std::ostream& svg, const std::vector<runtime::ActionRecord>
     last_x = x;
     const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
     const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
-    svg << "<g><title>" << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
+    svg << "<g><title>"
+        << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
         << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << top << "\" y2=\"" << bottom
         << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
         << "<text x=\"" << Num(x + 3) << "\" y=\"" << top + 14 + 14 * lane << "\" fill=\"" << color

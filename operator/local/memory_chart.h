@@ -22,8 +22,8 @@ struct MemoryChartInput {
   std::vector<protocol::StepRecord> records;  // every rank, every generation
   std::vector<runtime::ActionRecord> actions;
   int64_t total_steps = 0;
-  int64_t host_limit_bytes = 0;              // used where a record has no limit
-  double host_threshold = 0.9;               // fractions of the limit
+  int64_t host_limit_bytes = 0;  // used where a record has no limit
+  double host_threshold = 0.9;   // fractions of the limit
   double gpu_threshold = 0.92;
 };
 

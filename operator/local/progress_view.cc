@@ -86,19 +86,20 @@ std::vector<std::string> ProgressView::Block(const runtime::JobStatus& s) const 
                 static_cast<long long>(s.total_steps), Bar(fraction, 24).c_str(),
                 s.final_reward ? std::to_string(*s.final_reward).substr(0, 5).c_str() : "-");
   if (s.heldout_accuracy) {
-    std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), "  held-out %.1f%%", 100 * *s.heldout_accuracy);
+    std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), "  held-out %.1f%%",
+                  100 * *s.heldout_accuracy);
   }
   lines.push_back(buf);
   if (s.model_fetch && latest_.empty()) lines.push_back("  " + ModelFetchLine(*s.model_fetch));
   for (const auto& [rank, r] : latest_) {
-    std::snprintf(buf, sizeof buf, "  worker %d  host %s of %s %s %s   gpu %s", rank, FormatBytes(r.host_bytes).c_str(),
-                  r.host_limit_bytes > 0 ? FormatBytes(r.host_limit_bytes).c_str() : "-",
-                  Percent(r.host_bytes, r.host_limit_bytes).c_str(),
-                  Bar(r.host_limit_bytes > 0 ? static_cast<double>(r.host_bytes) / r.host_limit_bytes : 0, 20).c_str(),
-                  r.gpu_total_bytes > 0 ? (FormatBytes(r.gpu_reserved_bytes) + " " +
-                                           Percent(r.gpu_reserved_bytes, r.gpu_total_bytes))
-                                              .c_str()
-                                        : "-");
+    std::snprintf(
+        buf, sizeof buf, "  worker %d  host %s of %s %s %s   gpu %s", rank, FormatBytes(r.host_bytes).c_str(),
+        r.host_limit_bytes > 0 ? FormatBytes(r.host_limit_bytes).c_str() : "-",
+        Percent(r.host_bytes, r.host_limit_bytes).c_str(),
+        Bar(r.host_limit_bytes > 0 ? static_cast<double>(r.host_bytes) / r.host_limit_bytes : 0, 20).c_str(),
+        r.gpu_total_bytes > 0
+            ? (FormatBytes(r.gpu_reserved_bytes) + " " + Percent(r.gpu_reserved_bytes, r.gpu_total_bytes)).c_str()
+            : "-");
     lines.push_back(buf);
   }
   std::snprintf(buf, sizeof buf, "  %s   restarts %d  reshards %d  OOM kills %d  steps lost %lld",
@@ -106,8 +107,8 @@ std::vector<std::string> ProgressView::Block(const runtime::JobStatus& s) const 
                 static_cast<long long>(s.steps_lost));
   lines.push_back(buf);
   if (s.last_action) {
-    std::string a = "  last action: step " + std::to_string(s.last_action->step) + " " + runtime::ToWireName(s.last_action->type) + ": " +
-                    s.last_action->reason;
+    std::string a = "  last action: step " + std::to_string(s.last_action->step) + " " +
+                    runtime::ToWireName(s.last_action->type) + ": " + s.last_action->reason;
     if (a.size() > 160) a = a.substr(0, 157) + "...";
     lines.push_back(a);
   }
@@ -145,12 +146,12 @@ void ProgressView::Update(const runtime::JobStatus& s, const std::vector<protoco
     }
     if (!terminal_ && r.rank == 0) {
       char buf[256];
-      std::snprintf(buf, sizeof buf, "step %lld/%lld  reward %.3f  host %s of %s (%s)  gpu %s  %.2f s/step",
-                    static_cast<long long>(r.step), static_cast<long long>(s.total_steps), r.reward_mean,
-                    FormatBytes(r.host_bytes).c_str(), r.host_limit_bytes > 0 ? FormatBytes(r.host_limit_bytes).c_str() : "-",
-                    Percent(r.host_bytes, r.host_limit_bytes).c_str(),
-                    r.gpu_total_bytes > 0 ? Percent(r.gpu_reserved_bytes, r.gpu_total_bytes).c_str() : "-",
-                    r.step_seconds);
+      std::snprintf(
+          buf, sizeof buf, "step %lld/%lld  reward %.3f  host %s of %s (%s)  gpu %s  %.2f s/step",
+          static_cast<long long>(r.step), static_cast<long long>(s.total_steps), r.reward_mean,
+          FormatBytes(r.host_bytes).c_str(), r.host_limit_bytes > 0 ? FormatBytes(r.host_limit_bytes).c_str() : "-",
+          Percent(r.host_bytes, r.host_limit_bytes).c_str(),
+          r.gpu_total_bytes > 0 ? Percent(r.gpu_reserved_bytes, r.gpu_total_bytes).c_str() : "-", r.step_seconds);
       out_ << buf << "\n";
     }
   }

@@ -122,11 +122,12 @@ std::string RunSummary::ToJson() const {
                          {"after", p.after ? nlohmann::json(p.after->response) : nlohmann::json(nullptr)},
                          {"after_correct", p.after ? nlohmann::json(p.after->correct) : nlohmann::json(nullptr)}});
     }
-    j["heldout"] = {{"problems", heldout.problems},
-                    {"accuracy_before", number(heldout.accuracy_before)},
-                    {"accuracy_after", number(heldout.accuracy_after)},
-                    {"step_after", heldout.accuracy_after ? nlohmann::json(heldout.step_after) : nlohmann::json(nullptr)},
-                    {"answers", answers}};
+    j["heldout"] = {
+        {"problems", heldout.problems},
+        {"accuracy_before", number(heldout.accuracy_before)},
+        {"accuracy_after", number(heldout.accuracy_after)},
+        {"step_after", heldout.accuracy_after ? nlohmann::json(heldout.step_after) : nlohmann::json(nullptr)},
+        {"answers", answers}};
   }
   // A model's answers may be any bytes: never a summary lost to one.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -171,7 +172,8 @@ void RunSummary::Print(std::ostream& out) const {
   if (!trace_csv.empty()) out << "  memory series " << trace_csv << "\n";
   if (!chart_svg.empty()) out << "  memory chart  " << chart_svg << "\n";
   if (!training_svg.empty()) out << "  training chart " << training_svg << "\n";
-  if (export_dir) out << "  export        " << (export_dir->empty() ? "none (the job did not finish)" : *export_dir) << "\n";
+  if (export_dir)
+    out << "  export        " << (export_dir->empty() ? "none (the job did not finish)" : *export_dir) << "\n";
 }
 
 }  // namespace headroom::local

@@ -24,14 +24,14 @@ namespace headroom::local {
 
 struct RunSummary {
   std::string job_name;
-  std::string phase;                 // Succeeded | Failed | Suspended
-  std::string message;               // why it ended that way
-  int64_t steps = 0;                 // newest step completed
+  std::string phase;    // Succeeded | Failed | Suspended
+  std::string message;  // why it ended that way
+  int64_t steps = 0;    // newest step completed
   int64_t total_steps = 0;
   int restarts = 0;
   int reshards = 0;
-  int oom_kills = 0;                 // kernel OOM kills and CUDA out-of-memory exits
-  int gpu_oom_kills = 0;             // of which CUDA out of memory (printed, not in the JSON)
+  int oom_kills = 0;      // kernel OOM kills and CUDA out-of-memory exits
+  int gpu_oom_kills = 0;  // of which CUDA out of memory (printed, not in the JSON)
   int64_t steps_lost = 0;
   std::optional<double> final_reward;
   double wall_seconds = 0;
@@ -54,7 +54,7 @@ struct RunSummary {
   void AddHeldOut(const std::vector<protocol::StepRecord>& records);
 
   static RunSummary From(const runtime::JobStatus& status, const std::string& job_name, double wall_seconds);
-  std::string ToJson() const;        // the --summary document, one object, pretty-printed
+  std::string ToJson() const;  // the --summary document, one object, pretty-printed
   void Print(std::ostream& out) const;
 };
 

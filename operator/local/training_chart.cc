@@ -44,11 +44,12 @@ void DrawFrame(std::ostream& svg, const Scale& sc, const std::string& title) {
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << kLeft << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">" << SvgEscape(title)
       << "</text>\n"
-      << "<text x=\"" << kLeft << "\" y=\"46\" fill=\"#555\">mean reward of each step's rollouts, and the share of "
+      << "<text x=\"" << kLeft
+      << "\" y=\"46\" fill=\"#555\">mean reward of each step's rollouts, and the share of "
          "held-out problems answered exactly right (greedy) at each evaluation</text>\n";
   for (int p = 0; p <= 100; p += 20) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(p / 100.0))
-        << "\" y2=\"" << Num(sc.Y(p / 100.0)) << "\" stroke=\"#e5e5e5\"/>\n"
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(p / 100.0)) << "\" y2=\""
+        << Num(sc.Y(p / 100.0)) << "\" stroke=\"#e5e5e5\"/>\n"
         << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(sc.Y(p / 100.0) + 4) << "\" text-anchor=\"end\">" << p
         << "%</text>\n";
   }
@@ -99,8 +100,8 @@ void DrawAccuracy(std::ostream& svg, const Scale& sc, const std::vector<std::pai
     svg << "<g><title>" << SvgEscape("held-out accuracy " + Percent(acc) + " at step " + std::to_string(step))
         << "</title><circle cx=\"" << Num(x) << "\" cy=\"" << Num(y) << "\" r=\"4.5\" fill=\"" << kAccuracyColor
         << "\"/><text x=\"" << Num(x + (step == 0 ? 6 : -6)) << "\" y=\"" << Num(y - 9) << "\" text-anchor=\""
-        << (step == 0 ? "start" : "end") << "\" fill=\"" << kAccuracyColor << "\" font-weight=\"bold\">"
-        << Percent(acc) << "</text></g>\n";
+        << (step == 0 ? "start" : "end") << "\" fill=\"" << kAccuracyColor << "\" font-weight=\"bold\">" << Percent(acc)
+        << "</text></g>\n";
   }
 }
 
@@ -143,7 +144,8 @@ std::string RenderTrainingChartSvg(const TrainingChartInput& in) {
   const std::vector<std::pair<int64_t, double>> accuracy = HeldOutAccuracyByStep(in.records);
   std::ostringstream svg;
   DrawFrame(svg, sc, in.title);
-  DrawActionMarks(svg, in.actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
+  DrawActionMarks(
+      svg, in.actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
   DrawRewards(svg, sc, in.records);
   DrawAccuracy(svg, sc, accuracy);
   DrawLegend(svg, sc, !accuracy.empty());

@@ -23,18 +23,13 @@ std::string MasterAddress(const std::string& job_name, const std::string& namesp
 
 json OwnerReference(const spec::TrainingJob& job) {
   if (job.metadata.uid.empty()) return nullptr;
-  return json{{"apiVersion", job.api_version},
-              {"kind", job.kind},
-              {"name", job.metadata.name},
-              {"uid", job.metadata.uid},
-              {"controller", true},
-              {"blockOwnerDeletion", true}};
+  return json{{"apiVersion", job.api_version}, {"kind", job.kind},   {"name", job.metadata.name},
+              {"uid", job.metadata.uid},       {"controller", true}, {"blockOwnerDeletion", true}};
 }
 
 namespace {
 
-json ChildMetadata(const spec::TrainingJob& job, const std::string& name,
-                   const std::string& namespace_, json labels) {
+json ChildMetadata(const spec::TrainingJob& job, const std::string& name, const std::string& namespace_, json labels) {
   labels[kLabelJobName] = job.metadata.name;
   labels[kLabelManagedBy] = kManagedByValue;
   json meta{{"name", name}, {"namespace", namespace_}, {"labels", std::move(labels)}};
@@ -43,9 +38,7 @@ json ChildMetadata(const spec::TrainingJob& job, const std::string& name,
   return meta;
 }
 
-json EnvVar(const std::string& name, const std::string& value) {
-  return json{{"name", name}, {"value", value}};
-}
+json EnvVar(const std::string& name, const std::string& value) { return json{{"name", name}, {"value", value}}; }
 
 json FieldRefEnv(const std::string& name, const std::string& field_path) {
   return json{{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
@@ -65,18 +58,17 @@ json BuildSpecConfigMap(const WorkerGeneration& gen, const std::string& namespac
 
 json BuildHeadlessService(const spec::TrainingJob& job, const std::string& namespace_) {
   json meta = ChildMetadata(job, ServiceName(job.metadata.name), namespace_, json::object());
-  return json{
-      {"apiVersion", "v1"},
-      {"kind", "Service"},
-      {"metadata", std::move(meta)},
-      {"spec",
-       {{"clusterIP", "None"},
-        // Rank 0 must resolve before it is Ready: the other ranks rendezvous with it
-        // while it is still starting.
-        {"publishNotReadyAddresses", true},
-        {"selector", {{kLabelJobName, job.metadata.name}}},
-        {"ports", json::array({json{{"name", "rendezvous"}, {"port", kRendezvousPort}, {"protocol", "TCP"}},
-                               json{{"name", "metrics"}, {"port", kMetricsPort}, {"protocol", "TCP"}}})}}}};
+  return json{{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", std::move(meta)},
+              {"spec",
+               {{"clusterIP", "None"},
+                // Rank 0 must resolve before it is Ready: the other ranks rendezvous with it
+                // while it is still starting.
+                {"publishNotReadyAddresses", true},
+                {"selector", {{kLabelJobName, job.metadata.name}}},
+                {"ports", json::array({json{{"name", "rendezvous"}, {"port", kRendezvousPort}, {"protocol", "TCP"}},
+                                       json{{"name", "metrics"}, {"port", kMetricsPort}, {"protocol", "TCP"}}})}}}};
 }
 
 namespace {
@@ -85,14 +77,13 @@ namespace {
 // pod's own name and namespace, and what the guard did so far.
 json WorkerEnv(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
   const std::string& name = gen.job.metadata.name;
-  json env = json::array({EnvVar(protocol::kRankEnv, std::to_string(rank)),
-                          EnvVar(protocol::kWorldSizeEnv, std::to_string(gen.job.spec.workers)),
-                          EnvVar(protocol::kMasterAddrEnv, MasterAddress(name, namespace_)),
-                          EnvVar(protocol::kMasterPortEnv, std::to_string(kRendezvousPort)),
-                          EnvVar(protocol::kJobNameEnv, name),
-                          EnvVar(protocol::kGenerationEnv, std::to_string(gen.generation)),
-                          FieldRefEnv(spec::kPodNameEnv, "metadata.name"),
-                          FieldRefEnv(spec::kPodNamespaceEnv, "metadata.namespace")});
+  json env = json::array(
+      {EnvVar(protocol::kRankEnv, std::to_string(rank)),
+       EnvVar(protocol::kWorldSizeEnv, std::to_string(gen.job.spec.workers)),
+       EnvVar(protocol::kMasterAddrEnv, MasterAddress(name, namespace_)),
+       EnvVar(protocol::kMasterPortEnv, std::to_string(kRendezvousPort)), EnvVar(protocol::kJobNameEnv, name),
+       EnvVar(protocol::kGenerationEnv, std::to_string(gen.generation)),
+       FieldRefEnv(spec::kPodNameEnv, "metadata.name"), FieldRefEnv(spec::kPodNamespaceEnv, "metadata.namespace")});
   if (!gen.guard_history_json.empty()) env.push_back(EnvVar(protocol::kGuardHistoryEnv, gen.guard_history_json));
   return env;
 }
@@ -104,31 +95,29 @@ json WorkerContainer(const spec::TrainingJobSpec& s, json env) {
   // may be squeezed below it by its neighbours would be guarding the wrong number.
   json resources{{"limits", limits}, {"requests", limits}};
   const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
-  return json{
-      {"name", spec::kWorkerContainerName},
-      {"image", s.image},
-      {"imagePullPolicy", "IfNotPresent"},
-      {"command", json::array({"headroom-worker"})},
-      {"args", json::array({"--job", spec_path, "--checkpoint-dir", kCheckpointMountDir,
-                            "--metrics-port", std::to_string(kMetricsPort)})},
-      {"env", std::move(env)},
-      {"ports", json::array({json{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}},
-                             json{{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
-      {"resources", std::move(resources)},
-      {"readinessProbe",
-       {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}}, {"periodSeconds", 10}}},
-      {"terminationMessagePath", "/dev/termination-log"},
-      {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"securityContext",
-       {{"runAsNonRoot", true},
-        {"readOnlyRootFilesystem", true},
-        {"allowPrivilegeEscalation", false},
-        {"capabilities", {{"drop", json::array({"ALL"})}}}}},
-      {"volumeMounts",
-       json::array({json{{"name", spec::kSpecVolumeName}, {"mountPath", kSpecMountDir}, {"readOnly", true}},
-                    json{{"name", spec::kCheckpointVolumeName}, {"mountPath", kCheckpointMountDir}},
-                    json{{"name", spec::kShmVolumeName}, {"mountPath", spec::kShmMountDir}},
-                    json{{"name", spec::kTmpVolumeName}, {"mountPath", spec::kTmpMountDir}}})}};
+  return json{{"name", spec::kWorkerContainerName},
+              {"image", s.image},
+              {"imagePullPolicy", "IfNotPresent"},
+              {"command", json::array({"headroom-worker"})},
+              {"args", json::array({"--job", spec_path, "--checkpoint-dir", kCheckpointMountDir, "--metrics-port",
+                                    std::to_string(kMetricsPort)})},
+              {"env", std::move(env)},
+              {"ports", json::array({json{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}},
+                                     json{{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
+              {"resources", std::move(resources)},
+              {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}}, {"periodSeconds", 10}}},
+              {"terminationMessagePath", "/dev/termination-log"},
+              {"terminationMessagePolicy", "FallbackToLogsOnError"},
+              {"securityContext",
+               {{"runAsNonRoot", true},
+                {"readOnlyRootFilesystem", true},
+                {"allowPrivilegeEscalation", false},
+                {"capabilities", {{"drop", json::array({"ALL"})}}}}},
+              {"volumeMounts",
+               json::array({json{{"name", spec::kSpecVolumeName}, {"mountPath", kSpecMountDir}, {"readOnly", true}},
+                            json{{"name", spec::kCheckpointVolumeName}, {"mountPath", kCheckpointMountDir}},
+                            json{{"name", spec::kShmVolumeName}, {"mountPath", spec::kShmMountDir}},
+                            json{{"name", spec::kTmpVolumeName}, {"mountPath", spec::kTmpMountDir}}})}};
 }
 
 json WorkerVolumes(const spec::TrainingJobSpec& s, const std::string& name) {
@@ -136,11 +125,11 @@ json WorkerVolumes(const spec::TrainingJobSpec& s, const std::string& name) {
                          ? json{{"name", spec::kCheckpointVolumeName}, {"emptyDir", json::object()}}
                          : json{{"name", spec::kCheckpointVolumeName},
                                 {"persistentVolumeClaim", {{"claimName", s.checkpoint.volume}}}};
-  return json::array(
-      {json{{"name", spec::kSpecVolumeName}, {"configMap", {{"name", SpecConfigMapName(name)}}}}, checkpoints,
-       // NCCL and the data loader use /dev/shm; the container default of 64 MiB is too small.
-       json{{"name", spec::kShmVolumeName}, {"emptyDir", {{"medium", "Memory"}}}},
-       json{{"name", spec::kTmpVolumeName}, {"emptyDir", json::object()}}});
+  return json::array({json{{"name", spec::kSpecVolumeName}, {"configMap", {{"name", SpecConfigMapName(name)}}}},
+                      checkpoints,
+                      // NCCL and the data loader use /dev/shm; the container default of 64 MiB is too small.
+                      json{{"name", spec::kShmVolumeName}, {"emptyDir", {{"medium", "Memory"}}}},
+                      json{{"name", spec::kTmpVolumeName}, {"emptyDir", json::object()}}});
 }
 
 }  // namespace
@@ -171,8 +160,8 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                 {"containers", json::array({WorkerContainer(s, WorkerEnv(gen, rank, namespace_))})},
                 {"volumes", WorkerVolumes(s, name)}};
   if (s.resources.gpus > 0) {
-    pod_spec["tolerations"] = json::array(
-        {json{{"key", spec::kGpuResourceName}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+    pod_spec["tolerations"] =
+        json::array({json{{"key", spec::kGpuResourceName}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
   }
   json pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(pod_spec)}};
   OverlayPodTemplate(s.pod_template, pod);

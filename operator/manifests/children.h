@@ -33,8 +33,8 @@ inline constexpr const char* kLabelGeneration = spec::kLabelGeneration;
 inline constexpr const char* kLabelManagedBy = spec::kLabelManagedBy;
 inline constexpr const char* kManagedByValue = "headroom-operator";
 
-inline constexpr int kRendezvousPort = 29500;   // MASTER_PORT (torchrun's default)
-inline constexpr int kMetricsPort = 9400;       // the worker's /metrics and /healthz
+inline constexpr int kRendezvousPort = 29500;  // MASTER_PORT (torchrun's default)
+inline constexpr int kMetricsPort = 9400;      // the worker's /metrics and /healthz
 inline constexpr const char* kSpecMountDir = spec::kSpecMountDir;
 inline constexpr const char* kSpecFileName = "job.yaml";
 inline constexpr const char* kCheckpointMountDir = spec::kCheckpointMountDir;
@@ -52,8 +52,8 @@ std::string MasterAddress(const std::string& job_name, const std::string& namesp
 // What a generation of workers runs: the job as the guard last adjusted it (workers,
 // microBatchSize, offload may differ from the user's spec) and its generation number.
 struct WorkerGeneration {
-  spec::TrainingJob job;      // effective spec for this generation
-  int64_t generation = 1;     // headroom.dev/generation label; bumps on every relaunch
+  spec::TrainingJob job;   // effective spec for this generation
+  int64_t generation = 1;  // headroom.dev/generation label; bumps on every relaunch
   // What the guard has done so far (core/guard/guard_history.h JSON): the workers read it
   // from HEADROOM_GUARD_HISTORY, so the policy caps restarts across generations, and the
   // operator reads it back from a pod after its own restart. Empty: the env is left out.

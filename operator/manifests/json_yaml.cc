@@ -43,20 +43,13 @@ void Emit(YAML::Emitter& out, const nlohmann::json& v) {
       }
       break;
     }
-    case nlohmann::json::value_t::boolean:
-      out << v.get<bool>();
-      break;
-    case nlohmann::json::value_t::number_integer:
-      out << v.get<int64_t>();
-      break;
-    case nlohmann::json::value_t::number_unsigned:
-      out << v.get<uint64_t>();
-      break;
+    case nlohmann::json::value_t::boolean: out << v.get<bool>(); break;
+    case nlohmann::json::value_t::number_integer: out << v.get<int64_t>(); break;
+    case nlohmann::json::value_t::number_unsigned: out << v.get<uint64_t>(); break;
     case nlohmann::json::value_t::number_float:
       out << v.dump();  // nlohmann prints the shortest round-tripping form
       break;
-    default:
-      out << YAML::Null;
+    default: out << YAML::Null;
   }
 }
 

@@ -13,7 +13,7 @@ constexpr WireName kWireNames[] = {
 #define HEADROOM_ACTION_WIRE_NAME(enumerator, name) {ActionType::enumerator, name},
     HEADROOM_GUARD_ACTIONS(HEADROOM_ACTION_WIRE_NAME)
 #undef HEADROOM_ACTION_WIRE_NAME
-    {ActionType::kRestartAfterOOMKill, "restartAfterOOMKill"},
+        {ActionType::kRestartAfterOOMKill, "restartAfterOOMKill"},
     {ActionType::kRestartAfterGpuOOM, "restartAfterGpuOOM"},
     {ActionType::kRestartAfterCrash, "restartAfterCrash"},
     {ActionType::kResume, "resume"},
@@ -46,7 +46,7 @@ ActionType FromDecision(guard::DecisionAction applied) {
     case guard::DecisionAction::kNone: return ActionType::kRestart;
 #define HEADROOM_FROM_DECISION(enumerator, name) \
   case guard::DecisionAction::enumerator: return ActionType::enumerator;
-    HEADROOM_GUARD_ACTIONS(HEADROOM_FROM_DECISION)
+      HEADROOM_GUARD_ACTIONS(HEADROOM_FROM_DECISION)
 #undef HEADROOM_FROM_DECISION
     case guard::DecisionAction::kFail: return ActionType::kFail;
   }

@@ -25,11 +25,11 @@ enum class ActionType {
   kRestartAfterCrash,    // "restartAfterCrash": any other crash
   kResume,               // "resume": drained (exit 75) without a stop request
   // The user's.
-  kSuspend,              // "suspend": drained to a checkpoint on request
-  kUnsuspend,            // "unsuspend": a suspended job resumed
-  kScale,                // "scale": resharded on request (kubectl scale)
+  kSuspend,    // "suspend": drained to a checkpoint on request
+  kUnsuspend,  // "unsuspend": a suspended job resumed
+  kScale,      // "scale": resharded on request (kubectl scale)
   // The end.
-  kFail,                 // "fail": the job gave up
+  kFail,  // "fail": the job gave up
 };
 
 const char* ToWireName(ActionType type);

@@ -99,8 +99,8 @@ std::string CrashLedger::CountStepsLost(const Observation& observed, JobStatus& 
   const int64_t l = std::max<int64_t>(0, reached - *observed.checkpoint_step);
   status.steps_lost += l;
   unsettled_loss_from_step_ = std::min(reached, *observed.checkpoint_step);
-  return "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " +
-         std::to_string(l) + " step(s) lost";
+  return "; resuming from checkpoint step " + std::to_string(*observed.checkpoint_step) + ", " + std::to_string(l) +
+         " step(s) lost";
 }
 
 bool CrashLedger::EndsForInputsOutOfMemory(const RankExit& e, bool saw_step_this_generation) {

@@ -38,8 +38,7 @@ const char* NextStepKindName(NextStep::Kind kind) {
 }
 
 JobReconciler::JobReconciler(spec::TrainingJob job, ReconcilerOptions options)
-    : job_(std::move(job)),
-      options_(std::move(options)) {
+    : job_(std::move(job)), options_(std::move(options)) {
   if (!options_.guard_enabled) job_.spec.memory_guard.enabled = false;
   if (!options_.wall_clock) options_.wall_clock = Rfc3339Now;
   status_.total_steps = job_.spec.grpo.steps;
@@ -158,8 +157,8 @@ void JobReconciler::Ingest(const Observation& observed) {
       status_.phase == JobPhase::kResharding) {
     status_.phase = JobPhase::kRunning;
     SetCondition("Running", true, "StepsCompleting",
-                 "generation " + std::to_string(status_.generation) + " with " +
-                     std::to_string(job_.spec.workers) + " worker(s)");
+                 "generation " + std::to_string(status_.generation) + " with " + std::to_string(job_.spec.workers) +
+                     " worker(s)");
   }
 }
 

@@ -57,9 +57,9 @@ struct ReconcilerOptions {
 struct NextStep {
   enum class Kind { kWait, kLaunch, kDrain, kKill, kFinished };
   Kind kind = Kind::kWait;
-  LaunchRequest launch;                     // kLaunch
-  std::chrono::milliseconds grace{0};       // kDrain
-  std::string reason;                       // why (for logs and Events)
+  LaunchRequest launch;                // kLaunch
+  std::chrono::milliseconds grace{0};  // kDrain
+  std::string reason;                  // why (for logs and Events)
 };
 const char* NextStepKindName(NextStep::Kind kind);
 
@@ -106,14 +106,12 @@ class JobReconciler {
   // guard on an escalation when it repeats at the same step.
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
   NextStep OnGuardStop(const RankObservation& stopped);
-  NextStep Relaunch(int64_t step, ActionType type, const std::string& reason,
-                    bool counts_as_restart, bool reshard);
+  NextStep Relaunch(int64_t step, ActionType type, const std::string& reason, bool counts_as_restart, bool reshard);
   void Ingest(const Observation& observed);
   // The memory part of the status: worst_rank_memory.h.
   void UpdateMemoryStatus();
   void Record(int64_t step, ActionType type, const std::string& reason);
-  void SetCondition(const std::string& type, bool on, const std::string& reason,
-                    const std::string& message);
+  void SetCondition(const std::string& type, bool on, const std::string& reason, const std::string& message);
   std::string Now() const;
 
   spec::TrainingJob job_;
@@ -136,8 +134,8 @@ class JobReconciler {
   int unrequested_relaunches_ = 0;         // what memoryGuard.maxRestarts caps
   bool saw_step_this_generation_ = false;
   int64_t generation_resumed_from_ = 0;  // first step of this generation - 1
-  CrashLedger crashes_;     // out-of-memory ends and steps lost
-  WorstRankMemory memory_;  // this generation's per-step memory, the worst over ranks
+  CrashLedger crashes_;                  // out-of-memory ends and steps lost
+  WorstRankMemory memory_;               // this generation's per-step memory, the worst over ranks
 };
 
 }  // namespace headroom::runtime

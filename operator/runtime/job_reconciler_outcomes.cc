@@ -10,8 +10,8 @@
 
 namespace headroom::runtime {
 
-NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::string& reason,
-                                 bool counts_as_restart, bool reshard) {
+NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::string& reason, bool counts_as_restart,
+                                 bool reshard) {
   if (counts_as_restart) {
     const int max = job_.spec.memory_guard.max_restarts;
     if (unrequested_relaunches_ >= max) {
@@ -21,7 +21,8 @@ NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::strin
     }
     ++unrequested_relaunches_;
   }
-  if (reshard) ++status_.reshards; else ++status_.restarts;
+  if (reshard) ++status_.reshards;
+  else ++status_.restarts;
   Record(step, type, reason);
   status_.phase = reshard ? JobPhase::kResharding : JobPhase::kRestarting;
   // A planned stop checkpointed the step it stopped at: the next generation should
@@ -41,9 +42,9 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
       const std::string cause = ReasonTheWorkerGave(e);
       // Exit 2 after a step is a worker that found retrying cannot help (a full disk a
       // save failed on twice), not a refusal to start.
-      const std::string who = "rank " + std::to_string(r.rank) +
-                              (saw_step_this_generation_ ? " stopped: retrying cannot help (exit 2)"
-                                                         : " refused to start (exit 2)");
+      const std::string who =
+          "rank " + std::to_string(r.rank) +
+          (saw_step_this_generation_ ? " stopped: retrying cannot help (exit 2)" : " refused to start (exit 2)");
       return Finish(JobPhase::kFailed, cause.empty() ? who + " and gave no reason" : cause + " (" + who + ")");
     }
     if (e.oom_killed || e.exit_code == protocol::kExitGpuOom) ++oom;
@@ -64,9 +65,9 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   if (crashed) return OnCrash(observed, *crashed, oom);
   if (stop_requested_) {
     Record(status_.step, ActionType::kSuspend, *stop_requested_);
-    return Finish(JobPhase::kSuspended,
-                  *stop_requested_ + "; the checkpoint at step " +
-                      std::to_string(observed.checkpoint_step.value_or(status_.step)) + " is resumable");
+    return Finish(JobPhase::kSuspended, *stop_requested_ + "; the checkpoint at step " +
+                                            std::to_string(observed.checkpoint_step.value_or(status_.step)) +
+                                            " is resumable");
   }
   if (guard_stop) return OnGuardStop(*guard_stop);
 
@@ -76,10 +77,10 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     const int from = job_.spec.workers;
     job_.spec.workers = guard::NearestWorkerCount(job_.spec, *workers_requested_, from);
     workers_requested_.reset();
-    return Relaunch(status_.step, ActionType::kScale,
-                    "resharded on request: workers " + std::to_string(from) + " -> " +
-                        std::to_string(job_.spec.workers),
-                    /*counts_as_restart=*/false, /*reshard=*/true);
+    return Relaunch(
+        status_.step, ActionType::kScale,
+        "resharded on request: workers " + std::to_string(from) + " -> " + std::to_string(job_.spec.workers),
+        /*counts_as_restart=*/false, /*reshard=*/true);
   }
   if (resume_requested_) {
     const std::string reason = *resume_requested_;
@@ -90,8 +91,7 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     return Launch(reason);
   }
   return Relaunch(status_.step, ActionType::kResume,
-                  "workers drained (exit 75) without a stop request; resuming from the checkpoint", true,
-                  false);
+                  "workers drained (exit 75) without a stop request; resuming from the checkpoint", true, false);
 }
 
 NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {
@@ -101,13 +101,13 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
   const int64_t checkpoint = observed.checkpoint_step.value_or(generation_resumed_from_);
   const std::string lost = crashes_.CountStepsLost(observed, status_);
   if (stop_requested_) {
-    return Finish(JobPhase::kSuspended, *stop_requested_ + " (rank " + std::to_string(crashed.rank) +
-                                            " ended with " + e.reason + " while draining)");
+    return Finish(JobPhase::kSuspended, *stop_requested_ + " (rank " + std::to_string(crashed.rank) + " ended with " +
+                                            e.reason + " while draining)");
   }
   const std::string what = DescribeCrash(crashed, reached, saw_step_this_generation_, job_.spec.resources.memory);
   // A CUDA out-of-memory is the GPU's OOM kill: counted with the kernel's, named apart.
   const bool gpu_oom_exit = e.exit_code == protocol::kExitGpuOom;
-  const ActionType type = e.oom_killed    ? ActionType::kRestartAfterOOMKill
+  const ActionType type = e.oom_killed   ? ActionType::kRestartAfterOOMKill
                           : gpu_oom_exit ? ActionType::kRestartAfterGpuOOM
                                          : ActionType::kRestartAfterCrash;
   const bool out_of_memory = e.oom_killed || gpu_oom_exit;
@@ -124,10 +124,11 @@ NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservati
     return next;
   }
   // With the guard on, a crash that repeats at the same step escalates instead of looping.
-  const guard::Decision d = guard::DecideAfterCrash(
-      e.oom_killed ? guard::ExitCause::kOomKill : gpu_oom_exit ? guard::ExitCause::kGpuOom : guard::ExitCause::kCrash,
-      static_cast<int>(reached + 1),
-      static_cast<int>(checkpoint), job_.spec, history_, job_.spec.workers, plan_options_);
+  const guard::Decision d = guard::DecideAfterCrash(e.oom_killed   ? guard::ExitCause::kOomKill
+                                                    : gpu_oom_exit ? guard::ExitCause::kGpuOom
+                                                                   : guard::ExitCause::kCrash,
+                                                    static_cast<int>(reached + 1), static_cast<int>(checkpoint),
+                                                    job_.spec, history_, job_.spec.workers, plan_options_);
   const guard::NextSpec change = guard::ApplyDecision(job_, d);
   if (change.fail()) return Finish(JobPhase::kFailed, what + "; " + change.reason);
   const bool plain = change.applied == guard::DecisionAction::kRestart;
@@ -159,8 +160,8 @@ NextStep JobReconciler::OnGuardStop(const RankObservation& stopped) {
   const int64_t step = d.step > 0 ? d.step : status_.step;
   if (!options_.guard_enabled) {
     return Relaunch(step, ActionType::kResume,
-                    std::string("guard disabled: not applying the worker's ") +
-                        guard::DecisionActionName(d.action) + " decision; resuming",
+                    std::string("guard disabled: not applying the worker's ") + guard::DecisionActionName(d.action) +
+                        " decision; resuming",
                     true, false);
   }
   const guard::NextSpec change = guard::ApplyDecision(job_, d);

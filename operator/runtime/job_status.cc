@@ -18,8 +18,7 @@ const char* JobPhaseName(JobPhase phase) {
 }
 
 bool IsTerminal(JobPhase phase) {
-  return phase == JobPhase::kSuspended || phase == JobPhase::kSucceeded ||
-         phase == JobPhase::kFailed;
+  return phase == JobPhase::kSuspended || phase == JobPhase::kSucceeded || phase == JobPhase::kFailed;
 }
 
 namespace {
@@ -46,15 +45,9 @@ nlohmann::json ToJson(const JobStatus& s) {
                                                  static_cast<double>(s.memory.host_limit_bytes));
   }
   nlohmann::json j = {
-      {"phase", JobPhaseName(s.phase)},
-      {"generation", s.generation},
-      {"step", s.step},
-      {"workers", s.workers},
-      {"restarts", s.restarts},
-      {"reshards", s.reshards},
-      {"oomKills", s.oom_kills},
-      {"stepsLost", s.steps_lost},
-      {"memory", memory},
+      {"phase", JobPhaseName(s.phase)}, {"generation", s.generation}, {"step", s.step},
+      {"workers", s.workers},           {"restarts", s.restarts},     {"reshards", s.reshards},
+      {"oomKills", s.oom_kills},        {"stepsLost", s.steps_lost},  {"memory", memory},
   };
   if (s.heldout_accuracy) j["heldOutAccuracy"] = *s.heldout_accuracy;
   if (s.last_action) j["lastAction"] = ActionJson(*s.last_action);

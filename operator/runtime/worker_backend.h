@@ -35,8 +35,8 @@
 namespace headroom::runtime {
 
 struct LaunchRequest {
-  int generation = 0;            // 1 for the first launch, +1 for every relaunch
-  spec::TrainingJob job;         // the spec this generation runs; job.spec.workers ranks
+  int generation = 0;     // 1 for the first launch, +1 for every relaunch
+  spec::TrainingJob job;  // the spec this generation runs; job.spec.workers ranks
   // What the guard has done so far (core/guard/guard_history.h), for the workers'
   // environment (protocol::kGuardHistoryEnv): the policy caps restarts with it.
   std::string guard_history_json;
@@ -44,9 +44,9 @@ struct LaunchRequest {
 
 // How one rank ended.
 struct RankExit {
-  int exit_code = 0;             // 0..255; 128+signal for a signal
-  bool oom_killed = false;       // the kernel's OOM killer (cgroup oom_kill counter moved)
-  std::string reason;            // protocol::ExitReason: "Completed", "GuardStop", "GpuOOM", "OOMKilled", "Signal 9", ...
+  int exit_code = 0;        // 0..255; 128+signal for a signal
+  bool oom_killed = false;  // the kernel's OOM killer (cgroup oom_kill counter moved)
+  std::string reason;       // protocol::ExitReason: "Completed", "GuardStop", "GpuOOM", "OOMKilled", "Signal 9", ...
   std::string termination_message;  // what the worker wrote (core/protocol/termination_message.h)
   std::string last_output = {};     // its output's reason line (protocol::CrashReasonLine), for crash reasons
 };
@@ -58,10 +58,10 @@ struct RankObservation {
 };
 
 struct Observation {
-  int generation = 0;                  // 0 before the first launch
+  int generation = 0;  // 0 before the first launch
   std::chrono::steady_clock::time_point now{};
-  std::vector<RankObservation> ranks;  // every rank of the current generation
-  std::vector<protocol::StepRecord> new_steps;   // arrived since the previous Observe(), all ranks
+  std::vector<RankObservation> ranks;           // every rank of the current generation
+  std::vector<protocol::StepRecord> new_steps;  // arrived since the previous Observe(), all ranks
   // The newest model-fetch record (spec.model.hub's download) that arrived since the
   // previous Observe(), any rank; none when none arrived.
   std::optional<protocol::ModelFetchRecord> model_fetch;

@@ -48,29 +48,30 @@ TrainingJobController::TrainingJobController(kubeclient::RestClient& client, Tra
   controllerkit::Informer::Options job_options;
   job_options.watch.ns = options_.ns;
   job_options.resync_period = options_.resync_period;
-  jobs_ = std::make_unique<controllerkit::Informer>(kubeclient::ResourceClient(client, kubeclient::resources::kTrainingJobs),
-                                                 job_options);
+  jobs_ = std::make_unique<controllerkit::Informer>(
+      kubeclient::ResourceClient(client, kubeclient::resources::kTrainingJobs), job_options);
   controllerkit::Informer::Options pod_options;
   pod_options.watch.ns = options_.ns;
   // Only the pods this operator made.
   pod_options.watch.label_selector = std::string(manifests::kLabelManagedBy) + "=" + manifests::kManagedByValue;
-  pods_ = std::make_unique<controllerkit::Informer>(kubeclient::ResourceClient(client, kubeclient::resources::kPods), pod_options);
+  pods_ = std::make_unique<controllerkit::Informer>(kubeclient::ResourceClient(client, kubeclient::resources::kPods),
+                                                    pod_options);
   pods_->AddIndex("job", controllerkit::NamespacedLabelIndex(manifests::kLabelJobName));
 
   auto enqueue = [this](const json& o) { queue_->Add(kubeclient::KeyOf(o)); };
-  jobs_->AddEventHandlers({enqueue, [this](const json& old_object, const json& new_object) {
-                             // A resync hands (obj, obj): re-check it (level-triggered);
-                             // the reconcile itself writes nothing when nothing changed.
-                             (void)old_object;
-                             queue_->Add(kubeclient::KeyOf(new_object));
+  jobs_->AddEventHandlers({enqueue,
+                           [this](const json& old_object, const json& new_object) {
+    // A resync hands (obj, obj): re-check it (level-triggered);
+    // the reconcile itself writes nothing when nothing changed.
+    (void)old_object;
+    queue_->Add(kubeclient::KeyOf(new_object));
                            },
                            enqueue});
   pods_->AddEventHandlers({[this](const json& p) { OnPod(p, false); },
                            [this](const json&, const json& p) { OnPod(p, false); },
                            [this](const json& p) { OnPod(p, true); }});
   controller_ = std::make_unique<controllerkit::Controller>(
-      "trainingjob", queue_, [this](const std::string& key) { return Reconcile(key); }, metrics_,
-      options_.workers);
+      "trainingjob", queue_, [this](const std::string& key) { return Reconcile(key); }, metrics_, options_.workers);
 }
 
 TrainingJobController::~TrainingJobController() { Stop(std::chrono::milliseconds(5000)); }
@@ -153,7 +154,8 @@ controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end() && it->second->uid == kubeclient::Uid(*object) && it->second->reconciler) entry = it->second;
+    if (it != entries_.end() && it->second->uid == kubeclient::Uid(*object) && it->second->reconciler)
+      entry = it->second;
   }
   if (!entry) {
     entry = restorer_.NewEntry(*object, job, pods_->ByIndex("job", key));  // may read the API; outside the map lock
@@ -189,9 +191,8 @@ controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
   return {.requeue_after = options_.running_requeue};
 }
 
-
 controllerkit::Result TrainingJobController::InvalidSpec(const std::string& key, const json& object,
-                                                      const std::vector<spec::SpecError>& errors) {
+                                                         const std::vector<spec::SpecError>& errors) {
   std::shared_ptr<JobEntry> entry;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -225,7 +226,7 @@ controllerkit::Result TrainingJobController::InvalidSpec(const std::string& key,
   status_.Write(*entry, object, status);
   if (entry->phase_reported != "InvalidSpec/" + std::to_string(generation)) {
     events_.Emit(object, "invalid-" + std::to_string(generation), "Warning", "InvalidSpec",
-          std::to_string(errors.size()) + " problem(s): " + problems);
+                 std::to_string(errors.size()) + " problem(s): " + problems);
     entry->phase_reported = "InvalidSpec/" + std::to_string(generation);
   }
   SetPhase(key, "Failed");

@@ -48,11 +48,11 @@
 namespace headroom::trainingjob {
 
 struct TrainingJobControllerOptions {
-  std::string ns;                                       // "" = every namespace
-  int workers = 4;                                      // reconcile threads
-  std::chrono::milliseconds running_requeue{2000};      // scrape period while workers run
-  std::chrono::milliseconds resync_period{30000};       // informers' level-triggered re-check
-  runtime::ReconcilerOptions reconciler;                // drain grace, peer timeout
+  std::string ns;                                   // "" = every namespace
+  int workers = 4;                                  // reconcile threads
+  std::chrono::milliseconds running_requeue{2000};  // scrape period while workers run
+  std::chrono::milliseconds resync_period{30000};   // informers' level-triggered re-check
+  runtime::ReconcilerOptions reconciler;            // drain grace, peer timeout
   PodBackendOptions pods;
 };
 
@@ -83,7 +83,7 @@ class TrainingJobController {
  private:
   void OnPod(const nlohmann::json& pod, bool deleted);
   controllerkit::Result InvalidSpec(const std::string& key, const nlohmann::json& object,
-                                 const std::vector<spec::SpecError>& errors);
+                                    const std::vector<spec::SpecError>& errors);
   void SetPhase(const std::string& key, const std::string& phase);
 
   kubeclient::RestClient* client_;

@@ -16,7 +16,9 @@ namespace {
 
 struct Fd {
   int fd = -1;
-  ~Fd() { if (fd >= 0) ::close(fd); }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 // Waits for `events` on fd until the deadline; false on timeout or error.

@@ -22,12 +22,12 @@ struct JobEntry {
   std::unique_ptr<PodBackend> backend;
   std::unique_ptr<runtime::JobReconciler> reconciler;
   int64_t observed_generation = 0;
-  bool suspend = false;          // spec.suspend as last applied
-  int workers = 0;               // spec.workers as last applied
-  size_t actions_reported = 0;   // of reconciler->status().actions
-  std::string phase_reported;    // the phase the last phase Event was for
+  bool suspend = false;                   // spec.suspend as last applied
+  int workers = 0;                        // spec.workers as last applied
+  size_t actions_reported = 0;            // of reconciler->status().actions
+  std::string phase_reported;             // the phase the last phase Event was for
   std::optional<nlohmann::json> written;  // the status this operator last wrote
-  StatusTimes times;             // startTime / completionTime
+  StatusTimes times;                      // startTime / completionTime
 };
 
 }  // namespace headroom::trainingjob

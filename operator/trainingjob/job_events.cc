@@ -52,26 +52,27 @@ void ReportJobEvents(JobEntry& entry, const json& object, EventRecorder& events,
     if (runtime::IsUnplannedEnd(a.type)) {
       message += " (steps lost so far: " + std::to_string(s.steps_lost) + ")";
     }
-    events.Emit(object, std::to_string(s.generation) + "-" + runtime::ToWireName(a.type), l.warning ? "Warning" : "Normal", l.event_reason,
-          message);
+    events.Emit(object, std::to_string(s.generation) + "-" + runtime::ToWireName(a.type),
+                l.warning ? "Warning" : "Normal", l.event_reason, message);
   }
   entry.actions_reported = s.actions.size();
   const std::string phase = runtime::JobPhaseName(s.phase);
   if (phase != entry.phase_reported) {
     if (s.phase == runtime::JobPhase::kSucceeded) {
       events.Emit(object, "succeeded", "Normal", "Succeeded",
-            s.message + "; " + std::to_string(s.restarts) + " restart(s), " + std::to_string(s.reshards) +
-                " reshard(s), " + std::to_string(s.oom_kills) + " OOM kill(s), " + std::to_string(s.steps_lost) +
-                " step(s) lost");
+                  s.message + "; " + std::to_string(s.restarts) + " restart(s), " + std::to_string(s.reshards) +
+                      " reshard(s), " + std::to_string(s.oom_kills) + " OOM kill(s), " + std::to_string(s.steps_lost) +
+                      " step(s) lost");
     } else if (s.phase == runtime::JobPhase::kSuspended &&
                (s.actions.empty() || s.actions.back().type != runtime::ActionType::kSuspend)) {
       events.Emit(object, "suspended-" + std::to_string(s.generation), "Normal", "Suspended", s.message);
-    } else if (s.phase == runtime::JobPhase::kFailed && (s.actions.empty() || s.actions.back().type != runtime::ActionType::kFail)) {
+    } else if (s.phase == runtime::JobPhase::kFailed &&
+               (s.actions.empty() || s.actions.back().type != runtime::ActionType::kFail)) {
       events.Emit(object, "failed", "Warning", "Failed", s.message);
     } else if (s.phase == runtime::JobPhase::kPending || s.phase == runtime::JobPhase::kRunning) {
       if (s.generation == 1 && entry.phase_reported.empty()) {
         events.Emit(object, "launched", "Normal", "Launched",
-              "generation 1 with " + std::to_string(s.workers) + " worker(s)");
+                    "generation 1 with " + std::to_string(s.workers) + " worker(s)");
       }
     }
     entry.phase_reported = phase;

@@ -18,7 +18,7 @@ namespace headroom::trainingjob {
 using nlohmann::json;
 
 std::shared_ptr<JobEntry> JobRestorer::NewEntry(const json& object, const spec::TrainingJob& job,
-                                               const std::vector<json>& pods) {
+                                                const std::vector<json>& pods) {
   auto entry = std::make_shared<JobEntry>();
   entry->uid = kubeclient::Uid(object);
   entry->backend = std::make_unique<PodBackend>(*client_, job, kubeclient::Namespace(object), pods_options_);
@@ -58,7 +58,8 @@ void JobRestorer::Restore(JobEntry& entry, const json& object, const spec::Train
       try {
         history = guard::GuardHistory::FromJson(env.value("value", "{}"));
       } catch (const std::exception& e) {
-        spdlog::warn("{}: unreadable guard history on a pod ({}); starting from none", kubeclient::KeyOf(object), e.what());
+        spdlog::warn("{}: unreadable guard history on a pod ({}); starting from none", kubeclient::KeyOf(object),
+                     e.what());
       }
     }
   }
@@ -68,7 +69,8 @@ void JobRestorer::Restore(JobEntry& entry, const json& object, const spec::Train
   try {
     kubeclient::ResourceClient configmaps(*client_, kubeclient::resources::kConfigMaps);
     if (std::optional<json> cm = configmaps.TryGet(ns, manifests::SpecConfigMapName(kubeclient::Name(object)))) {
-      spec::ParseResult parsed = spec::ParseTrainingJob(cm->value("data", json::object()).value(manifests::kSpecFileName, ""));
+      spec::ParseResult parsed =
+          spec::ParseTrainingJob(cm->value("data", json::object()).value(manifests::kSpecFileName, ""));
       if (parsed.ok()) {
         running = *parsed.job;
         running.metadata = job.metadata;

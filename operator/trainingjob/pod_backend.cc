@@ -73,7 +73,8 @@ std::optional<runtime::RankExit> PodExit(const json& pod) {
   return std::nullopt;
 }
 
-PodBackend::PodBackend(kubeclient::RestClient& client, spec::TrainingJob owner, std::string ns, PodBackendOptions options)
+PodBackend::PodBackend(kubeclient::RestClient& client, spec::TrainingJob owner, std::string ns,
+                       PodBackendOptions options)
     : client_(&client), ns_(std::move(ns)), options_(std::move(options)), owner_(std::move(owner)) {}
 
 template <typename F>
@@ -229,7 +230,7 @@ bool PodBackend::CreatePod(int rank) {
       if (!e.IsAlreadyExists()) throw;
     }
     std::optional<json> existing = pods.TryGet(ns_, name);
-    if (!existing) return false;  // gone meanwhile: the next Observe creates it
+    if (!existing) return false;                             // gone meanwhile: the next Observe creates it
     if (GenerationOf(*existing) == generation) return true;  // ours, created by an earlier try
     // An older generation's pod still holds the name: it has ended (Launch is only called
     // when no rank is alive), so it goes now, and the next Observe creates ours.

@@ -45,8 +45,8 @@ namespace headroom::trainingjob {
 
 struct PodBackendOptions {
   std::chrono::milliseconds scrape_timeout{500};  // per pod, per Observe
-  int api_attempts = 6;                            // per API call, transient errors only
-  std::chrono::milliseconds api_retry_delay{20};   // doubles per attempt
+  int api_attempts = 6;                           // per API call, transient errors only
+  std::chrono::milliseconds api_retry_delay{20};  // doubles per attempt
   // Adjusts each worker pod before it is created, after the job's spec.template is merged
   // in (what a user sets per job lives there): tests point the command at a local binary
   // (their kubelet has no images and mounts no ConfigMaps) and give each pod its own
@@ -88,10 +88,10 @@ class PodBackend : public runtime::WorkerBackend {
   // What Observe needs of a rank's pod, kept instead of the pod itself (the informer
   // already holds the object; 500 jobs must fit in the operator's memory target).
   struct RankPod {
-    bool seen = false;            // the pod has been seen in the cache
+    bool seen = false;  // the pod has been seen in the cache
     std::string name;
     std::optional<runtime::RankExit> exit;  // how its container ended, once it has
-    bool scrapable = false;       // phase Running with a pod IP
+    bool scrapable = false;                 // phase Running with a pod IP
     std::string ip;
     int metrics_port = 0;
     bool deleted = false;         // seen gone
@@ -128,7 +128,7 @@ class PodBackend : public runtime::WorkerBackend {
   int workers_ = 0;
   std::map<int, nlohmann::json> pods_to_create_;  // this generation's manifests, by rank
   std::map<int, RankPod> ranks_;
-  std::map<std::string, int64_t> other_pods_;      // name -> generation, pods of other generations
+  std::map<std::string, int64_t> other_pods_;  // name -> generation, pods of other generations
   std::optional<int64_t> checkpoint_step_;
   std::optional<runtime::RankExit> assumed_exit_;  // AdoptEnded
   int64_t pods_created_ = 0;

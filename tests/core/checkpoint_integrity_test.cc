@@ -160,7 +160,8 @@ TEST_F(Scratch, AMissingLatestIsTheNewestCompleteStepNeverNoCheckpoint) {
   ASSERT_TRUE(found);
   EXPECT_EQ(found->step, 18);
   EXPECT_EQ(found->dir, root_ / "step-000018");
-  EXPECT_EQ(found->fallback, (root_ / kLatestFileName).string() + " is missing; the newest complete step is step-000018");
+  EXPECT_EQ(found->fallback,
+            (root_ / kLatestFileName).string() + " is missing; the newest complete step is step-000018");
   EXPECT_EQ(LatestCheckpoint(root_), root_ / "step-000018");
   EXPECT_EQ(LatestCheckpointStep(root_), 18);
   EXPECT_EQ(StepDirOf(root_), root_ / "step-000018");

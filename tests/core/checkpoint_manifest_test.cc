@@ -66,8 +66,9 @@ TEST(CheckpointManifest, JsonRoundTripKeepsEverything) {
 TEST(CheckpointManifest, TilingErrorsNameTheTensorAndElements) {
   auto gap = TwoShardManifest();
   gap.tensors["w"].shards[0].offset = 11;  // rank 1's shard moves up one element
-  EXPECT_NE(ValidateError(gap).find("tensor 'w': shards do not tile its 20 elements: elements [10, 11) are in no shard"),
-            std::string::npos)
+  EXPECT_NE(
+      ValidateError(gap).find("tensor 'w': shards do not tile its 20 elements: elements [10, 11) are in no shard"),
+      std::string::npos)
       << ValidateError(gap);
 
   auto overlap = TwoShardManifest();

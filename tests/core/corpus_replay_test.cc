@@ -116,8 +116,8 @@ TEST_P(CorpusReplayTest, AJumpThenACreepIsActedOnBeforeItCrosses) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, CorpusReplayTest, ::testing::ValuesIn(kSeeds),
                          [](const ::testing::TestParamInfo<uint64_t>& info) {
-                           return "seed" + std::to_string(info.param);
-                         });
+  return "seed" + std::to_string(info.param);
+});
 
 TEST(CorpusReplayDefaultSeedTest, StaircasesAreActedOnBeforeTheCrossingWithTheirPeriodNamed) {
   int staircases = 0, named = 0;

@@ -41,8 +41,10 @@ TEST(InputFile, AFifoIsRefusedNotWaitedOn) {
   // With no writer, a plain open() of the FIFO would block this test forever.
   EXPECT_EQ(MessageOf([&] { ::close(OpenRegularFile(fifo, "a safetensors file")); }),
             fifo + ": is a FIFO, expected a safetensors file");
-  EXPECT_EQ(MessageOf([&] { RequireRegularFile(fifo, "a .jsonl file"); }), fifo + ": is a FIFO, expected a .jsonl file");
-  EXPECT_EQ(MessageOf([&] { ReadWholeFile(fifo, 100, "a config.json"); }), fifo + ": is a FIFO, expected a config.json");
+  EXPECT_EQ(MessageOf([&] { RequireRegularFile(fifo, "a .jsonl file"); }),
+            fifo + ": is a FIFO, expected a .jsonl file");
+  EXPECT_EQ(MessageOf([&] { ReadWholeFile(fifo, 100, "a config.json"); }),
+            fifo + ": is a FIFO, expected a config.json");
   EXPECT_EQ(MessageOf([&] { RequireRegularFile(dir.path(), "a .jsonl file"); }),
             dir.path() + ": is a directory, expected a .jsonl file");
   EXPECT_NE(MessageOf([&] { RequireRegularFile(dir.path() + "/none", "x"); }).find("none: cannot be read"),

@@ -42,8 +42,8 @@ TEST(ForecasterTest, LinearLeakWithNoiseGivesSlopeAndStepsToLimit) {
   EXPECT_NEAR(fc.host.steps_to_threshold, 20, 1);
   ASSERT_EQ(fc.host.predicted_peak_bytes.size(), 2u);
   EXPECT_NEAR(static_cast<double>(fc.host.predicted_peak_bytes[0]), 920.0 * kMiB, 6 * kMiB);
-  EXPECT_NEAR(static_cast<double>(fc.host.predicted_peak_bytes[1] - fc.host.predicted_peak_bytes[0]),
-              50.0 * kMiB, 3 * kMiB);
+  EXPECT_NEAR(static_cast<double>(fc.host.predicted_peak_bytes[1] - fc.host.predicted_peak_bytes[0]), 50.0 * kMiB,
+              3 * kMiB);
   EXPECT_GT(fc.host.confidence, 0.5);
 }
 

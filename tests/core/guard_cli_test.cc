@@ -140,8 +140,8 @@ TEST(ReplayCliTest, AStepLogReplaysLikeTheSameTraceAsCsv) {
     }
     nlohmann::json j;
     for (size_t i = 0; i < cells.size(); ++i) {
-      static const std::map<std::string, std::string> kStepLogName = {
-          {"gpu_bytes", "gpu_reserved_bytes"}, {"gpu_limit_bytes", "gpu_total_bytes"}};
+      static const std::map<std::string, std::string> kStepLogName = {{"gpu_bytes", "gpu_reserved_bytes"},
+                                                                      {"gpu_limit_bytes", "gpu_total_bytes"}};
       auto renamed = kStepLogName.find(header[i]);
       j[renamed == kStepLogName.end() ? header[i] : renamed->second] = std::stoll(cells[i]);
     }
@@ -174,7 +174,8 @@ TEST(PlanCliTest, TableAndJson) {
   ASSERT_EQ(two.code, 0) << two.out;
   auto j2 = nlohmann::json::parse(two.out), j4 = nlohmann::json::parse(four.out);
   EXPECT_EQ(j2["workers"], 2);
-  EXPECT_GT(j2["gpu_total_bytes"].get<int64_t>(), j4["gpu_total_bytes"].get<int64_t>()) << "stage 2 shards with workers";
+  EXPECT_GT(j2["gpu_total_bytes"].get<int64_t>(), j4["gpu_total_bytes"].get<int64_t>())
+      << "stage 2 shards with workers";
   EXPECT_EQ(j2["gpu_limit_bytes"], 80LL << 30);
   int64_t sum = 0;
   for (const auto& c : j2["components"]) sum += c["gpu_bytes"].get<int64_t>();
@@ -183,9 +184,9 @@ TEST(PlanCliTest, TableAndJson) {
 
 TEST(PlanCliTest, InvalidJobExitsTwoWithPaths) {
   if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
-  std::string path = WriteTemp("bad_job.yaml",
-                               "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n"
-                               "spec:\n  grpo: {groupSize: 1}\n");
+  std::string path =
+      WriteTemp("bad_job.yaml", "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n"
+                                "spec:\n  grpo: {groupSize: 1}\n");
   Result r = RunHeadroom("plan " + path);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("spec.grpo.groupSize"), std::string::npos) << r.out;

@@ -78,8 +78,8 @@ TEST(JobModelShape, TheWorkersGuardPlansTheModelPathsModel) {
       << "grouped-query heads: the cache differs too";
 
   // As the worker builds its guard after the first step (and `headroom replay` from a trace).
-  const MemoryGuard measured = MeasuredMemoryGuard(spec, 2, GuardHistory{}, spec.resources.memory_bytes,
-                                                   80LL << 30, /*gpu_measured=*/true);
+  const MemoryGuard measured =
+      MeasuredMemoryGuard(spec, 2, GuardHistory{}, spec.resources.memory_bytes, 80LL << 30, /*gpu_measured=*/true);
   spec::TrainingJobSpec on_gpu = spec;
   on_gpu.resources.gpus = 1;
   ExpectSamePlan(measured.plan(), PlanMemory(on_gpu, 2, hf_options));

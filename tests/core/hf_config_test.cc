@@ -17,8 +17,12 @@ namespace headroom::hf {
 namespace {
 
 nlohmann::json Qwen2() {
-  return {{"architectures", {"Qwen2ForCausalLM"}}, {"vocab_size", 96},        {"hidden_size", 32},
-          {"intermediate_size", 64},               {"num_hidden_layers", 2},  {"num_attention_heads", 4},
+  return {{"architectures", {"Qwen2ForCausalLM"}},
+          {"vocab_size", 96},
+          {"hidden_size", 32},
+          {"intermediate_size", 64},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
           {"num_key_value_heads", 2}};
 }
 
@@ -56,8 +60,12 @@ TEST(HfConfigBounds, TheLargestPublishedShapesPassAndTheirProductIsBounded) {
   // Llama 3.1 405B: 126 layers of hidden 16384, FFN 53248, 128 heads (8 KV), 128K vocabulary.
   auto config = Qwen2();
   config["architectures"] = {"LlamaForCausalLM"};
-  config.update({{"vocab_size", 128256}, {"hidden_size", 16384}, {"intermediate_size", 53248},
-                 {"num_hidden_layers", 126}, {"num_attention_heads", 128}, {"num_key_value_heads", 8},
+  config.update({{"vocab_size", 128256},
+                 {"hidden_size", 16384},
+                 {"intermediate_size", 53248},
+                 {"num_hidden_layers", 126},
+                 {"num_attention_heads", 128},
+                 {"num_key_value_heads", 8},
                  {"max_position_embeddings", 131072}});
   EXPECT_EQ(Refusal(config), "(accepted)");
   EXPECT_GT(ParseHfConfig(config.dump(), "c").ParameterCount(), 400'000'000'000);

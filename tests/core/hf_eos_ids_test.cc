@@ -65,9 +65,12 @@ TEST(HfEosIds, MalformedFilesAreNamed) {
 
 // config.json's own eos_token_id, read with the rest of the config.
 TEST(HfEosIds, ConfigJsonsIdsAreReadWithTheConfig) {
-  nlohmann::json config = {{"architectures", {"Qwen2ForCausalLM"}}, {"vocab_size", 96},
-                           {"hidden_size", 32},                     {"intermediate_size", 64},
-                           {"num_hidden_layers", 2},                {"num_attention_heads", 4}};
+  nlohmann::json config = {{"architectures", {"Qwen2ForCausalLM"}},
+                           {"vocab_size", 96},
+                           {"hidden_size", 32},
+                           {"intermediate_size", 64},
+                           {"num_hidden_layers", 2},
+                           {"num_attention_heads", 4}};
   EXPECT_TRUE(ParseHfConfig(config.dump(), "/m/config.json").eos_token_ids.empty());
   config["eos_token_id"] = nullptr;
   EXPECT_TRUE(ParseHfConfig(config.dump(), "/m/config.json").eos_token_ids.empty());

@@ -56,8 +56,8 @@ float Decode(const TensorView& v, size_t i) {
   }
   // F16: sign, 5-bit exponent, 10-bit mantissa (the fixtures hold no inf/NaN).
   const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  const float mag = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
-                             : std::ldexp(static_cast<float>(mant + 1024), exp - 25);
+  const float mag =
+      exp == 0 ? std::ldexp(static_cast<float>(mant), -24) : std::ldexp(static_cast<float>(mant + 1024), exp - 25);
   return (h & 0x8000) ? -mag : mag;
 }
 
@@ -88,7 +88,9 @@ fs::path WriteCheckpoint(const fs::path& root, const std::string& fixture, bool 
     json shards = json::array();
     for (int r = 0; r < 2; ++r) {
       const int64_t begin = r == 0 ? 0 : half, n = r == 0 ? half : static_cast<int64_t>(numel) - half;
-      shards.push_back({{"file", "rank-0000" + std::to_string(r) + ".bin"}, {"offset", begin}, {"numel", n},
+      shards.push_back({{"file", "rank-0000" + std::to_string(r) + ".bin"},
+                        {"offset", begin},
+                        {"numel", n},
                         {"file_offset", written[r]}});
       rank[r].write(reinterpret_cast<const char*>(values.data() + begin), n * 4);
       written[r] += n * 4;
@@ -97,9 +99,15 @@ fs::path WriteCheckpoint(const fs::path& root, const std::string& fixture, bool 
   }
   rank[0].close();
   rank[1].close();
-  json manifest = {{"format", "headroom-checkpoint/1"}, {"step", 3}, {"world_size", 2}, {"spec_hash", "h"},
-                   {"rng_state", json::array({"", ""})}, {"tensors", tensors}, {"extra", json::object()},
-                   {"files", {{"rank-00000.bin", {{"bytes", written[0]}}}, {"rank-00001.bin", {{"bytes", written[1]}}}}}};
+  json manifest = {
+      {"format", "headroom-checkpoint/1"},
+      {"step", 3},
+      {"world_size", 2},
+      {"spec_hash", "h"},
+      {"rng_state", json::array({"", ""})},
+      {"tensors", tensors},
+      {"extra", json::object()},
+      {"files", {{"rank-00000.bin", {{"bytes", written[0]}}}, {"rank-00001.bin", {{"bytes", written[1]}}}}}};
   if (record_model_path) manifest["extra"]["model_path"] = Fixture(fixture).string();
   std::ofstream(step / "manifest.json") << manifest.dump();
   std::ofstream(root / "latest") << "step-000003\n";
@@ -314,7 +322,8 @@ TEST(HfExport, UntrainedSourceTensorsAreCarriedOver) {
   fs::copy_file(Fixture("qwen2") / "config.json", source / "config.json");  // ties its head
   const SafetensorsModel fixture(Fixture("qwen2").string());
   std::vector<TensorToWrite> tensors;
-  for (const auto& [name, view] : fixture.tensors()) tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
+  for (const auto& [name, view] : fixture.tensors())
+    tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
   std::vector<float> inv_freq(4);
   for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(10000.0f, -static_cast<float>(2 * i) / 8);
   tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {4}, inv_freq.data(), 16});
@@ -363,7 +372,7 @@ TEST(HfExport, TheHeadroomCommand) {
 
 TEST(HfExport, HalfPrecisionRoundsToNearestEven) {
   EXPECT_EQ(Bf16FromFloat(1.0f), 0x3f80);
-  EXPECT_EQ(Bf16FromFloat(0.1f), 0x3dcd);    // 0x3dcccccd rounds up
+  EXPECT_EQ(Bf16FromFloat(0.1f), 0x3dcd);  // 0x3dcccccd rounds up
   EXPECT_EQ(Bf16FromFloat(-2.0f), 0xc000);
   EXPECT_EQ(F16FromFloat(1.0f), 0x3c00);
   EXPECT_EQ(F16FromFloat(0.1f), 0x2e66);

@@ -44,11 +44,10 @@ std::string MessageOf(const std::function<void()>& f) {
 
 TEST(SafetensorsFile, OverlappingDataOffsetsAreRefusedNamingBothTensors) {
   TempDir dir;
-  const nlohmann::json header = {
-      {"a", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {0, 16}}}},
-      {"b", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {16, 32}}}},
-      {"c", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {24, 32}}}},  // inside b
-      {"empty", {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {8, 8}}}}};
+  const nlohmann::json header = {{"a", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {0, 16}}}},
+                                 {"b", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {16, 32}}}},
+                                 {"c", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {24, 32}}}},  // inside b
+                                 {"empty", {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {8, 8}}}}};
   const std::string path = WriteRaw(dir, header.dump(), 32);
   EXPECT_EQ(MessageOf([&] { SafetensorsFile f(path); }),
             path + ": tensors b [16, 32] and c [24, 32]: data_offsets overlap (each tensor must have its own bytes)");
@@ -102,7 +101,9 @@ TensorView ViewOf(const std::vector<T>& values, const std::string& dtype) {
 TEST(RequireFinite, NamesTheTensorAndTheFirstNonFiniteElement) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   EXPECT_NO_THROW(RequireFinite(ViewOf(std::vector<float>{1, -2, 3e38f, 0}, "F32"), "w"));
-  EXPECT_EQ(MessageOf([&] { RequireFinite(ViewOf(std::vector<float>{1, 2, nan}, "F32"), "model.norm.weight"); }),
+  EXPECT_EQ(MessageOf([&] {
+              RequireFinite(ViewOf(std::vector<float>{1, 2, nan}, "F32"), "model.norm.weight");
+            }),
             "/m/model.safetensors: tensor model.norm.weight holds NaN (element 2): the weights must be finite");
   EXPECT_EQ(MessageOf([&] { RequireFinite(ViewOf(std::vector<float>{-inf}, "F32"), "w"); }),
             "/m/model.safetensors: tensor w holds an infinity (element 0): the weights must be finite");
@@ -112,7 +113,9 @@ TEST(RequireFinite, NamesTheTensorAndTheFirstNonFiniteElement) {
   EXPECT_NO_THROW(RequireFinite(ViewOf(std::vector<uint16_t>{0x3F80, 0xFF7F}, "BF16"), "w"));  // 1, -max
   EXPECT_THROW(RequireFinite(ViewOf(std::vector<uint16_t>{0x3F80, 0x7FC0}, "BF16"), "w"), SafetensorsError);
   EXPECT_NO_THROW(RequireFinite(ViewOf(std::vector<uint16_t>{0x3C00, 0x7BFF}, "F16"), "w"));  // 1, max
-  EXPECT_EQ(MessageOf([&] { RequireFinite(ViewOf(std::vector<uint16_t>{0x3C00, 0xFC00}, "F16"), "w"); }),
+  EXPECT_EQ(MessageOf([&] {
+              RequireFinite(ViewOf(std::vector<uint16_t>{0x3C00, 0xFC00}, "F16"), "w");
+            }),
             "/m/model.safetensors: tensor w holds an infinity (element 1): the weights must be finite");
   // Integer tensors have no non-finite values: 0xFFFF is just a number.
   EXPECT_NO_THROW(RequireFinite(ViewOf(std::vector<uint16_t>{0xFFFF}, "I16"), "w"));

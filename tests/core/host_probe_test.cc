@@ -65,8 +65,8 @@ TEST(FindCgroupTest, NoCgroupFilesMeansNone) {
 }
 
 TEST(ReadCgroupTest, V1Counters) {
-  CgroupMemory m = ReadCgroupMemory(Fixture("v1") + "/sys/fs/cgroup/memory/kubepods/burstable/pod1234/ctr1",
-                                    CgroupVersion::kV1);
+  CgroupMemory m =
+      ReadCgroupMemory(Fixture("v1") + "/sys/fs/cgroup/memory/kubepods/burstable/pod1234/ctr1", CgroupVersion::kV1);
   EXPECT_EQ(m.usage_bytes, 734003200);
   EXPECT_EQ(m.inactive_file_bytes, 104857600);  // total_inactive_file, not inactive_file
   EXPECT_EQ(m.working_set_bytes, 734003200 - 104857600);

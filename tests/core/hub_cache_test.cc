@@ -87,8 +87,9 @@ TEST_F(HubCacheTest, FindsASingleFileSnapshotThroughItsRef) {
 
 TEST_F(HubCacheTest, ShardedSnapshotNeedsEveryShard) {
   AddFile("config.json", "aaaa", "{}");
-  AddFile("model.safetensors.index.json", "cccc",
-          R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+  AddFile(
+      "model.safetensors.index.json", "cccc",
+      R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
   AddFile("model-00001-of-00002.safetensors", "dddd", "one");
   AddRef("main", kCommit);
   CachedSnapshot partial = FindCachedHubSnapshot(cache_.string(), "org/tiny", "main");

@@ -77,8 +77,10 @@ TEST_F(HubFetchTest, FillsTheStandardCacheLayout) {
   EXPECT_EQ(Slurp(RepoDir() / "refs" / "main"), kCommit);
   const std::string config = Slurp(fs::path(Fixture()) / "config.json");
   const std::string weights = Slurp(fs::path(Fixture()) / "model.safetensors");
-  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "config.json"), fs::path("../../blobs") / HubTestServer::GitBlobSha1(config));
-  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"), fs::path("../../blobs") / HubTestServer::Sha256(weights));
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "config.json"),
+            fs::path("../../blobs") / HubTestServer::GitBlobSha1(config));
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"),
+            fs::path("../../blobs") / HubTestServer::Sha256(weights));
   EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
   EXPECT_FALSE(fs::exists(fs::path(dir) / "expected.json")) << "fetched a file the worker does not load";
   for (const auto& entry : fs::recursive_directory_iterator(cache_.path())) {
@@ -125,7 +127,8 @@ TEST_F(HubFetchTest, ADroppedConnectionResumesWithARangeAndVerifies) {
   const int64_t resumed_from = std::stoll(ranges[1].substr(6));
   EXPECT_GT(resumed_from, 0) << "the bytes before the drop were kept";
   EXPECT_LE(resumed_from, drop_at);
-  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"), fs::path("../../blobs") / HubTestServer::Sha256(weights));
+  EXPECT_EQ(fs::read_symlink(fs::path(dir) / "model.safetensors"),
+            fs::path("../../blobs") / HubTestServer::Sha256(weights));
   EXPECT_EQ(Slurp(fs::path(dir) / "model.safetensors"), weights);
   for (const auto& entry : fs::recursive_directory_iterator(cache_.path())) {
     EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
@@ -214,7 +217,8 @@ TEST_F(HubFetchTest, AChecksumMismatchLeavesNoFileBehind) {
   EXPECT_FALSE(fs::exists(RepoDir() / "snapshots" / kCommit / "model.safetensors"));
   EXPECT_FALSE(fs::exists(RepoDir() / "refs" / "main"));
   for (const auto& entry : fs::directory_iterator(RepoDir() / "blobs")) {
-    EXPECT_NE(entry.path().filename().string(), HubTestServer::Sha256(Slurp(fs::path(Fixture()) / "model.safetensors")));
+    EXPECT_NE(entry.path().filename().string(),
+              HubTestServer::Sha256(Slurp(fs::path(Fixture()) / "model.safetensors")));
     EXPECT_NE(entry.path().extension(), ".incomplete") << entry.path();
   }
 }
@@ -411,7 +415,8 @@ class SmallTmpfs {
 TEST_F(HubFetchTest, AFullDiskIsOneLineNamingTheCacheAndTheNextFetchResumes) {
   const std::string cache = (fs::path(cache_.path()) / "small").string();
   SmallTmpfs tmpfs(cache, "48k");  // config.json fits, half of model.safetensors (88 KiB) does not
-  if (!tmpfs.error().empty()) GTEST_SKIP() << "cannot mount a small tmpfs for the cache (needs root): " << tmpfs.error();
+  if (!tmpfs.error().empty())
+    GTEST_SKIP() << "cannot mount a small tmpfs for the cache (needs root): " << tmpfs.error();
   HubFetchOptions o = Options();
   o.cache_dir = cache;
   const std::string error = FetchError(o);

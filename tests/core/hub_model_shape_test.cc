@@ -58,7 +58,8 @@ class HubModelShapeTest : public ::testing::Test {
 
 TEST_F(HubModelShapeTest, PlansTheCachedSnapshotsConfig) {
   CacheFixture();
-  const hf::HfModelConfig config = hf::LoadHfConfig((fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf/qwen2").string());
+  const hf::HfModelConfig config =
+      hf::LoadHfConfig((fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf/qwen2").string());
   const ModelShape shape = JobModelShape(HubJob());
   EXPECT_EQ(shape.parameters, config.ParameterCount());
   EXPECT_EQ(shape.hidden, config.hidden_size);
@@ -71,7 +72,8 @@ TEST_F(HubModelShapeTest, WithoutACachedSnapshotSaysWhatIsMissing) {
     FAIL() << "planned a hub model that is not cached";
   } catch (const hf::HfConfigError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("org/qwen2-fixture@main is not in the Hugging Face cache " + cache_.string()), std::string::npos)
+    EXPECT_NE(what.find("org/qwen2-fixture@main is not in the Hugging Face cache " + cache_.string()),
+              std::string::npos)
         << what;
     EXPECT_NE(what.find("refs/main"), std::string::npos) << what;
   }

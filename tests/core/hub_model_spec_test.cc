@@ -11,7 +11,9 @@ namespace {
 using testing_util::ErrorPaths;
 using testing_util::GoodJobWith;
 
-std::string WithHub(const std::string& hub) { return GoodJobWith("model: {preset: tiny}", "model: {hub: " + hub + "}"); }
+std::string WithHub(const std::string& hub) {
+  return GoodJobWith("model: {preset: tiny}", "model: {hub: " + hub + "}");
+}
 
 TEST(HubModelSpec, ParsesWithRevisionDefaultingToMain) {
   ParseResult r = ParseTrainingJob(WithHub("{repo: Qwen/Qwen2.5-0.5B-Instruct}"));
@@ -39,7 +41,8 @@ TEST(HubModelSpec, RoundTripsThroughYaml) {
 }
 
 TEST(HubModelSpec, ExclusiveWithPath) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {path: /models/x, hub: {repo: org/x}}"));
+  ParseResult r =
+      ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {path: /models/x, hub: {repo: org/x}}"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(ErrorPaths(r), (std::set<std::string>{"spec.model.hub"}));
 }

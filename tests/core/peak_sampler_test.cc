@@ -22,7 +22,7 @@ TEST(PeakSamplerTest, CatchesASpikeBetweenStepBoundaries) {
   sampler.Reset();
   value = 5000;  // a short spike inside the "step"
   std::this_thread::sleep_for(milliseconds(30));
-  value = 200;   // back down before the step ends
+  value = 200;  // back down before the step ends
   EXPECT_EQ(sampler.TakePeak(), 5000);
   // TakePeak resets: the next window starts from what is read now.
   EXPECT_EQ(sampler.TakePeak(), 200);

@@ -22,7 +22,8 @@ struct Result {
 
 Result Plan(const fs::path& job) {
   Result r;
-  FILE* p = popen((std::string(HEADROOM_BINARY_DIR) + "/bin/headroom plan " + job.string() + " --json 2>&1").c_str(), "r");
+  FILE* p =
+      popen((std::string(HEADROOM_BINARY_DIR) + "/bin/headroom plan " + job.string() + " --json 2>&1").c_str(), "r");
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
   r.code = WEXITSTATUS(pclose(p));

@@ -101,7 +101,8 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   // 2 * layers * heads * head_dim * seq * batch * 4 bytes, batch = 32/2 * 8 = 128.
   EXPECT_EQ(HostOf(p, "generation cache"), 2LL * layers * heads * (hidden / heads) * seq * 128 * 4);
   // micro * seq * layers * (17 h + 2.5 heads seq) * 4 bytes.
-  EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
+  EXPECT_EQ(HostOf(p, "activations"),
+            static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
   // The presets' vocabulary fits the whole micro-batch's response tokens in one chunk.
   EXPECT_EQ(HostOf(p, "logits"), 2LL * 64 * 8 * spec::kVocabSize * 4);
   // The presets' head is its own matrix (not tied): one [vocab, hidden] fp32 gradient.
@@ -233,7 +234,13 @@ TEST(WorkerCountTest, FindWalksEitherWayWithinTheBoundsAndTheBatch) {
   EXPECT_EQ(FindWorkerCount(s, 1, 8), 2) << "starts at minWorkers";
   EXPECT_EQ(FindWorkerCount(s, 12, 1), 6) << "starts at maxWorkers going down";
   std::vector<int> asked;
-  EXPECT_EQ(FindWorkerCount(s, 2, 8, [&](int w) { asked.push_back(w); return w > 3; }), 4);
+  EXPECT_EQ(FindWorkerCount(
+                s, 2, 8,
+                [&](int w) {
+    asked.push_back(w);
+    return w > 3;
+                }),
+            4);
   EXPECT_EQ(asked, (std::vector<int>{2, 3, 4})) << "only candidates are offered, in order";
   EXPECT_EQ(FindWorkerCount(s, 2, 8, [](int) { return false; }), 0);
 }
@@ -280,10 +287,7 @@ TEST(PlannerTest, CorrectionLearnsMeasuredOverPlanned) {
   EXPECT_LE(c.host_scale, 4.0);
 }
 
-TEST(PlannerTest, RejectsZeroWorkers) {
-  EXPECT_THROW(PlanMemory(Job("tiny", 2), 0), std::invalid_argument);
-}
-
+TEST(PlannerTest, RejectsZeroWorkers) { EXPECT_THROW(PlanMemory(Job("tiny", 2), 0), std::invalid_argument); }
 
 // A Hugging Face model's plan comes from its config.json: Qwen2.5-0.5B's dimensions (as
 // published with the model; 494,032,768 parameters per its model card's 0.49B).

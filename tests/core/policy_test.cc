@@ -185,8 +185,7 @@ TEST(PolicyTest, AJumpToALevelOverTheThresholdIsActedOnAtTheNextStep) {
   EXPECT_TRUE(d.acts()) << d.reason;
   EXPECT_NE(d.action, DecisionAction::kRestart) << d.reason;
   EXPECT_NE(d.reason.find("a level shift of"), std::string::npos) << d.reason;
-  EXPECT_NE(d.reason.find("crosses the 90% threshold in 1 step (no growth projected)"), std::string::npos)
-      << d.reason;
+  EXPECT_NE(d.reason.find("crosses the 90% threshold in 1 step (no growth projected)"), std::string::npos) << d.reason;
 }
 
 TEST(PolicyTest, StableNearTheThresholdIsLeftAlone) {
@@ -496,7 +495,6 @@ TEST(DecisionTest, JsonRoundTripAndApply) {
   EXPECT_EQ(back.target_offload_optimizer, false);
   EXPECT_FALSE(back.target_offload_params.has_value());
   EXPECT_EQ(d.ToJson().rfind("{\"action\":\"reshard\"", 0), 0u) << d.ToJson();
-
 }
 
 TEST(DecisionTest, BadJsonNamesTheProblem) {
@@ -513,7 +511,8 @@ TEST(DecisionTest, BadJsonNamesTheProblem) {
   EXPECT_NE(error("{\"action\":\"restart\",\"step\":\"seven\"}").find("\"step\""), std::string::npos);
   EXPECT_NE(error("[1]").find("expected an object"), std::string::npos);
   EXPECT_NE(error("{").find("not JSON"), std::string::npos);
-  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload", "fail"}) {
+  for (const char* name :
+       {"none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload", "fail"}) {
     EXPECT_EQ(DecisionActionName(*DecisionActionFromName(name)), std::string(name));
   }
   EXPECT_EQ(FromGuardAction(GuardAction::kShrinkMicroBatch), DecisionAction::kShrinkMicroBatch);

@@ -114,9 +114,20 @@ TEST(StepRecord, HeldOutAnswersAreAnyTextAndSkipWhatTheyCannotRead) {
 
 TEST(StepRecord, WritesDesignKeysFirstAndLeavesOutTheGeneration) {
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(FilledRecord().ToJson());
-  const char* design[] = {"step", "reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
-                          "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
-                          "tokens", "step_seconds", "tokens_per_second"};
+  const char* design[] = {"step",
+                          "reward_mean",
+                          "loss",
+                          "kl",
+                          "host_bytes",
+                          "host_peak_bytes",
+                          "host_limit_bytes",
+                          "gpu_allocated_bytes",
+                          "gpu_reserved_bytes",
+                          "gpu_peak_bytes",
+                          "gpu_total_bytes",
+                          "tokens",
+                          "step_seconds",
+                          "tokens_per_second"};
   auto it = j.begin();
   for (const char* key : design) {
     ASSERT_NE(it, j.end());
@@ -286,7 +297,8 @@ TEST(CrashReasonLine, IsTheWorkersErrorNotAFrameOrAWarning) {
 TEST(CrashReasonLine, WithoutAnErrorTagTheLastLineThatIsNotNoise) {
   EXPECT_EQ(CrashReasonLine("Segmentation fault in foo\nframe #3: bar + 0x1\n[W something.cpp:3] Warning: x\n"),
             "Segmentation fault in foo");
-  EXPECT_EQ(CrashReasonLine("fake-worker: crashing on demand at step 3\n"), "fake-worker: crashing on demand at step 3");
+  EXPECT_EQ(CrashReasonLine("fake-worker: crashing on demand at step 3\n"),
+            "fake-worker: crashing on demand at step 3");
   EXPECT_EQ(CrashReasonLine("frame #1: x\n\n"), "");
   EXPECT_EQ(CrashReasonLine(""), "");
   // A line that merely starts with '[W' of a word is kept.

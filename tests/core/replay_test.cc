@@ -45,8 +45,8 @@ const ReplayStep* FirstAction(const std::vector<ReplayStep>& steps) {
 
 struct Case {
   const char* trace;
-  const char* resource;      // where it crosses
-  DecisionAction action;     // what the guard does first with the default job
+  const char* resource;   // where it crosses
+  DecisionAction action;  // what the guard does first with the default job
 };
 
 class FailureTraceTest : public ::testing::TestWithParam<Case> {};
@@ -69,17 +69,16 @@ TEST_P(FailureTraceTest, ActsOnTheRightResourceBeforeTheLimitIsCrossed) {
   EXPECT_GT(first->decision.forecast_peak_bytes, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Reports, FailureTraceTest,
-    ::testing::Values(Case{"host_leak_linear", "host", DecisionAction::kRestart},
-                      Case{"host_staircase_offload", "host", DecisionAction::kRestart},
-                      Case{"gpu_long_prompt_spike", "gpu", DecisionAction::kShrinkMicroBatch},
-                      Case{"host_gencache_fragmentation", "host", DecisionAction::kRestart},
-                      Case{"gpu_missing_backward", "gpu", DecisionAction::kRestart},
-                      // The default job has no offload to turn off and a tiny model that
-                      // more workers cannot shrink: the guard stops the job, saying why.
-                      Case{"host_offload_fill", "host", DecisionAction::kFail}),
-    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.trace); });
+INSTANTIATE_TEST_SUITE_P(Reports, FailureTraceTest,
+                         ::testing::Values(Case{"host_leak_linear", "host", DecisionAction::kRestart},
+                                           Case{"host_staircase_offload", "host", DecisionAction::kRestart},
+                                           Case{"gpu_long_prompt_spike", "gpu", DecisionAction::kShrinkMicroBatch},
+                                           Case{"host_gencache_fragmentation", "host", DecisionAction::kRestart},
+                                           Case{"gpu_missing_backward", "gpu", DecisionAction::kRestart},
+                                           // The default job has no offload to turn off and a tiny model that
+                                           // more workers cannot shrink: the guard stops the job, saying why.
+                                           Case{"host_offload_fill", "host", DecisionAction::kFail}),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.trace); });
 
 class StableTraceTest : public ::testing::TestWithParam<const char*> {};
 
@@ -186,8 +185,8 @@ TEST(ReplayTest, LineJsonHasTheDesignKeysInOrder) {
   std::string line = ReplayLineJson(*FirstAction(steps));
   EXPECT_EQ(line.rfind("{\"step\":", 0), 0u) << line;
   size_t prev = 0;
-  for (const char* key : {"\"step\"", "\"action\"", "\"resource\"", "\"forecast_peak_bytes\"", "\"steps_to_limit\"",
-                          "\"reason\""}) {
+  for (const char* key :
+       {"\"step\"", "\"action\"", "\"resource\"", "\"forecast_peak_bytes\"", "\"steps_to_limit\"", "\"reason\""}) {
     size_t at = line.find(key);
     ASSERT_NE(at, std::string::npos) << key << " in " << line;
     EXPECT_GE(at, prev) << key;

@@ -26,7 +26,8 @@ std::string ReadFile(const fs::path& path) {
 
 TEST(SpecCrd, CommittedCopiesAreWhatTheTableGenerates) {
   const std::string generated = TrainingJobCrdYaml();
-  for (const char* copy : {"crds/headroom.dev_trainingjobs.yaml", "charts/headroom/files/crds/headroom.dev_trainingjobs.yaml"}) {
+  for (const char* copy :
+       {"crds/headroom.dev_trainingjobs.yaml", "charts/headroom/files/crds/headroom.dev_trainingjobs.yaml"}) {
     const std::string committed = ReadFile(fs::path(HEADROOM_SOURCE_DIR) / copy);
     EXPECT_TRUE(committed == generated)
         << copy << " differs from what core/spec's field table generates; run scripts/generate-crds.sh";

@@ -70,7 +70,12 @@ TEST(SpecParser, UnknownFieldsAreErrorsWithASuggestion) {
 }
 
 TEST(SpecParser, WrongTypesNameTheExpectedType) {
-  struct Case { const char* from; const char* to; const char* path; const char* expect; };
+  struct Case {
+    const char* from;
+    const char* to;
+    const char* path;
+    const char* expect;
+  };
   for (const Case& c : std::vector<Case>{
            {"workers: 2", "workers: \"2\"", "spec.workers", "expected integer, got string \"2\""},
            {"workers: 2", "workers: 2.5", "spec.workers", "expected integer, got number 2.5"},
@@ -102,13 +107,18 @@ TEST(SpecParser, EveryErrorPrintsOnOneLine) {
 // Found by the fuzzer: a byte that is not UTF-8 made ToJson throw. Such strings are now
 // refused where they are written, and errors quoting them stay printable UTF-8.
 TEST(SpecParser, RejectsStringsThatAreNotUtf8) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {preset: tiny, init: checkpoint, initCheckpoint: /ckpt\xff}"));
+  ParseResult r = ParseTrainingJob(
+      GoodJobWith("model: {preset: tiny}", "model: {preset: tiny, init: checkpoint, initCheckpoint: /ckpt\xff}"));
   ASSERT_EQ(ErrorPaths(r), (Paths{"spec.model.initCheckpoint"})) << AllErrors(r);
   EXPECT_EQ(r.errors[0].message, "not valid UTF-8");
-  r = ParseTrainingJob(GoodJobWith("  workers: 2", "  work\xc3\x28" "ers: 2"));
+  r = ParseTrainingJob(GoodJobWith("  workers: 2", "  work\xc3\x28"
+                                                   "ers: 2"));
   ASSERT_FALSE(r.ok());
   for (const SpecError& e : r.errors) EXPECT_TRUE(utf8::IsValid(e.ToString())) << e.ToString();
-  EXPECT_TRUE(ParseTrainingJob(GoodJobWith("  name: addition-tiny", "  name: addition-tiny\n  annotations: {note: \"caf\xc3\xa9 \xe2\x9c\x93\"}")).ok());
+  EXPECT_TRUE(
+      ParseTrainingJob(GoodJobWith("  name: addition-tiny",
+                                   "  name: addition-tiny\n  annotations: {note: \"caf\xc3\xa9 \xe2\x9c\x93\"}"))
+          .ok());
 
   nlohmann::json object = ToJsonValue(*ParseTrainingJob(kGoodJob).job);
   object["spec"]["image"] = std::string("img\xff");
@@ -182,7 +192,8 @@ TEST(SpecParser, AcceptsWhatTheApiServerAddsAndIgnoresStatus) {
   finalizers: [headroom.dev/cleanup]
   managedFields: [{manager: kubectl, operation: Update}]
   ownerReferences: []
-  generateName: addition-)") + "status:\n  phase: Running\n  step: 12\n";
+  generateName: addition-)") +
+                           "status:\n  phase: Running\n  step: 12\n";
   ParseResult r = ParseTrainingJob(text);
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   EXPECT_EQ(r.job->metadata.namespace_, "training");
@@ -193,14 +204,15 @@ TEST(SpecParser, AcceptsWhatTheApiServerAddsAndIgnoresStatus) {
 }
 
 TEST(SpecParser, NullMeansUnset) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("  debug: {hostLeakBytesPerStep: 0, gpuLeakBytesPerStep: 0}", "  debug:"));
+  ParseResult r =
+      ParseTrainingJob(GoodJobWith("  debug: {hostLeakBytesPerStep: 0, gpuLeakBytesPerStep: 0}", "  debug:"));
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   EXPECT_EQ(r.job->spec.debug, DebugSpec{});
 }
 
 TEST(SpecParser, ByteCountsTakeIntegersOrQuantities) {
-  ParseResult r = ParseTrainingJob(
-      GoodJobWith("{hostLeakBytesPerStep: 0, gpuLeakBytesPerStep: 0}", "{hostLeakBytesPerStep: 48Mi, gpuLeakBytesPerStep: 1000}"));
+  ParseResult r = ParseTrainingJob(GoodJobWith("{hostLeakBytesPerStep: 0, gpuLeakBytesPerStep: 0}",
+                                               "{hostLeakBytesPerStep: 48Mi, gpuLeakBytesPerStep: 1000}"));
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   EXPECT_EQ(r.job->spec.debug.host_leak_bytes_per_step, 48LL << 20);
   EXPECT_EQ(r.job->spec.debug.gpu_leak_bytes_per_step, 1000);
@@ -209,7 +221,8 @@ TEST(SpecParser, ByteCountsTakeIntegersOrQuantities) {
 }
 
 TEST(SpecParser, HostLeakDecayIsAFraction) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 160Mi, hostLeakDecay: 0.7"));
+  ParseResult r =
+      ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 160Mi, hostLeakDecay: 0.7"));
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   EXPECT_DOUBLE_EQ(r.job->spec.debug.host_leak_decay, 0.7);
   r = ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 0, hostLeakDecay: fast"));
@@ -243,8 +256,8 @@ TEST(SpecParser, QuantitiesKeepTheirTextAndTakeNumbers) {
 TEST(SpecParser, ActionsAreNamedByIndex) {
   ParseResult r = ParseTrainingJob(GoodJobWith("[restart, reshard, shrinkMicroBatch, disableOffload]",
                                                "[restart, reshard, shrinkMicrobatch, restart, 7]"));
-  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.memoryGuard.actions[2]", "spec.memoryGuard.actions[3]",
-                                  "spec.memoryGuard.actions[4]"}))
+  EXPECT_EQ(ErrorPaths(r),
+            (Paths{"spec.memoryGuard.actions[2]", "spec.memoryGuard.actions[3]", "spec.memoryGuard.actions[4]"}))
       << AllErrors(r);
   for (const SpecError& e : r.errors) {
     if (e.path.ends_with("[2]")) {
@@ -257,8 +270,7 @@ TEST(SpecParser, ActionsAreNamedByIndex) {
 }
 
 TEST(SpecParser, AnchorsAndAliasesWorkButCannotExplode) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("  workers: 2", "  workers: &n 2\n  maxWorkers: *n") .replace(
-      0, 0, ""));
+  ParseResult r = ParseTrainingJob(GoodJobWith("  workers: 2", "  workers: &n 2\n  maxWorkers: *n").replace(0, 0, ""));
   // maxWorkers now appears twice (8 and the alias): a duplicate key.
   EXPECT_EQ(ErrorPaths(r), (Paths{"spec.maxWorkers"})) << AllErrors(r);
   // A billion laughs: each level doubles; the node budget stops it.

@@ -22,7 +22,8 @@ std::string JobWithTemplate(const std::string& text) {
 
 // The corpus' GPU pool job: every field a template takes.
 ParseResult GpuPoolJob() {
-  return ParseTrainingJobFile(std::string(HEADROOM_SOURCE_DIR) + "/tests/core/testdata/specs/valid/template-gpu-pool.yaml");
+  return ParseTrainingJobFile(std::string(HEADROOM_SOURCE_DIR) +
+                              "/tests/core/testdata/specs/valid/template-gpu-pool.yaml");
 }
 
 TEST(PodTemplate, ParsesEveryFieldIntoTheTypedJob) {
@@ -107,7 +108,8 @@ TEST_P(PodTemplateRefuses, WhatWouldBreakWhatTheOperatorOwns) {
 INSTANTIATE_TEST_SUITE_P(
     Paths, PodTemplateRefuses,
     ::testing::Values(
-        Refusal{"    spec:\n      containers:\n      - env: [{name: A, value: a}, {name: B, value: b}, {name: MASTER_ADDR, value: x}]\n",
+        Refusal{"    spec:\n      containers:\n      - env: [{name: A, value: a}, {name: B, value: b}, {name: "
+                "MASTER_ADDR, value: x}]\n",
                 "spec.template.spec.containers[0].env[2].name", "MASTER_ADDR is set by the operator"},
         Refusal{"    spec:\n      containers: [{env: [{name: RANK, value: \"0\"}]}]\n",
                 "spec.template.spec.containers[0].env[0].name", "RANK is set by the operator"},
@@ -125,15 +127,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "operator's volume (mounted at /checkpoints)"},
         Refusal{"    spec:\n      containers: [{volumeMounts: [{name: spec, mountPath: /x}]}]\n",
                 "spec.template.spec.containers[0].volumeMounts[0].name", "operator's volume, mounted at /etc/headroom"},
-        Refusal{"    spec:\n      volumes: [{name: data, emptyDir: {}}]\n      containers: [{volumeMounts: [{name: data, mountPath: /checkpoints/x}]}]\n",
-                "spec.template.spec.containers[0].volumeMounts[0].mountPath", "overlaps the operator's mount /checkpoints"},
-        Refusal{"    spec:\n      volumes: [{name: data, emptyDir: {}}]\n      containers: [{volumeMounts: [{name: data, mountPath: /etc}]}]\n",
-                "spec.template.spec.containers[0].volumeMounts[0].mountPath", "overlaps the operator's mount /etc/headroom"},
+        Refusal{"    spec:\n      volumes: [{name: data, emptyDir: {}}]\n      containers: [{volumeMounts: [{name: "
+                "data, mountPath: /checkpoints/x}]}]\n",
+                "spec.template.spec.containers[0].volumeMounts[0].mountPath",
+                "overlaps the operator's mount /checkpoints"},
+        Refusal{"    spec:\n      volumes: [{name: data, emptyDir: {}}]\n      containers: [{volumeMounts: [{name: "
+                "data, mountPath: /etc}]}]\n",
+                "spec.template.spec.containers[0].volumeMounts[0].mountPath",
+                "overlaps the operator's mount /etc/headroom"},
         Refusal{"    spec:\n      containers: [{volumeMounts: [{name: nowhere, mountPath: /data}]}]\n",
                 "spec.template.spec.containers[0].volumeMounts[0].name", "names no volume"},
-        Refusal{"    spec:\n      volumes: [{name: data}]\n", "spec.template.spec.volumes[0]", "exactly one volume source"},
-        Refusal{"    spec:\n      securityContext: {runAsNonRoot: false}\n", "spec.template.spec.securityContext.runAsNonRoot",
-                "non-root"},
+        Refusal{"    spec:\n      volumes: [{name: data}]\n", "spec.template.spec.volumes[0]",
+                "exactly one volume source"},
+        Refusal{"    spec:\n      securityContext: {runAsNonRoot: false}\n",
+                "spec.template.spec.securityContext.runAsNonRoot", "non-root"},
         Refusal{"    spec:\n      securityContext: {runAsUser: 0}\n", "spec.template.spec.securityContext.runAsUser",
                 "root"},
         Refusal{"    spec:\n      containers: [{securityContext: {privileged: true}}]\n",
@@ -144,8 +151,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.template.spec.containers[0].securityContext.runAsUser", "root"},
         Refusal{"    spec:\n      containers: [{securityContext: {capabilities: {drop: [NET_RAW]}}}]\n",
                 "spec.template.spec.containers[0].securityContext.capabilities.drop", "set by the operator"},
-        Refusal{"    metadata: {labels: {headroom.dev/rank: \"0\"}}\n", "spec.template.metadata.labels[headroom.dev/rank]",
-                "set by the operator"},
+        Refusal{"    metadata: {labels: {headroom.dev/rank: \"0\"}}\n",
+                "spec.template.metadata.labels[headroom.dev/rank]", "set by the operator"},
         Refusal{"    metadata: {labels: {app.kubernetes.io/managed-by: me}}\n",
                 "spec.template.metadata.labels[app.kubernetes.io/managed-by]", "set by the operator"},
         Refusal{"    metadata: {annotations: {prometheus.io/port: \"1\"}}\n",
@@ -162,12 +169,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.template.spec.tolerations[0].value", "must be empty"},
         Refusal{"    spec:\n      tolerations: [{key: gpu, operator: Maybe}]\n",
                 "spec.template.spec.tolerations[0].operator", "Exists or Equal"},
-        Refusal{"    spec:\n      nodeSelector: {gpu: \"not a label value\"}\n", "spec.template.spec.nodeSelector[gpu]", ""},
+        Refusal{"    spec:\n      nodeSelector: {gpu: \"not a label value\"}\n", "spec.template.spec.nodeSelector[gpu]",
+                ""},
         Refusal{"    spec:\n      priorityClassName: High_Priority\n", "spec.template.spec.priorityClassName",
                 "DNS-1123 subdomain"},
         Refusal{"    spec:\n      imagePullSecrets: [{}]\n", "spec.template.spec.imagePullSecrets[0].name", "required"},
-        Refusal{"    spec:\n      containers: [{envFrom: [{prefix: X_}]}]\n", "spec.template.spec.containers[0].envFrom[0]",
-                "exactly one of configMapRef and secretRef"},
+        Refusal{"    spec:\n      containers: [{envFrom: [{prefix: X_}]}]\n",
+                "spec.template.spec.containers[0].envFrom[0]", "exactly one of configMapRef and secretRef"},
         Refusal{"    spec:\n      containers: [{env: [{name: A, value: a}, {name: A, value: b}]}]\n",
                 "spec.template.spec.containers[0].env[1].name", "duplicate"},
         Refusal{"    spec:\n      affinity: {nodeAfinity: {}}\n", "spec.template.spec.affinity.nodeAfinity",

@@ -65,7 +65,8 @@ TEST(SpecSerialization, JsonRoundTrip) {
 }
 
 TEST(SpecSerialization, FullObjectWithDefaultsAndCamelCase) {
-  TrainingJob job = *ParseTrainingJob("apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: m}\nspec: {}\n").job;
+  TrainingJob job =
+      *ParseTrainingJob("apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: m}\nspec: {}\n").job;
   nlohmann::json j = ToJsonValue(job);
   EXPECT_EQ(j["apiVersion"], "headroom.dev/v1alpha1");
   EXPECT_EQ(j["spec"]["grpo"]["groupSize"], 8);
@@ -100,15 +101,33 @@ TEST(RunDefinitionHash, IgnoresWhatTheGuardMayChange) {
   std::vector<void (*)(TrainingJobSpec&)> guard_changes = {
       [](TrainingJobSpec& s) { s.grpo.micro_batch_size = 8; },
       [](TrainingJobSpec& s) { s.workers = 4; },
-      [](TrainingJobSpec& s) { s.min_workers = 2; s.max_workers = 4; },
+      [](TrainingJobSpec& s) {
+    s.min_workers = 2;
+    s.max_workers = 4;
+      },
       [](TrainingJobSpec& s) { s.sharding.stage = 3; },
-      [](TrainingJobSpec& s) { s.sharding.offload_params = true; s.sharding.offload_optimizer = true; },
-      [](TrainingJobSpec& s) { s.resources.memory = "64Gi"; s.resources.cpu = "8"; s.resources.gpus = 1; },
-      [](TrainingJobSpec& s) { s.memory_guard.host_threshold = 0.5; s.memory_guard.actions.clear(); },
-      [](TrainingJobSpec& s) { s.checkpoint.every_steps = 5; s.checkpoint.volume = "pvc"; },
-      [](TrainingJobSpec& s) { s.debug.host_leak_bytes_per_step = 1 << 20; },
-      [](TrainingJobSpec& s) { s.suspend = true; s.image = "other:1"; },
-  };
+      [](TrainingJobSpec& s) {
+    s.sharding.offload_params = true;
+    s.sharding.offload_optimizer = true;
+  },
+                                          [](TrainingJobSpec& s) {
+    s.resources.memory = "64Gi";
+    s.resources.cpu = "8";
+    s.resources.gpus = 1;
+  },
+      [](TrainingJobSpec& s) {
+    s.memory_guard.host_threshold = 0.5;
+    s.memory_guard.actions.clear();
+      },
+      [](TrainingJobSpec& s) {
+    s.checkpoint.every_steps = 5;
+    s.checkpoint.volume = "pvc";
+      }, [](TrainingJobSpec& s) { s.debug.host_leak_bytes_per_step = 1 << 20; },
+      [](TrainingJobSpec& s) {
+    s.suspend = true;
+    s.image = "other:1";
+      },
+      };
   for (size_t i = 0; i < guard_changes.size(); ++i) {
     TrainingJobSpec changed = base;
     guard_changes[i](changed);
@@ -127,11 +146,17 @@ TEST(RunDefinitionHash, ChangesWithWhatDefinesTheRun) {
       [](TrainingJobSpec& s) { s.grpo.kl_coef = 0; },
       [](TrainingJobSpec& s) { s.task.name = "sort"; },
       [](TrainingJobSpec& s) { s.task.digits = 4; },
-      [](TrainingJobSpec& s) { s.model.preset = "small"; s.model.layers = s.model.hidden = s.model.heads = s.model.ffn_hidden = 0; },
+      [](TrainingJobSpec& s) {
+    s.model.preset = "small";
+    s.model.layers = s.model.hidden = s.model.heads = s.model.ffn_hidden = 0;
+      },
       [](TrainingJobSpec& s) { s.model.seed = 12345; },
-      [](TrainingJobSpec& s) { s.model.init = "checkpoint"; s.model.init_checkpoint = "/warm"; },
-      [](TrainingJobSpec& s) { s.grpo.loss_aggregation = "seq-mean-token-mean"; },
-  };
+      [](TrainingJobSpec& s) {
+    s.model.init = "checkpoint";
+    s.model.init_checkpoint = "/warm";
+  },
+                                          [](TrainingJobSpec& s) { s.grpo.loss_aggregation = "seq-mean-token-mean"; },
+                                          };
   std::set<std::string> seen = {hash};
   for (size_t i = 0; i < run_changes.size(); ++i) {
     TrainingJobSpec changed = base;

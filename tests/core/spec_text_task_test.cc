@@ -135,8 +135,8 @@ TEST(SpecTextTask, NeedsAModelPathForItsTokenizer) {
 TEST(SpecTextTask, NameAndDigitsDoNotLimitPromptLengths) {
   // A generated addition task with 3 digits needs maxPromptLength >= 9; a text task does
   // not read name/digits, so the same lengths pass.
-  ParseResult r = ParseTrainingJob(TextJobWith("maxPromptLength: 256, maxResponseLength: 512",
-                                               "maxPromptLength: 2, maxResponseLength: 1"));
+  ParseResult r = ParseTrainingJob(
+      TextJobWith("maxPromptLength: 256, maxResponseLength: 512", "maxPromptLength: 2, maxResponseLength: 1"));
   EXPECT_TRUE(r.ok()) << AllErrors(r);
   // ...but a typo in them is still an error, as the CRD schema reports it.
   r = ParseTrainingJob(TextJobWith("    seed: 7\n", "    seed: 7\n    name: multiply\n"));
@@ -151,10 +151,11 @@ TEST(SpecTextTask, HeldOutNeedsADataset) {
 
 TEST(SpecTextTask, TemplateRules) {
   auto with_prompt = [](const std::string& prompt_line) {
-    return ParseTrainingJob(TextJobWith("    prompt: {format: chatml, system: \"Please reason step by step.\"}",
-                                        prompt_line));
+    return ParseTrainingJob(
+        TextJobWith("    prompt: {format: chatml, system: \"Please reason step by step.\"}", prompt_line));
   };
-  ParseResult r = with_prompt("    prompt: {format: template, template: \"{system}\\nQ: {prompt}\\nA: \\\\boxed{{}}\"}");
+  ParseResult r =
+      with_prompt("    prompt: {format: template, template: \"{system}\\nQ: {prompt}\\nA: \\\\boxed{{}}\"}");
   ASSERT_TRUE(r.ok()) << AllErrors(r);
   EXPECT_EQ(r.job->spec.task.prompt.template_text, "{system}\nQ: {prompt}\nA: \\boxed{{}}");
 
@@ -181,8 +182,8 @@ TEST(PromptTemplate, CheckAndExpand) {
   EXPECT_EQ(CheckPromptTemplate("{system}"), "must contain {prompt} (where the problem goes)");
   EXPECT_EQ(CheckPromptTemplate("{prompt} {"), "unclosed \"{\" at character 10 (write {{ for a literal brace)");
   EXPECT_EQ(CheckPromptTemplate("{prompt} }"), "single \"}\" at character 10 (write }} for a literal brace)");
-  EXPECT_EQ(CheckPromptTemplate("{Prompt}"),
-            "unknown placeholder {Prompt} at character 1; expected {system} or {prompt} (write {{ and }} for literal braces)");
+  EXPECT_EQ(CheckPromptTemplate("{Prompt}"), "unknown placeholder {Prompt} at character 1; expected {system} or "
+                                             "{prompt} (write {{ and }} for literal braces)");
   EXPECT_NE(CheckPromptTemplate("{}{prompt}"), "");
   // "{{prompt}}" is the literal text "{prompt}", as in Python's str.format.
   EXPECT_EQ(CheckPromptTemplate("{{prompt}}"), "must contain {prompt} (where the problem goes)");
@@ -229,7 +230,10 @@ TEST(SpecTextTask, RunDefinitionHashCoversWhatTheTaskReads) {
       [](TrainingJobSpec& s) { s.task.dataset.held_out = "/data/gsm8k/test.jsonl"; },
       [](TrainingJobSpec& s) { s.task.prompt.format = "llama3"; },
       [](TrainingJobSpec& s) { s.task.prompt.system = "Think."; },
-      [](TrainingJobSpec& s) { s.task.prompt.format = "template"; s.task.prompt.template_text = "{prompt}"; },
+      [](TrainingJobSpec& s) {
+    s.task.prompt.format = "template";
+    s.task.prompt.template_text = "{prompt}";
+      },
       [](TrainingJobSpec& s) { s.task.reward.name = "math"; },
       [](TrainingJobSpec& s) { s.task.reward.format_weight = 0.1; },
       [](TrainingJobSpec& s) { s.task.seed = 8; },

@@ -38,7 +38,11 @@ std::string MessageAt(const std::vector<SpecError>& errors, const std::string& p
 TEST(SpecValidator, GoodJobHasNoErrors) { EXPECT_TRUE(Validate(Good()).empty()); }
 
 TEST(SpecValidator, Ranges) {
-  struct Case { void (*mutate)(TrainingJob&); const char* path; const char* message; };
+  struct Case {
+    void (*mutate)(TrainingJob&);
+    const char* path;
+    const char* message;
+  };
   const Case cases[] = {
       {[](TrainingJob& j) { j.spec.grpo.steps = 0; }, "spec.grpo.steps", "must be >= 1, got 0"},
       {[](TrainingJob& j) { j.spec.grpo.group_size = 1; }, "spec.grpo.groupSize", "must be >= 2, got 1"},
@@ -95,7 +99,8 @@ TEST(SpecValidator, Enums) {
   job.spec.grpo.loss_aggregation = "token_mean";
   job.spec.model.init = "pretrained";
   std::vector<SpecError> errors = Validate(job);
-  EXPECT_EQ(PathsOf(errors), (Paths{"spec.model.preset", "spec.task.name", "spec.grpo.lossAggregation", "spec.model.init"}));
+  EXPECT_EQ(PathsOf(errors),
+            (Paths{"spec.model.preset", "spec.task.name", "spec.grpo.lossAggregation", "spec.model.init"}));
   EXPECT_EQ(MessageAt(errors, "spec.grpo.lossAggregation"),
             "unknown value \"token_mean\" (did you mean token-mean?); expected one of token-mean, "
             "seq-mean-token-mean, seq-mean-token-sum-norm");
@@ -195,7 +200,8 @@ TEST(SpecValidator, ShardingAndInit) {
 }
 
 TEST(SpecValidator, ModelDims) {
-  ParseResult r = ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {preset: \"\", hidden: 100, heads: 3}"));
+  ParseResult r =
+      ParseTrainingJob(GoodJobWith("model: {preset: tiny}", "model: {preset: \"\", hidden: 100, heads: 3}"));
   EXPECT_EQ(ErrorPaths(r), (Paths{"spec.model.layers", "spec.model.heads"})) << AllErrors(r);
   for (const SpecError& e : r.errors) {
     if (e.path == "spec.model.layers") {

@@ -85,8 +85,8 @@ TEST(StepMetrics, AModelDownloadBeforeTheFirstStepIsItsFetchRecord) {
   EXPECT_EQ(f->done_bytes, 1048576);
   EXPECT_EQ(f->total_bytes, 988097824);
   EXPECT_FALSE(ModelFetchFromMetrics(metrics::ParsePrometheusText(kWorkerPage))) << "a training worker fetches nothing";
-  EXPECT_FALSE(ModelFetchFromMetrics(
-      metrics::ParsePrometheusText("headroom_worker_model_fetch_done_bytes 0\nheadroom_worker_model_fetch_total_bytes 0\n")));
+  EXPECT_FALSE(ModelFetchFromMetrics(metrics::ParsePrometheusText(
+      "headroom_worker_model_fetch_done_bytes 0\nheadroom_worker_model_fetch_total_bytes 0\n")));
 }
 
 TEST(StepMetrics, EveryFieldOfTheStepRecordButRankHasOneRow) {
@@ -103,8 +103,8 @@ TEST(StepMetrics, EveryFieldOfTheStepRecordButRankHasOneRow) {
 }
 
 TEST(StepMetrics, TheNewestStepGaugeWinsOverTheHistogramMean) {
-  const auto r = StepRecordFromMetrics(metrics::ParsePrometheusText(std::string(kWorkerPage) +
-                                                                    "headroom_worker_step_seconds 0.75\n"));
+  const auto r = StepRecordFromMetrics(
+      metrics::ParsePrometheusText(std::string(kWorkerPage) + "headroom_worker_step_seconds 0.75\n"));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->step_seconds, 0.75);
 }

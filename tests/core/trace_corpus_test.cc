@@ -25,8 +25,8 @@ TEST(TraceCorpusTest, IsDeterministicPerSeedAndDiffersAcrossSeeds) {
       ASSERT_EQ(a[i].steps[t].host_bytes, b[i].steps[t].host_bytes) << a[i].name << " step " << t;
       ASSERT_EQ(a[i].steps[t].gpu_peak_bytes, b[i].steps[t].gpu_peak_bytes) << a[i].name << " step " << t;
     }
-    any_difference |= a[i].steps[0].host_bytes != c[i].steps[0].host_bytes ||
-                      a[i].steps[0].gpu_bytes != c[i].steps[0].gpu_bytes;
+    any_difference |=
+        a[i].steps[0].host_bytes != c[i].steps[0].host_bytes || a[i].steps[0].gpu_bytes != c[i].steps[0].gpu_bytes;
   }
   EXPECT_TRUE(any_difference);
 }
@@ -40,9 +40,9 @@ TEST(TraceCorpusTest, HasEveryFamilyOnBothSidesAndUniqueNames) {
     families.insert(e.family);
     if (e.resource == "gpu") gpu_families.insert(e.family);
   }
-  for (const char* f : {"linear-leak", "staircase", "accelerating", "sawtooth-trend", "creep", "long-prompt",
-                        "warmup-plateau", "sawtooth", "steady", "token-varying", "level-shift", "first-step-jump",
-                        "two-jumps", "jump-creep"}) {
+  for (const char* f :
+       {"linear-leak", "staircase", "accelerating", "sawtooth-trend", "creep", "long-prompt", "warmup-plateau",
+        "sawtooth", "steady", "token-varying", "level-shift", "first-step-jump", "two-jumps", "jump-creep"}) {
     EXPECT_EQ(families.count(f), 1u) << f;
   }
   EXPECT_GE(gpu_families.size(), 8u);

@@ -18,12 +18,11 @@ std::string ErrorOf(const std::string& csv) {
 }
 
 TEST(TraceTest, ParsesRequiredAndOptionalColumnsInAnyOrder) {
-  auto steps = ParseTrace(
-      "# a comment\n"
-      "gpu_bytes,step,host_bytes,tokens,host_limit_bytes\n"
-      "\n"
-      "5,0,100,64,1000\n"
-      " 6 , 1 , 110 , 70 , 1000 \n");
+  auto steps = ParseTrace("# a comment\n"
+                          "gpu_bytes,step,host_bytes,tokens,host_limit_bytes\n"
+                          "\n"
+                          "5,0,100,64,1000\n"
+                          " 6 , 1 , 110 , 70 , 1000 \n");
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[1].step, 1);
   EXPECT_EQ(steps[1].host_bytes, 110);
@@ -58,9 +57,7 @@ TEST(TraceTest, ErrorsNameLineAndColumn) {
   EXPECT_EQ(ErrorOf("# only a comment\n"), "t.csv: empty trace (no header row)");
 }
 
-TEST(TraceTest, MissingFileIsAnError) {
-  EXPECT_THROW(ReadTraceFile("/nonexistent/trace.csv"), TraceError);
-}
+TEST(TraceTest, MissingFileIsAnError) { EXPECT_THROW(ReadTraceFile("/nonexistent/trace.csv"), TraceError); }
 
 }  // namespace
 }  // namespace headroom::guard

@@ -41,11 +41,12 @@ inline std::string Unrunnable() {
 // its training set.
 inline std::string WriteJob(const std::string& dir, int steps, const std::string& train) {
   std::string job = ReadAll(kSource + "/configs/addition-text-qwen2.yaml");
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"steps: 150", "steps: " + std::to_string(steps)},
-                                 {"everySteps: 50", "everySteps: 1"},
-                                 {"configs/models/", kSource + "/configs/models/"},
-                                 {"configs/data/addition-text/train.jsonl", train},
-                                 {"configs/data/addition-text/heldout", kSource + "/configs/data/addition-text/heldout"}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"steps: 150", "steps: " + std::to_string(steps)},
+        {"everySteps: 50", "everySteps: 1"},
+        {"configs/models/", kSource + "/configs/models/"},
+        {"configs/data/addition-text/train.jsonl", train},
+        {"configs/data/addition-text/heldout", kSource + "/configs/data/addition-text/heldout"}}) {
     if (job.find(from) == std::string::npos) ADD_FAILURE() << from << " not in the example job";
     for (size_t at = job.find(from); at != std::string::npos; at = job.find(from, at + to.size())) {
       job.replace(at, from.size(), to);
@@ -75,7 +76,8 @@ inline RunResult HeadroomRun(const std::string& job, const std::string& workdir,
 }
 
 // Every checkpoint file with its size and modification time (the export left out).
-inline std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> Checkpoints(const std::string& dir) {
+inline std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> Checkpoints(
+    const std::string& dir) {
   std::map<std::string, std::pair<uintmax_t, std::filesystem::file_time_type>> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     const std::string rel = std::filesystem::relative(e.path(), dir).string();

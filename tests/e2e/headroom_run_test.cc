@@ -59,10 +59,10 @@ std::string Unrunnable() {
   return "";
 }
 
-#define SKIP_UNLESS_RUNNABLE()                          \
-  do {                                                  \
-    const std::string why_not = Unrunnable();           \
-    if (!why_not.empty()) GTEST_SKIP() << why_not;      \
+#define SKIP_UNLESS_RUNNABLE()                     \
+  do {                                             \
+    const std::string why_not = Unrunnable();      \
+    if (!why_not.empty()) GTEST_SKIP() << why_not; \
   } while (0)
 
 struct RunOutcome {
@@ -93,8 +93,8 @@ RunOutcome HeadroomRun(const Workspace& ws, const std::string& job_path, const s
   r.workdir = ws.path() + "/run";
   const std::string summary = ws.path() + "/summary.json";
   const std::string out = ws.path() + "/output.txt";
-  const std::string cmd = env + (env.empty() ? "" : " ") + kBin + "/headroom run " + job_path + " --workdir " + r.workdir + " --summary " + summary +
-                          " " + flags + " > " + out + " 2>&1";
+  const std::string cmd = env + (env.empty() ? "" : " ") + kBin + "/headroom run " + job_path + " --workdir " +
+                          r.workdir + " --summary " + summary + " " + flags + " > " + out + " 2>&1";
   const int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.output = ReadAll(out);
@@ -249,7 +249,8 @@ TEST(HeadroomRunE2E, SteepWarmUpThatLevelsOffFinishesWithNoGuardAction) {
   }
   ASSERT_GE(level.size(), 8u) << ReadAll(r.workdir + "/memory.csv");
   const double rise_first3 = static_cast<double>(level[3] - level[0]) / 3 / static_cast<double>(limit);
-  const double rise_last3 = static_cast<double>(level.back() - level[level.size() - 4]) / 3 / static_cast<double>(limit);
+  const double rise_last3 =
+      static_cast<double>(level.back() - level[level.size() - 4]) / 3 / static_cast<double>(limit);
   EXPECT_GT(rise_first3, 0.08) << "the first steps did not climb steeply";
   EXPECT_LT(rise_last3, 0.03) << "the warm-up did not level off";
   EXPECT_GT(static_cast<double>(*std::max_element(level.begin(), level.end())), 0.6 * static_cast<double>(limit));
@@ -331,7 +332,8 @@ TEST(HeadroomRunE2E, OptimizerStateThatFitsOnlyAtTwoWorkersIsResharded) {
   // steady from run to run, while the peak the sampler catches, and with it the guard's
   // forecast of the 2-worker need, rises under load (at load 10 the halfway limit left the
   // guard 1 MiB short of a fitting reshard, and it gave up).
-  job.spec.resources.memory_bytes = static_cast<int64_t>((low + 0.75 * (high - low)) / threshold) & ~int64_t{(1 << 20) - 1};
+  job.spec.resources.memory_bytes =
+      static_cast<int64_t>((low + 0.75 * (high - low)) / threshold) & ~int64_t{(1 << 20) - 1};
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
   std::printf("1 worker: level %lld, peak %lld bytes; 2 workers: peak about %lld; limit %lld, threshold %lld\n",
               static_cast<long long>(one.level), static_cast<long long>(one.peak), static_cast<long long>(two),
@@ -363,7 +365,8 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithASmallerMicroBatchIsShrunk) {
   // that noise: the big peak crosses it whatever the page cache did, the small one does not.
   const double threshold = job.spec.memory_guard.host_threshold;
   const int64_t limit = static_cast<int64_t>(1.15 * std::max<double>(static_cast<double>(big), small / threshold));
-  ASSERT_LT(small / threshold, static_cast<double>(big)) << "the micro-batch does not move the peak enough: adjust the testdata";
+  ASSERT_LT(small / threshold, static_cast<double>(big))
+      << "the micro-batch does not move the peak enough: adjust the testdata";
   job.spec.resources.memory_bytes = limit & ~int64_t{(1 << 20) - 1};
   job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");

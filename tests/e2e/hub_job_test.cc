@@ -45,7 +45,8 @@ std::string HubJob() {
     if (at != std::string::npos) job.replace(at, from.size(), to);
     return at != std::string::npos;
   };
-  if (!replace("model: {path: configs/models/qwen2-tiny-addition}", "model: {hub: {repo: headroom-test/qwen2-tiny-addition}}") ||
+  if (!replace("model: {path: configs/models/qwen2-tiny-addition}",
+               "model: {hub: {repo: headroom-test/qwen2-tiny-addition}}") ||
       !replace("steps: 150", "steps: 2") || !replace("path: configs/data", "path: " + kSource + "/configs/data") ||
       !replace("heldOut: configs/data", "heldOut: " + kSource + "/configs/data")) {
     return "";
@@ -70,16 +71,16 @@ TEST(HubJobE2E, FetchesTheModelFromAHubResumingACutDownloadAndTrains) {
   ::setenv("HF_ENDPOINT", server.endpoint().c_str(), 1);
   ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
   ::setenv("HF_TOKEN", kToken.c_str(), 1);
-  const std::string command = "'" + kBin + "/headroom' run '" + ws.path() + "/job.yaml' --workdir '" + workdir.string() +
-                              "' > '" + ws.path() + "/output.txt' 2>&1";
+  const std::string command = "'" + kBin + "/headroom' run '" + ws.path() + "/job.yaml' --workdir '" +
+                              workdir.string() + "' > '" + ws.path() + "/output.txt' 2>&1";
   const int status = std::system(command.c_str());
   const std::string output = ReadAll(fs::path(ws.path()) / "output.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
 
   const fs::path repo = cache / "models--headroom-test--qwen2-tiny-addition";
   EXPECT_EQ(ReadAll(repo / "refs" / "main"), kCommit);
-  for (const std::string name : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                                  "model.safetensors"}) {
+  for (const std::string name :
+       {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"}) {
     const fs::path link = repo / "snapshots" / kCommit / name;
     ASSERT_TRUE(fs::is_symlink(link)) << link;
     EXPECT_EQ(fs::read_symlink(link).parent_path(), fs::path("../../blobs")) << link;
@@ -95,9 +96,11 @@ TEST(HubJobE2E, FetchesTheModelFromAHubResumingACutDownloadAndTrains) {
   // lines into the step log, which `headroom run` shows (a pipe: plain lines).
   const std::string worker_output = ReadAll(workdir / "gen-0001" / "rank-0.out");
   EXPECT_NE(worker_output.find("fetched"), std::string::npos) << worker_output;
-  EXPECT_NE(ReadAll(workdir / "gen-0001" / "rank-0.log").find(R"({"model_fetch":{"repo":"headroom-test/qwen2-tiny-addition")"),
+  EXPECT_NE(ReadAll(workdir / "gen-0001" / "rank-0.log")
+                .find(R"({"model_fetch":{"repo":"headroom-test/qwen2-tiny-addition")"),
             std::string::npos);
-  EXPECT_TRUE(std::regex_search(output, std::regex(R"(fetched model headroom-test/qwen2-tiny-addition@main: (\S+ \S+) of \1\n)")))
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex(R"(fetched model headroom-test/qwen2-tiny-addition@main: (\S+ \S+) of \1\n)")))
       << output;
   EXPECT_EQ(output.find(kToken), std::string::npos);
   for (const fs::path& dir : {workdir, cache}) {
@@ -137,7 +140,8 @@ TEST(HubJobE2E, AWeightMapNamingAFileOutsideTheCacheIsRefusedAndTouchesNothing) 
   ASSERT_TRUE(WIFEXITED(status)) << output;
   EXPECT_EQ(WEXITSTATUS(status), 2) << output;
   const std::string line = "spec.model.hub: headroom-test/qwen2-tiny-addition@main: model.safetensors.index.json: "
-                           "weight_map names \"" + victim.string() + "\", which is an absolute path";
+                           "weight_map names \"" +
+                           victim.string() + "\", which is an absolute path";
   EXPECT_NE(output.find(line), std::string::npos) << output;
   EXPECT_NE(ReadAll(fs::path(ws.path()) / "termination.txt").find("weight_map names"), std::string::npos);
   EXPECT_FALSE(fs::is_symlink(victim));

@@ -47,7 +47,8 @@ TEST(LifecycleE2E, ARunKilledDuringItsExportIsCompletedByARerunThatRetrainsNothi
 
   const RunResult rerun = HeadroomRun(job, workdir);
   ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
-  EXPECT_NE(rerun.output.find("already finished (checkpoint at step 3, kept); writing its missing export"), std::string::npos)
+  EXPECT_NE(rerun.output.find("already finished (checkpoint at step 3, kept); writing its missing export"),
+            std::string::npos)
       << rerun.output;
   EXPECT_EQ(rerun.output.find("starting over"), std::string::npos) << rerun.output;
   EXPECT_EQ(Checkpoints(checkpoints), before) << "no checkpoint removed or rewritten";

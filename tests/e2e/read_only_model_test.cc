@@ -36,8 +36,8 @@ std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
 // The shell text that mounts the model and the data read-only over themselves.
 std::string ReadOnlyMounts() {
-  return "mount --bind -o ro " + Quote(kModel) + " " + Quote(kModel) + " && mount --bind -o ro " + Quote(kData) +
-         " " + Quote(kData);
+  return "mount --bind -o ro " + Quote(kModel) + " " + Quote(kModel) + " && mount --bind -o ro " + Quote(kData) + " " +
+         Quote(kData);
 }
 
 std::string Unrunnable() {
@@ -46,8 +46,8 @@ std::string Unrunnable() {
   }
   if (!fs::exists(kModel + "/model.safetensors")) return "no " + kModel + "/model.safetensors";
   // The mounts must hold: a write through them must fail.
-  const std::string probe = "unshare -m sh -c " + Quote(ReadOnlyMounts() + " && ! touch " + kModel + "/.probe") +
-                            " >/dev/null 2>&1";
+  const std::string probe =
+      "unshare -m sh -c " + Quote(ReadOnlyMounts() + " && ! touch " + kModel + "/.probe") + " >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0) return "no private mount namespace with read-only bind mounts here (unshare -m)";
   return "";
 }

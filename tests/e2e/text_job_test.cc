@@ -62,7 +62,8 @@ std::string Unrunnable() {
     if (access((kBin + "/" + bin).c_str(), X_OK) != 0) return "no " + kBin + "/" + bin + " (build it)";
   }
   if (!fs::exists(kSource + "/configs/models/qwen2-tiny-addition/model.safetensors")) {
-    return "no configs/models/qwen2-tiny-addition/model.safetensors (run configs/models/make_tiny_qwen2.py, then make_warm_qwen2.py)";
+    return "no configs/models/qwen2-tiny-addition/model.safetensors (run configs/models/make_tiny_qwen2.py, then "
+           "make_warm_qwen2.py)";
   }
   return "";
 }
@@ -190,8 +191,7 @@ TEST(TextJobE2E, ExampleJobDrainedMidEpochResumesWithTheNextPromptsAndItsRewardR
     ASSERT_EQ(run.Wait(std::chrono::seconds(240)), 0) << ReadAll(ws.path() + "/second.txt");
   }
   const std::string second_output = ReadAll(ws.path() + "/second.txt");
-  EXPECT_NE(second_output.find("resuming from the checkpoint at step " + std::to_string(stop.step)),
-            std::string::npos)
+  EXPECT_NE(second_output.find("resuming from the checkpoint at step " + std::to_string(stop.step)), std::string::npos)
       << second_output;
   const std::vector<protocol::StepRecord> second = StepLog(workdir);
   ASSERT_FALSE(second.empty()) << second_output;
@@ -254,7 +254,8 @@ TEST(TextJobE2E, ExampleJobDrainedMidEpochResumesWithTheNextPromptsAndItsRewardR
     ++points;
   }
   // A point per evaluation this run logged: the starting model's, then each checkpoint's.
-  const auto evaluated = std::count_if(second.begin(), second.end(), [](const auto& r) { return r.heldout_accuracy >= 0; });
+  const auto evaluated =
+      std::count_if(second.begin(), second.end(), [](const auto& r) { return r.heldout_accuracy >= 0; });
   EXPECT_EQ(points, static_cast<size_t>(evaluated) + 1) << svg;
 
   // 3. The reward rose over the whole run.

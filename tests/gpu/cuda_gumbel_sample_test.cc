@@ -35,9 +35,9 @@ TEST(CudaGumbelSample, KernelTokensEqualTheReferenceAndTheTensorPath) {
         const auto on_device = logits.to(cuda);
         const auto position = torch::full({}, t, torch::TensorOptions().dtype(torch::kInt64).device(cuda));
         ASSERT_TRUE(FusedGumbelArgmaxApplies(on_device, temperature));
-        const auto got = FusedGumbelArgmax(on_device, noise, position, with_bias ? bias.to(cuda) : torch::Tensor(),
-                                           temperature)
-                             .cpu();
+        const auto got =
+            FusedGumbelArgmax(on_device, noise, position, with_bias ? bias.to(cuda) : torch::Tensor(), temperature)
+                .cpu();
         auto scores = on_device.to(torch::kFloat32);
         if (with_bias) scores = scores + bias.to(cuda);
         const auto tensor_path = (scores / temperature + noise.At(position)).argmax(-1).cpu();

@@ -62,9 +62,8 @@ TEST_P(CudaModelCommandsTest, LogitsMatchTransformersToBf16Rounding) {
   const json ref = Reference(GetParam());
   ASSERT_FALSE(ref.is_null());
   int code = 0;
-  const json got = RunCommand({"logits", "--model", Fixture(GetParam()).string(), "--ids", IdList(ref["ids"]), "--device",
-                        "cuda"},
-                       &code);
+  const json got = RunCommand(
+      {"logits", "--model", Fixture(GetParam()).string(), "--ids", IdList(ref["ids"]), "--device", "cuda"}, &code);
   ASSERT_EQ(code, 0);
   const json& want = ref["logits"];
   ASSERT_EQ(got.size(), want.size());
@@ -83,9 +82,10 @@ TEST_P(CudaModelCommandsTest, GreedyIdsEqualTransformers) {
   const json ref = Reference(GetParam());
   ASSERT_FALSE(ref.is_null());
   int code = 0;
-  const json got = RunCommand({"generate", "--model", Fixture(GetParam()).string(), "--ids", IdList(ref["ids"]),
-                        "--max-new-tokens", std::to_string(ref["max_new_tokens"].get<int>()), "--device", "cuda"},
-                       &code);
+  const json got =
+      RunCommand({"generate", "--model", Fixture(GetParam()).string(), "--ids", IdList(ref["ids"]), "--max-new-tokens",
+                  std::to_string(ref["max_new_tokens"].get<int>()), "--device", "cuda"},
+                 &code);
   ASSERT_EQ(code, 0);
   EXPECT_EQ(got, ref["greedy"]);
 }

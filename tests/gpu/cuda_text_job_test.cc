@@ -62,11 +62,16 @@ TEST(CudaTextJob, TheExampleTextJobTrainsOnTheGpuAndHandsBackItsModel) {
   const int steps = 6;
   std::ofstream(job) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: cuda-text}\n"
                         "spec:\n  workers: 1\n  resources: {cpu: \"2\", memory: 8Gi, gpus: 1}\n"
-                        "  model: {path: " << configs << "/models/qwen2-tiny-addition}\n"
-                        "  task:\n    seed: 1\n    dataset: {path: " << configs << "/data/addition-text/train.jsonl, heldOut: "
-                     << configs << "/data/addition-text/heldout.jsonl}\n"
+                        "  model: {path: "
+                     << configs
+                     << "/models/qwen2-tiny-addition}\n"
+                        "  task:\n    seed: 1\n    dataset: {path: "
+                     << configs << "/data/addition-text/train.jsonl, heldOut: " << configs
+                     << "/data/addition-text/heldout.jsonl}\n"
                         "    prompt: {format: chatml}\n    reward: {name: gsm8k, formatWeight: 0.5}\n"
-                        "  grpo: {steps: " << steps << ", promptsPerStep: 16, groupSize: 8, maxPromptLength: 64,"
+                        "  grpo: {steps: "
+                     << steps
+                     << ", promptsPerStep: 16, groupSize: 8, maxPromptLength: 64,"
                         " maxResponseLength: 8, microBatchSize: 32, learningRate: 0.002, klCoef: 0.01}\n"
                         "  sharding: {stage: 3}\n  checkpoint: {everySteps: 3, keep: 2}\n"
                         "  memoryGuard: {enabled: true}\n";
@@ -86,7 +91,8 @@ TEST(CudaTextJob, TheExampleTextJobTrainsOnTheGpuAndHandsBackItsModel) {
     EXPECT_EQ(r.heldout_problems, r.step % 3 == 0 ? 200 : 0) << "step " << r.step;
   }
   EXPECT_TRUE(fs::exists(ckpt + "/hf-export/model.safetensors"));
-  EXPECT_EQ(ReadAll(ckpt + "/hf-export/tokenizer.json"), ReadAll(configs + "/models/qwen2-tiny-addition/tokenizer.json"));
+  EXPECT_EQ(ReadAll(ckpt + "/hf-export/tokenizer.json"),
+            ReadAll(configs + "/models/qwen2-tiny-addition/tokenizer.json"));
 }
 
 }  // namespace

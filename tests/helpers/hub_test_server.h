@@ -29,7 +29,7 @@
 namespace headroom::testing {
 
 struct HubRequestSeen {
-  std::string listener;       // "hub" or "content"
+  std::string listener;  // "hub" or "content"
   std::string method;
   std::string path;
   std::string authorization;  // "" when none was sent
@@ -38,7 +38,7 @@ struct HubRequestSeen {
 
 struct HubTestFile {
   std::string contents;
-  bool lfs = false;           // served through a 302 to the content host
+  bool lfs = false;  // served through a 302 to the content host
 };
 
 class HubTestServer {
@@ -74,12 +74,18 @@ class HubTestServer {
 
   std::string endpoint() const { return hub_url_; }
   std::string content_url() const { return content_url_; }
-  void RequireToken(const std::string& token) { Locked([&] { token_ = token; }); }
+  void RequireToken(const std::string& token) {
+    Locked([&] { token_ = token; });
+  }
   // The next download from the content host stops after `bytes` bytes (the body ends early).
-  void CutNextDownloadAfter(int64_t bytes) { Locked([&] { cut_after_ = bytes; }); }
+  void CutNextDownloadAfter(int64_t bytes) {
+    Locked([&] { cut_after_ = bytes; });
+  }
   // LFS files redirect to this content host instead of the server's own (e.g. a
   // DroppingHttpHost serving LfsContent()); "" restores the own one.
-  void RedirectLfsTo(const std::string& url) { Locked([&] { lfs_host_ = url; }); }
+  void RedirectLfsTo(const std::string& url) {
+    Locked([&] { lfs_host_ = url; });
+  }
   // What the content host serves: "/lfs/<sha256>/<name>" -> the LFS file's bytes.
   std::map<std::string, std::string> LfsContent() const {
     std::map<std::string, std::string> paths;
@@ -89,7 +95,9 @@ class HubTestServer {
     return paths;
   }
   // Content downloads serve these bytes instead of the file's (a checksum mismatch).
-  void CorruptContent(bool corrupt) { Locked([&] { corrupt_ = corrupt; }); }
+  void CorruptContent(bool corrupt) {
+    Locked([&] { corrupt_ = corrupt; });
+  }
   // The next `n` requests to the hub listener answer `code` (a 500: the hub unavailable).
   void FailNextHubRequests(int n, int code = 500) {
     Locked([&] {
@@ -98,9 +106,13 @@ class HubTestServer {
     });
   }
   // Every content download answers 302 to itself (a redirect loop on the CDN).
-  void RedirectContentToItself(bool on) { Locked([&] { content_loops_ = on; }); }
+  void RedirectContentToItself(bool on) {
+    Locked([&] { content_loops_ = on; });
+  }
   // The file's ETag (X-Linked-Etag for an LFS file) as the hub sends it, unquoted.
-  void OverrideEtag(const std::string& file, const std::string& etag) { Locked([&] { etags_[file] = etag; }); }
+  void OverrideEtag(const std::string& file, const std::string& etag) {
+    Locked([&] { etags_[file] = etag; });
+  }
   std::vector<HubRequestSeen> requests() const {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
@@ -119,8 +131,9 @@ class HubTestServer {
   }
 
   static std::string Digest(const std::string& text, bool git) {
-    const std::string path = std::filesystem::temp_directory_path() / ("hub_test_digest_" + std::to_string(::getpid()) +
-                                                                      "_" + std::to_string(std::hash<std::string>{}(text)));
+    const std::string path =
+        std::filesystem::temp_directory_path() /
+        ("hub_test_digest_" + std::to_string(::getpid()) + "_" + std::to_string(std::hash<std::string>{}(text)));
     std::ofstream(path, std::ios::binary) << text;
     const std::string hex = git ? hf::FileGitBlobSha1(path) : hf::FileSha256(path);
     std::filesystem::remove(path);
@@ -168,8 +181,9 @@ class HubTestServer {
       }
     });
     try {
-      r = fail != 0 ? web::http::http_response(static_cast<web::http::status_code>(fail))
-                    : which == "hub" ? Hub(seen) : Content(seen);
+      r = fail != 0        ? web::http::http_response(static_cast<web::http::status_code>(fail))
+          : which == "hub" ? Hub(seen)
+                           : Content(seen);
     } catch (const std::exception& e) {
       r = web::http::http_response(500);
       r.set_body(std::string(e.what()));
@@ -275,7 +289,8 @@ class HubTestServer {
     std::string body = bytes.substr(static_cast<size_t>(from));
     if (may_cut && seen.method == web::http::methods::GET) {
       Locked([&] {
-        if (cut_after_ >= 0 && cut_after_ < static_cast<int64_t>(body.size())) body.resize(static_cast<size_t>(cut_after_));
+        if (cut_after_ >= 0 && cut_after_ < static_cast<int64_t>(body.size()))
+          body.resize(static_cast<size_t>(cut_after_));
         cut_after_ = -1;
       });
     }

@@ -20,7 +20,8 @@ std::pair<int, std::string> Fetch(int port, const std::string& path) {
   std::string body;
   kubeclient::StreamCanceller cancel;
   try {
-    client.Stream(path, [&](const std::string& line) { body += line + "\n"; }, cancel);
+    client.Stream(
+        path, [&](const std::string& line) { body += line + "\n"; }, cancel);
     return {200, body};
   } catch (const kubeclient::ApiError& e) {
     return {e.code(), e.message()};
@@ -47,13 +48,14 @@ TEST(OperatorEndpointsTest, ServesMetricsHealthAndReadiness) {
   metrics->SetJobsByPhase({{"Running", 3}, {"Failed", 1}});
   auto [code, text] = Fetch(endpoints.port(), "/metrics");
   EXPECT_EQ(code, 200);
-  for (const char* needle : {"headroom_operator_reconcile_total{result=\"success\"} 1",
-                             "headroom_operator_reconcile_total{result=\"error\"} 1",
-                             "headroom_operator_reconcile_total{result=\"requeue\"} 0",
-                             "headroom_operator_reconcile_duration_seconds_count 2",
-                             "headroom_operator_guard_actions_total{action=\"restart\",reason=\"host memory forecast\"} 1",
-                             "headroom_operator_jobs{phase=\"Running\"} 3", "headroom_operator_jobs{phase=\"Pending\"} 0",
-                             "# TYPE headroom_operator_reconcile_duration_seconds histogram"}) {
+  for (const char* needle :
+       {"headroom_operator_reconcile_total{result=\"success\"} 1",
+        "headroom_operator_reconcile_total{result=\"error\"} 1",
+        "headroom_operator_reconcile_total{result=\"requeue\"} 0",
+        "headroom_operator_reconcile_duration_seconds_count 2",
+        "headroom_operator_guard_actions_total{action=\"restart\",reason=\"host memory forecast\"} 1",
+        "headroom_operator_jobs{phase=\"Running\"} 3", "headroom_operator_jobs{phase=\"Pending\"} 0",
+        "# TYPE headroom_operator_reconcile_duration_seconds histogram"}) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
   }
 

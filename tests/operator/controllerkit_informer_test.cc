@@ -23,8 +23,11 @@ json Pod(const std::string& name, const std::string& job, const std::string& own
   json pod = {{"metadata", {{"name", name}, {"labels", {{"headroom.dev/job-name", job}}}}},
               {"spec", {{"containers", {{{"name", "w"}, {"image", "x"}}}}}}};
   if (!owner_uid.empty()) {
-    pod["metadata"]["ownerReferences"] = {{{"apiVersion", "headroom.dev/v1alpha1"}, {"kind", "TrainingJob"},
-                                           {"name", job}, {"uid", owner_uid}, {"controller", true}}};
+    pod["metadata"]["ownerReferences"] = {{{"apiVersion", "headroom.dev/v1alpha1"},
+                                           {"kind", "TrainingJob"},
+                                           {"name", job},
+                                           {"uid", owner_uid},
+                                           {"controller", true}}};
   }
   return pod;
 }
@@ -57,17 +60,17 @@ TEST_F(InformerTest, CachesIndexesAndDispatches) {
   informer.AddIndex("owner", ControllerUidIndex());
   informer.AddIndex("job", NamespacedLabelIndex("headroom.dev/job-name"));
   informer.AddEventHandlers({[&](const json& o) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("add " + kubeclient::Name(o));
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("add " + kubeclient::Name(o));
                              },
                              [&](const json& o, const json& n) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("update " + kubeclient::Name(n) + (o == n ? " same" : ""));
-                             },
-                             [&](const json& o) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("delete " + kubeclient::Name(o));
-                             }});
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("update " + kubeclient::Name(n) + (o == n ? " same" : ""));
+  },
+                            [&](const json& o) {
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("delete " + kubeclient::Name(o));
+  }});
   EXPECT_FALSE(informer.HasSynced());
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(5s));
@@ -78,8 +81,7 @@ TEST_F(InformerTest, CachesIndexesAndDispatches) {
   EXPECT_EQ(informer.ByIndex("job", "ns1/b").size(), 1u);
   EXPECT_TRUE(informer.ByIndex("owner", "uid-zzz").empty());
   Pods().Patch("ns1", "a-0", {{"metadata", {{"labels", {{"headroom.dev/job-name", "b"}}}}}});
-  ASSERT_TRUE(Eventually([&] { return informer.ByIndex("job", "ns1/b").size() == 2; }))
-      << "an index follows updates";
+  ASSERT_TRUE(Eventually([&] { return informer.ByIndex("job", "ns1/b").size() == 2; })) << "an index follows updates";
   EXPECT_EQ(informer.ByIndex("job", "ns1/a").size(), 1u);
   Pods().Delete("ns1", "b-0");
   ASSERT_TRUE(Eventually([&] { return !informer.Get("ns1", "b-0").has_value(); }));
@@ -112,17 +114,17 @@ TEST_F(InformerTest, RelistTurnsMissedChangesIntoEvents) {
   std::vector<std::string> seen;
   Informer informer(Pods(), options);
   informer.AddEventHandlers({[&](const json& o) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("add " + kubeclient::Name(o));
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("add " + kubeclient::Name(o));
                              },
                              [&](const json&, const json& n) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("update " + kubeclient::Name(n));
-                             },
-                             [&](const json& o) {
-                               std::lock_guard<std::mutex> l(mu);
-                               seen.push_back("delete " + kubeclient::Name(o));
-                             }});
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("update " + kubeclient::Name(n));
+  },
+                            [&](const json& o) {
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back("delete " + kubeclient::Name(o));
+  }});
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(5s));
   // Down: every request fails; meanwhile a pod is deleted, one changed, one created, and
@@ -155,19 +157,18 @@ TEST_F(InformerTest, StaysConsistentThroughDroppedWatchesAndFaults) {
   std::mutex mu;
   std::map<std::string, std::string> from_handlers;  // name -> resourceVersion
   Informer informer(Pods(), options);
-  informer.AddEventHandlers(
-      {[&](const json& o) {
-         std::lock_guard<std::mutex> l(mu);
-         from_handlers[kubeclient::Name(o)] = kubeclient::ResourceVersionOf(o);
-       },
-       [&](const json&, const json& n) {
-         std::lock_guard<std::mutex> l(mu);
-         from_handlers[kubeclient::Name(n)] = kubeclient::ResourceVersionOf(n);
-       },
-       [&](const json& o) {
-         std::lock_guard<std::mutex> l(mu);
-         from_handlers.erase(kubeclient::Name(o));
-       }});
+  informer.AddEventHandlers({[&](const json& o) {
+    std::lock_guard<std::mutex> l(mu);
+    from_handlers[kubeclient::Name(o)] = kubeclient::ResourceVersionOf(o);
+                             },
+                             [&](const json&, const json& n) {
+    std::lock_guard<std::mutex> l(mu);
+    from_handlers[kubeclient::Name(n)] = kubeclient::ResourceVersionOf(n);
+  },
+                            [&](const json& o) {
+    std::lock_guard<std::mutex> l(mu);
+    from_handlers.erase(kubeclient::Name(o));
+  }});
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(5s));
 

@@ -75,7 +75,8 @@ class LeaderElectionTest : public ::testing::Test {
     le.on_stopped_leading = [this, raw] {
       if (raw->leading.exchange(false)) --leaders_;
     };
-    c->elector = std::make_unique<LeaderElector>(kubeclient::ResourceClient(*c->client, kubeclient::resources::kLeases), le);
+    c->elector =
+        std::make_unique<LeaderElector>(kubeclient::ResourceClient(*c->client, kubeclient::resources::kLeases), le);
     return c;
   }
 
@@ -96,7 +97,8 @@ TEST_F(LeaderElectionTest, ValidatesTimings) {
   le.identity = "me";
   le.renew_deadline = le.lease_duration;
   kubeclient::RestClient client(server_->ClientConfig());
-  EXPECT_THROW(LeaderElector(kubeclient::ResourceClient(client, kubeclient::resources::kLeases), le), std::invalid_argument);
+  EXPECT_THROW(LeaderElector(kubeclient::ResourceClient(client, kubeclient::resources::kLeases), le),
+               std::invalid_argument);
 }
 
 TEST_F(LeaderElectionTest, OneLeadsTheOtherTakesOverWhenRenewalsStop) {

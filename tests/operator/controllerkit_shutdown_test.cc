@@ -38,12 +38,15 @@ TEST(ShutdownTest, SigtermDrainsInFlightWorkAndReleasesTheLease) {
 
   auto queue = std::make_shared<WorkQueue>();
   std::atomic<int> started{0}, finished{0};
-  Controller controller("jobs", queue, [&](const std::string&) {
+  Controller controller(
+      "jobs", queue,
+      [&](const std::string&) {
     ++started;
     std::this_thread::sleep_for(300ms);  // a reconcile in the middle of its API calls
     ++finished;
     return Result{};
-  }, nullptr, 2);
+      },
+      nullptr, 2);
   controller.Start();
   queue->Add("ns1/a");
   queue->Add("ns1/b");

@@ -170,7 +170,9 @@ TEST(ControllerTest, ReconcilesRetriesFailuresAndNeverRunsAKeyTwiceAtOnce) {
   std::map<std::string, int> calls;
   std::set<std::string> running;
   std::atomic<bool> overlap{false};
-  Controller c("test", queue, [&](const std::string& key) {
+  Controller c(
+      "test", queue,
+      [&](const std::string& key) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!running.insert(key).second) overlap = true;
@@ -185,7 +187,8 @@ TEST(ControllerTest, ReconcilesRetriesFailuresAndNeverRunsAKeyTwiceAtOnce) {
     }
     if (key == "flaky" && n < 3) throw std::runtime_error("transient");
     return Result{};
-  }, metrics, 4);
+      },
+      metrics, 4);
   c.Start();
   for (int round = 0; round < 20; ++round) {
     for (const char* key : {"a", "b", "c", "flaky"}) queue->Add(key);
@@ -210,7 +213,8 @@ TEST(ControllerTest, ReconcilesRetriesFailuresAndNeverRunsAKeyTwiceAtOnce) {
 TEST(ControllerTest, ExportsItsQueueDepthWhenMetricsAreRendered) {
   auto metrics = std::make_shared<OperatorMetrics>();
   auto queue = std::make_shared<WorkQueue>(MakeClock());
-  Controller c("trainingjob", queue, [](const std::string&) { return Result{}; }, metrics, 1);
+  Controller c(
+      "trainingjob", queue, [](const std::string&) { return Result{}; }, metrics, 1);
   queue->Add("ns/a");
   queue->Add("ns/b");
   queue->AddAfter("ns/c", 10s);

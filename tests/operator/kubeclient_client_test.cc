@@ -118,8 +118,8 @@ TEST_F(KubeClientTest, StaleUpdateConflictsAndUpdateWithRetryRereads) {
 
 TEST_F(KubeClientTest, MergePatchAndStrategicMergeRefusedForCustomResources) {
   Jobs().Create("ns1", Job("a"));
-  json patched = Jobs().Patch("ns1", "a", {{"metadata", {{"labels", {{"tier", nullptr}, {"x", "y"}}}}},
-                                           {"spec", {{"workers", 4}}}});
+  json patched = Jobs().Patch(
+      "ns1", "a", {{"metadata", {{"labels", {{"tier", nullptr}, {"x", "y"}}}}}, {"spec", {{"workers", 4}}}});
   EXPECT_EQ(patched["spec"]["workers"], 4);
   EXPECT_EQ(patched["spec"]["image"], "headroom-worker:0.1.0") << "merge patch keeps untouched fields";
   EXPECT_FALSE(patched["metadata"]["labels"].contains("tier")) << "null deletes a key";
@@ -127,7 +127,8 @@ TEST_F(KubeClientTest, MergePatchAndStrategicMergeRefusedForCustomResources) {
 
   json smp = {{"spec", {{"workers", 1}}}};
   try {
-    client_->Request("PATCH", resources::kTrainingJobs.Path("ns1", "a"), &smp, "application/strategic-merge-patch+json");
+    client_->Request("PATCH", resources::kTrainingJobs.Path("ns1", "a"), &smp,
+                     "application/strategic-merge-patch+json");
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.code(), 415);
@@ -223,8 +224,11 @@ TEST_F(KubeClientTest, ListWithLabelSelectorsAndPagination) {
 
 TEST_F(KubeClientTest, OwnerDeletionCollectsDependentsAndOrphanKeepsThem) {
   json owner = Jobs().Create("ns1", Job("a"));
-  json ref = {{"apiVersion", "headroom.dev/v1alpha1"}, {"kind", "TrainingJob"}, {"name", "a"},
-              {"uid", Uid(owner)}, {"controller", true}};
+  json ref = {{"apiVersion", "headroom.dev/v1alpha1"},
+              {"kind", "TrainingJob"},
+              {"name", "a"},
+              {"uid", Uid(owner)},
+              {"controller", true}};
   ResourceClient cms(*client_, resources::kConfigMaps);
   cms.Create("ns1", {{"metadata", {{"name", "a-spec"}, {"ownerReferences", {ref}}}}, {"data", {{"k", "v"}}}});
   Pods().Create("ns1", {{"metadata", {{"name", "a-worker-0"}, {"ownerReferences", {ref}}}},

@@ -51,12 +51,11 @@ TEST_F(KubeTlsTest, KubeconfigWithCaDataVerifiesTheServer) {
   server.Start();
   ASSERT_EQ(server.url().rfind("https://", 0), 0u);
 
-  const std::string kubeconfig =
-      "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-      "clusters:\n- name: c\n  cluster:\n    server: " + server.url() +
-      "\n    certificate-authority-data: " + Base64(pki_->ca.cert_pem) +
-      "\ncontexts:\n- name: t\n  context: {cluster: c, user: u, namespace: ns1}\n"
-      "users:\n- name: u\n  user: {token: x}\n";
+  const std::string kubeconfig = "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                                 "clusters:\n- name: c\n  cluster:\n    server: " +
+                                 server.url() + "\n    certificate-authority-data: " + Base64(pki_->ca.cert_pem) +
+                                 "\ncontexts:\n- name: t\n  context: {cluster: c, user: u, namespace: ns1}\n"
+                                 "users:\n- name: u\n  user: {token: x}\n";
   KubeConfig config = ParseKubeconfig(kubeconfig, "", "", "inline kubeconfig");
   RestClient client(config);
   ResourceClient jobs(client, resources::kTrainingJobs);

@@ -20,9 +20,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using testserver::TestApiServer;
 
-json Job(const std::string& name) {
-  return {{"metadata", {{"name", name}}}, {"spec", {{"workers", 1}}}};
-}
+json Job(const std::string& name) { return {{"metadata", {{"name", name}}}, {"spec", {{"workers", 1}}}}; }
 
 using headroom::testing::Eventually;
 
@@ -42,24 +40,32 @@ TEST(KubeStreamTest, EventsArriveBeforeTheStreamEnds) {
     options.resource_version = rv;
     options.allow_bookmarks = false;
     options.timeout_seconds = 60;  // far longer than the test: the stream stays open
-    client.Stream(jobs.WatchTarget("ns1", options), [&](const std::string& line) {
+    client.Stream(
+        jobs.WatchTarget("ns1", options),
+        [&](const std::string& line) {
       std::lock_guard<std::mutex> lock(mu);
       lines.push_back(line);
-    }, cancel);
+        },
+        cancel);
     ended = true;
   });
   ASSERT_TRUE(Eventually([&] { return server.open_watches() == 1; }));
   jobs.Create("ns1", Job("a"));
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(Eventually(
+      [&] {
     std::lock_guard<std::mutex> lock(mu);
     return lines.size() == 1;
-  }, 3000ms)) << "the ADDED event must arrive while the watch is still open";
+      },
+      3000ms))
+      << "the ADDED event must arrive while the watch is still open";
   EXPECT_FALSE(ended);
   jobs.Patch("ns1", "a", {{"spec", {{"workers", 2}}}});
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(Eventually(
+      [&] {
     std::lock_guard<std::mutex> lock(mu);
     return lines.size() == 2;
-  }, 3000ms));
+      },
+      3000ms));
   {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(ParseWatchLine(lines[0]).first, "ADDED");
@@ -89,7 +95,8 @@ TEST(KubeStreamTest, WatchTimeoutEndsTheStreamWithABookmark) {
   watch.timeout_seconds = 1;
   StreamCanceller cancel;
   const auto t0 = std::chrono::steady_clock::now();
-  client.Stream(jobs.WatchTarget("ns1", watch), [&](const std::string& l) { lines.push_back(l); }, cancel);
+  client.Stream(
+      jobs.WatchTarget("ns1", watch), [&](const std::string& l) { lines.push_back(l); }, cancel);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 900ms);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   ASSERT_FALSE(lines.empty());

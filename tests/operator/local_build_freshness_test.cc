@@ -46,8 +46,9 @@ class BuildFreshnessTest : public ::testing::Test {
   fs::path build() const { return fs::path(dir_.path()) / "build"; }
   fs::path bin() const { return build() / "bin"; }
   void WriteStamp() {
-    auto [out, status] = Shell("cmake -DSOURCE_DIR=" + src().string() + " -DSTAMP=" + (bin() / "headroom.build-stamp").string() +
-                             " -P " HEADROOM_SOURCE_DIR "/cmake/build_stamp.cmake");
+    auto [out, status] =
+        Shell("cmake -DSOURCE_DIR=" + src().string() + " -DSTAMP=" + (bin() / "headroom.build-stamp").string() +
+              " -P " HEADROOM_SOURCE_DIR "/cmake/build_stamp.cmake");
     ASSERT_EQ(status, 0) << out;
     // As after a real build: the stamp is written after the binaries, so it is newer.
     fs::last_write_time(bin() / "headroom.build-stamp", fs::file_time_type::clock::now() + std::chrono::seconds(1));
@@ -128,7 +129,7 @@ TEST_F(BuildFreshnessTest, HeadroomRunRefusesAnUnfinishedBuild) {
   fs::copy_file(real, bin() / "headroom", fs::copy_options::overwrite_existing);
   fs::remove(bin() / "headroom.build-stamp");
   auto [out, status] = Shell("env -u HEADROOM_ALLOW_STALE_BUILD " + (bin() / "headroom").string() + " run " +
-                           HEADROOM_SOURCE_DIR "/configs/reverse-tiny.yaml --workdir " + dir_.path() + "/run");
+                             HEADROOM_SOURCE_DIR "/configs/reverse-tiny.yaml --workdir " + dir_.path() + "/run");
   EXPECT_EQ(status, 1) << out;
   EXPECT_NE(out.find("did not finish"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(fs::path(dir_.path()) / "run" / "summary.json")) << "no job was started";

@@ -44,7 +44,8 @@ Collected RunUntilEnded(LocalProcessBackend& backend, std::chrono::milliseconds 
   return c;
 }
 
-LocalBackendOptions Options(const TempDir& dir, LocalBackendOptions::Cgroups cgroups = LocalBackendOptions::Cgroups::kAuto,
+LocalBackendOptions Options(const TempDir& dir,
+                            LocalBackendOptions::Cgroups cgroups = LocalBackendOptions::Cgroups::kAuto,
                             std::vector<std::pair<std::string, std::string>> env = {}) {
   LocalBackendOptions o;
   o.workdir = dir.path() + "/work";

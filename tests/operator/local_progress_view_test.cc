@@ -26,9 +26,8 @@ TEST(ProgressView, APipeGetsALinePerTenthOfTheModelDownload) {
   view.Update(Fetching(1LL << 20, total), {});
   view.Update(Fetching((1LL << 20) + 4096, total), {});  // the same tenth: no new line
   view.Update(Fetching(total, total), {});
-  EXPECT_EQ(out.str(),
-            "fetching model org/name@main: 1 MiB of 10 MiB (model.safetensors)\n"
-            "fetched model org/name@main: 10 MiB of 10 MiB\n");
+  EXPECT_EQ(out.str(), "fetching model org/name@main: 1 MiB of 10 MiB (model.safetensors)\n"
+                       "fetched model org/name@main: 10 MiB of 10 MiB\n");
 }
 
 TEST(ProgressView, TheTerminalBlockShowsTheDownloadUntilTheFirstStep) {

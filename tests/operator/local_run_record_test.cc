@@ -125,7 +125,8 @@ TEST(MemoryChart, DrawsLinesPerRankAndGenerationThresholdAndLabelledActions) {
   MemoryChartInput in;
   in.title = "drill <guard on>";
   in.records = {Rec(1, 0, 1, 500), Rec(1, 0, 2, 800), Rec(2, 0, 3, 100, 1500), Rec(2, 0, 4, 200, 1600)};
-  in.actions = {{2, runtime::ActionType::kRestart, "leak", ""}, {3, runtime::ActionType::kRestartAfterOOMKill, "kernel", ""}};
+  in.actions = {{2, runtime::ActionType::kRestart, "leak", ""},
+                {3, runtime::ActionType::kRestartAfterOOMKill, "kernel", ""}};
   in.total_steps = 10;
   in.host_limit_bytes = 1000;
   in.host_threshold = 0.9;

@@ -65,8 +65,8 @@ TEST(LocalRun, GuardRestartsBeforeTheLimitAndLosesNothing) {
   nlohmann::json summary = nlohmann::json::parse(ReadAll(o.workdir + "/summary.json"));
   std::vector<std::string> keys;
   for (auto it = summary.begin(); it != summary.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"actions", "final_reward", "oom_kills", "reshards", "restarts",
-                                            "steps", "steps_lost", "wall_seconds"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"actions", "final_reward", "oom_kills", "reshards", "restarts", "steps",
+                                            "steps_lost", "wall_seconds"}));
   EXPECT_EQ(summary["actions"][0].size(), 3u);  // step, type, reason
 }
 
@@ -77,8 +77,7 @@ TEST(LocalRun, WithoutTheGuardTheKernelKillsAndStepsAreLost) {
   o.guard_enabled = false;
   // No cgroup here: the backend's soft limit plays the kernel.
   if (!HaveCgroups()) o.cgroups = LocalBackendOptions::Cgroups::kOff;
-  LocalRunResult r =
-      RunJobLocally(MakeJob({.steps = 24, .memory = "160Mi", .leak = "16Mi", .checkpoint_every = 4}), o);
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 24, .memory = "160Mi", .leak = "16Mi", .checkpoint_every = 4}), o);
   EXPECT_EQ(r.exit_code, 0) << r.status.message;
   EXPECT_EQ(r.summary.steps, 24);
   EXPECT_GE(r.summary.oom_kills, 1);
@@ -91,9 +90,10 @@ TEST(LocalRun, WithoutTheGuardTheKernelKillsAndStepsAreLost) {
 TEST(LocalRun, ReshardDecisionRelaunchesWithMoreWorkers) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;
-  LocalRunOptions o = Options(dir, {{"FAKE_GUARD_AT_STEP", "3"},
-                                    {"FAKE_GUARD_DECISION",
-                                     R"({"action":"reshard","resource":"host","reason":"optimizer state does not fit","target_workers":2})"}});
+  LocalRunOptions o = Options(
+      dir, {{"FAKE_GUARD_AT_STEP", "3"},
+            {"FAKE_GUARD_DECISION",
+             R"({"action":"reshard","resource":"host","reason":"optimizer state does not fit","target_workers":2})"}});
   LocalRunResult r = RunJobLocally(MakeJob({.steps = 8}), o);
   EXPECT_EQ(r.exit_code, 0) << r.status.message;
   EXPECT_EQ(r.summary.reshards, 1);
@@ -109,9 +109,11 @@ TEST(LocalRun, ReshardDecisionRelaunchesWithMoreWorkers) {
 TEST(LocalRun, ShrinkMicroBatchDecisionRewritesTheSpec) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;
-  LocalRunOptions o = Options(dir, {{"FAKE_GUARD_AT_STEP", "2"},
-                                    {"FAKE_GUARD_DECISION",
-                                     R"({"action":"shrinkMicroBatch","resource":"gpu","reason":"activation peak","target_micro_batch_size":8})"}});
+  LocalRunOptions o = Options(
+      dir,
+      {{"FAKE_GUARD_AT_STEP", "2"},
+       {"FAKE_GUARD_DECISION",
+        R"({"action":"shrinkMicroBatch","resource":"gpu","reason":"activation peak","target_micro_batch_size":8})"}});
   LocalRunResult r = RunJobLocally(MakeJob({.steps = 6, .micro_batch = 32}), o);
   EXPECT_EQ(r.exit_code, 0) << r.status.message;
   EXPECT_EQ(r.status.micro_batch_size, 8);
@@ -148,8 +150,7 @@ TEST(LocalRun, GpuOutOfMemoryIsCountedAsAnOomWithItsReportAndStepsLost) {
   EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kRestartAfterGpuOOM);
   const std::string& reason = r.summary.actions[0].reason;
   EXPECT_NE(reason.find("ran out of GPU memory during step 8"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("tried to allocate 2 GiB with 70 GiB allocated, 74 GiB reserved of 80 GiB"),
-            std::string::npos)
+  EXPECT_NE(reason.find("tried to allocate 2 GiB with 70 GiB allocated, 74 GiB reserved of 80 GiB"), std::string::npos)
       << reason;
   const nlohmann::json summary = nlohmann::json::parse(ReadAll(o.workdir + "/summary.json"));
   EXPECT_EQ(summary["oom_kills"], 1);
@@ -157,8 +158,7 @@ TEST(LocalRun, GpuOutOfMemoryIsCountedAsAnOomWithItsReportAndStepsLost) {
   std::ostringstream printed;
   r.summary.Print(printed);
   EXPECT_NE(printed.str().find("OOM kills     1 (1 GPU out of memory)"), std::string::npos) << printed.str();
-  EXPECT_NE(printed.str().find("restartAfterGpuOOM: rank 0 ran out of GPU memory"), std::string::npos)
-      << printed.str();
+  EXPECT_NE(printed.str().find("restartAfterGpuOOM: rank 0 ran out of GPU memory"), std::string::npos) << printed.str();
 }
 
 TEST(LocalRun, GivesUpAfterMaxRestartsWithANonZeroExit) {
@@ -243,8 +243,7 @@ TEST(LocalRun, ARerunOfAFinishedJobKeepsItsCheckpointsAndTrainsNothing) {
   EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-000001")) << "an earlier checkpoint was deleted";
   EXPECT_EQ(ReadAll(o.workdir + "/gen-0001/rank-0.log").find("\"step\""), std::string::npos)
       << "the rerun trained again";
-  EXPECT_NE(progress.str().find("already finished (checkpoint at step 3, kept)"), std::string::npos)
-      << progress.str();
+  EXPECT_NE(progress.str().find("already finished (checkpoint at step 3, kept)"), std::string::npos) << progress.str();
   EXPECT_NE(progress.str().find("another --workdir"), std::string::npos) << progress.str();
 }
 
@@ -310,7 +309,8 @@ TEST(LocalRun, AResumeFromAnOlderStepIsReportedWithTheStepResumedFrom) {
   EXPECT_EQ(r.exit_code, 0) << r.status.message;
   const std::string said = progress.str();
   EXPECT_EQ(said.find("resuming from the checkpoint at step 13"), std::string::npos) << said;
-  EXPECT_NE(said.find("resuming from the checkpoint at step 10 in " + o.workdir + "/checkpoints (not step 13: it "
+  EXPECT_NE(said.find("resuming from the checkpoint at step 10 in " + o.workdir +
+                      "/checkpoints (not step 13: it "
                       "failed its checks and is set aside as " +
                       o.workdir + "/checkpoints/step-000013.corrupt)"),
             std::string::npos)

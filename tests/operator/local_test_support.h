@@ -64,9 +64,9 @@ inline std::string ReadAll(const std::string& path) {
 
 // Fails the test (rather than skipping it) when the fake worker was not built: these
 // tests must run everywhere.
-#define REQUIRE_FAKE_WORKER()                                                              \
-  ASSERT_EQ(access(::headroom::local::testing::FakeWorkerPath().c_str(), X_OK), 0)         \
-      << "build the headroom-fake-worker target (tests/operator/fake_worker): missing "    \
+#define REQUIRE_FAKE_WORKER()                                                           \
+  ASSERT_EQ(access(::headroom::local::testing::FakeWorkerPath().c_str(), X_OK), 0)      \
+      << "build the headroom-fake-worker target (tests/operator/fake_worker): missing " \
       << ::headroom::local::testing::FakeWorkerPath()
 
 }  // namespace headroom::local::testing

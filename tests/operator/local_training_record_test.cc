@@ -68,10 +68,8 @@ TEST(RunSummaryHeldOut, PrintsAccuracyBeforeAndAfterAndTheAnswersOfBoth) {
   std::ostringstream text;
   s.Print(text);
   EXPECT_NE(text.str().find("  held-out accuracy 31% -> 74% (200 problems)\n"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("\"What is 2 + 2?\"\n      \"5\" wrong -> \"4\" right\n"), std::string::npos)
-      << text.str();
-  EXPECT_NE(text.str().find("\"Add 1 and 3.\"\n      \"4\" right -> \"13\" wrong\n"), std::string::npos)
-      << text.str();
+  EXPECT_NE(text.str().find("\"What is 2 + 2?\"\n      \"5\" wrong -> \"4\" right\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"Add 1 and 3.\"\n      \"4\" right -> \"13\" wrong\n"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("\"Compute 5 + 5.\"\n      - -> \"10\" right\n"), std::string::npos) << text.str();
   EXPECT_EQ(text.str().find("rank 1's question"), std::string::npos) << "rank 0's answers only";
   EXPECT_NE(text.str().find("  training chart /runs/addition/training.svg\n"), std::string::npos) << text.str();
@@ -126,12 +124,12 @@ TEST(TrainingChart, RewardPerGenerationAccuracyAtEachEvaluationAndActionsAsOnThe
   // A restart after step 3 redoes step 4 in generation 2.
   records.pop_back();
   records.push_back(Evaluated(Rec(2, 0, 4, 0.8), 0.74, {}));
-  EXPECT_EQ(HeldOutAccuracyByStep(records),
-            (std::vector<std::pair<int64_t, double>>{{0, 0.31}, {2, 0.5}, {4, 0.74}}));
+  EXPECT_EQ(HeldOutAccuracyByStep(records), (std::vector<std::pair<int64_t, double>>{{0, 0.31}, {2, 0.5}, {4, 0.74}}));
   TrainingChartInput in;
   in.title = "addition <guard on>";
   in.records = records;
-  in.actions = {{3, runtime::ActionType::kRestart, "leak", ""}, {3, runtime::ActionType::kRestartAfterOOMKill, "x", ""}};
+  in.actions = {{3, runtime::ActionType::kRestart, "leak", ""},
+                {3, runtime::ActionType::kRestartAfterOOMKill, "x", ""}};
   in.total_steps = 4;
   const std::string svg = RenderTrainingChartSvg(in);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);

@@ -131,9 +131,17 @@ TEST(Children, PodCarriesTheGuardHistoryOnlyWhenThereIsOne) {
 }
 
 TEST(JsonYaml, RoundTripKeepsTypes) {
-  json v{{"cpu", "2"},         {"flag", "true"},      {"empty", ""},      {"n", 3},
-         {"f", 0.25},          {"b", false},          {"nil", nullptr},   {"list", json::array({"1", 2})},
-         {"multi", "a: 1\nb: 2\n"}, {"yes", "yes"},   {"plain", "hello world"}};
+  json v{{"cpu", "2"},
+         {"flag", "true"},
+         {"empty", ""},
+         {"n", 3},
+         {"f", 0.25},
+         {"b", false},
+         {"nil", nullptr},
+         {"list", json::array({"1", 2})},
+         {"multi", "a: 1\nb: 2\n"},
+         {"yes", "yes"},
+         {"plain", "hello world"}};
   YAML::Node node = YAML::Load(JsonToYaml(v));
   EXPECT_EQ(node["cpu"].Tag(), "!");  // quoted: a string, not the number 2
   EXPECT_EQ(node["cpu"].as<std::string>(), "2");

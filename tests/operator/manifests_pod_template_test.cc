@@ -116,7 +116,8 @@ TEST(PodTemplateOverlay, TheSpecConfigMapCarriesTheTemplateTheWorkerReads) {
 // The example cluster job reads its model and data from their own claims, read-only, and
 // keeps nothing but checkpoints (and the export) on the checkpoint volume.
 TEST(PodTemplateOverlay, ExampleClusterJobReadsModelAndDataFromReadOnlyClaims) {
-  spec::ParseResult r = spec::ParseTrainingJobFile(std::string(HEADROOM_SOURCE_DIR) + "/configs/cluster-addition-text-qwen2.yaml");
+  spec::ParseResult r =
+      spec::ParseTrainingJobFile(std::string(HEADROOM_SOURCE_DIR) + "/configs/cluster-addition-text-qwen2.yaml");
   ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
   const spec::TrainingJob& job = *r.job;
   const json pod = BuildWorkerPod({job, 1, ""}, 0, "training");

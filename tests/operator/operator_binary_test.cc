@@ -71,9 +71,7 @@ std::string WriteKubeconfig(const std::string& dir, const std::string& url) {
   return path;
 }
 
-std::optional<std::string> Get(int port, const std::string& path) {
-  return HttpGet("127.0.0.1", port, path, 1s);
-}
+std::optional<std::string> Get(int port, const std::string& path) { return HttpGet("127.0.0.1", port, path, 1s); }
 
 TEST(OperatorBinary, HelpNamesTheFlags) {
   REQUIRE_BINARY(kOperator);
@@ -103,11 +101,14 @@ TEST(OperatorBinary, ReconcilesServesEndpointsAndStopsOnSigterm) {
   ASSERT_TRUE(c.WaitUntil([&] { return c.PodsOf("bin").size() == 1; }, 20s));
   ASSERT_TRUE(c.WaitUntil([&] { return Get(port, "/readyz").has_value(); }, 10s)) << "ready once synced";
   EXPECT_TRUE(Get(port, "/healthz").has_value());
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto m = Get(port, "/metrics");
     return m && m->find(R"(headroom_operator_jobs{phase="Pending"} 1)") != std::string::npos &&
            m->find("headroom_operator_reconcile_total") != std::string::npos;
-  }, 10s)) << Get(port, "/metrics").value_or("no /metrics");
+      },
+      10s))
+      << Get(port, "/metrics").value_or("no /metrics");
   EXPECT_EQ(op.Terminate(15s), 0) << "SIGTERM: a clean exit";
 }
 
@@ -119,19 +120,21 @@ TEST(OperatorBinary, OnlyTheLeaderReconcilesAndAFollowerTakesOver) {
   const std::string kubeconfig = WriteKubeconfig(c.dir(), c.server().url());
   // Each replica's identity is its host name and pid (POD_NAME in a cluster).
   auto args = [&] {
-    return std::vector<std::string>{"--kubeconfig", kubeconfig, "--namespace", "default", "--metrics-port", "0",
-                                    "--leader-elect"};
+    return std::vector<std::string>{"--kubeconfig",   kubeconfig, "--namespace",   "default",
+                                    "--metrics-port", "0",        "--leader-elect"};
   };
   auto first = std::make_unique<OperatorProcess>(args(), c.dir() + "/a.log");
   kubeclient::RestClient client(c.server().ClientConfig());
   kubeclient::ResourceClient leases(client, kubeclient::resources::kLeases);
   std::string leader;
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto lease = leases.TryGet("default", "headroom-operator");
     if (!lease) return false;
     leader = (*lease)["spec"].value("holderIdentity", "");
     return !leader.empty();
-  }, 20s));
+      },
+      20s));
   OperatorProcess second(args(), c.dir() + "/b.log");
   JobShape shape;
   shape.name = "led";
@@ -145,11 +148,14 @@ TEST(OperatorBinary, OnlyTheLeaderReconcilesAndAFollowerTakesOver) {
   EXPECT_EQ(read(c.dir() + "/b.log").find("leading as"), std::string::npos) << "the follower must not reconcile";
   EXPECT_EQ(first->Terminate(15s), 0);  // releases the lease on the way out
   std::string next;
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto lease = leases.TryGet("default", "headroom-operator");
     next = lease ? (*lease)["spec"].value("holderIdentity", "") : "";
     return !next.empty() && next != leader;
-  }, 20s)) << "the second replica takes the released lease";
+      },
+      20s))
+      << "the second replica takes the released lease";
   shape.name = "led-2";
   c.Create(JobObject(shape));
   EXPECT_TRUE(c.WaitUntil([&] { return c.PodsOf("led-2").size() == 1; }, 20s)) << "the new leader reconciles";

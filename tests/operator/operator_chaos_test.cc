@@ -24,15 +24,15 @@ TEST(OperatorChaos, ConvergesWithoutDuplicatePodsWhenTheApiFails) {
   std::map<std::string, int> creations;
   const testserver::ResourceInfo* pods = c.server().store().Find("", "v1", "pods");
   ASSERT_NE(pods, nullptr);
-  const int64_t watch = c.server().store().Subscribe(
-      *pods, "", "", testserver::LabelSelector(), testserver::FieldSelector(),
-      [&](const std::string& type, const json& pod) {
-        if (type == "ADDED") {
-          std::lock_guard<std::mutex> lock(mu);
-          ++creations[pod["metadata"].value("name", "") + "@g" +
-                      pod["metadata"]["labels"].value(manifests::kLabelGeneration, "?")];
-        }
-        return true;
+  const int64_t watch =
+      c.server().store().Subscribe(*pods, "", "", testserver::LabelSelector(), testserver::FieldSelector(),
+                                   [&](const std::string& type, const json& pod) {
+    if (type == "ADDED") {
+      std::lock_guard<std::mutex> lock(mu);
+      ++creations[pod["metadata"].value("name", "") + "@g" +
+                  pod["metadata"]["labels"].value(manifests::kLabelGeneration, "?")];
+    }
+    return true;
       });
 
   const std::vector<std::string> names = {"chaos-a", "chaos-b", "chaos-c", "chaos-d", "chaos-e", "chaos-f"};

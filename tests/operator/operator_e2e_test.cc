@@ -60,8 +60,8 @@ TEST(OperatorEndToEnd, LeakDrillFinishesThroughAGuardRestartWithTheRealWorker) {
   ASSERT_TRUE(c.WaitForJob(
       "drill-host-leak",
       [](const json& j) {
-        const std::string phase = j.value("status", json::object()).value("phase", "");
-        return phase == "Succeeded" || phase == "Failed";
+    const std::string phase = j.value("status", json::object()).value("phase", "");
+    return phase == "Succeeded" || phase == "Failed";
       },
       480s, "the drill to end"));
   const json status = c.Status("drill-host-leak");
@@ -79,13 +79,17 @@ TEST(OperatorEndToEnd, LeakDrillFinishesThroughAGuardRestartWithTheRealWorker) {
   // Progress is scraped from the workers' /metrics every requeue; the last steps may fall
   // between two scrapes, but a job that succeeded did all of them.
   EXPECT_EQ(status.value("step", 0), 40) << status.dump();
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     const auto r = c.EventReasons("drill-host-leak");
     return !r.empty() && r.back() == "Succeeded";
-  }, 10s));
+      },
+      10s));
   const std::vector<std::string> reasons = c.EventReasons("drill-host-leak");
-  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "GuardRestart"), reasons.end()) << c.EventMessages("drill-host-leak");
-  EXPECT_EQ(std::find(reasons.begin(), reasons.end(), "OOMKilled"), reasons.end()) << c.EventMessages("drill-host-leak");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "GuardRestart"), reasons.end())
+      << c.EventMessages("drill-host-leak");
+  EXPECT_EQ(std::find(reasons.begin(), reasons.end(), "OOMKilled"), reasons.end())
+      << c.EventMessages("drill-host-leak");
 }
 
 // The same story in seconds with the fake worker, which really leaks (and measures its
@@ -107,8 +111,8 @@ TEST(OperatorEndToEnd, FastLeakDrillWithTheFakeWorker) {
   ASSERT_TRUE(c.WaitForJob(
       "fast-drill",
       [](const json& j) {
-        const std::string phase = j.value("status", json::object()).value("phase", "");
-        return phase == "Succeeded" || phase == "Failed";
+    const std::string phase = j.value("status", json::object()).value("phase", "");
+    return phase == "Succeeded" || phase == "Failed";
       },
       60s, "the drill to end"));
   const json status = c.Status("fast-drill");
@@ -119,10 +123,12 @@ TEST(OperatorEndToEnd, FastLeakDrillWithTheFakeWorker) {
   // Memory as scraped from the fake worker's /metrics.
   EXPECT_GT(status["memory"].value("hostBytes", 0), 0) << status.dump();
   EXPECT_EQ(status["memory"].value("hostLimitBytes", 0), 256 << 20) << status.dump();
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     const auto r = c.EventReasons("fast-drill");
     return !r.empty() && r.back() == "Succeeded";
-  }, 10s));
+      },
+      10s));
   const std::vector<std::string> reasons = c.EventReasons("fast-drill");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "GuardRestart"), reasons.end()) << c.EventMessages("fast-drill");
   EXPECT_EQ(std::find(reasons.begin(), reasons.end(), "OOMKilled"), reasons.end()) << c.EventMessages("fast-drill");
@@ -152,10 +158,13 @@ TEST(OperatorEndToEnd, OomKilledPodRestartsFromTheCheckpointAndCountsStepsLost) 
   ASSERT_TRUE(c.WaitForJob(
       "oom", [](const json& j) { return j.value("status", json::object()).value("oomKills", 0) >= 1; }, 60s,
       "an OOM kill"));
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     const auto r = c.EventReasons("oom");
     return std::find(r.begin(), r.end(), "OOMKilled") != r.end();
-  }, 10s)) << c.EventMessages("oom");
+      },
+      10s))
+      << c.EventMessages("oom");
   const std::string events = c.EventMessages("oom");
   EXPECT_NE(events.find("OOM-killed by the kernel"), std::string::npos) << events;
   EXPECT_NE(events.find("steps lost"), std::string::npos) << events;

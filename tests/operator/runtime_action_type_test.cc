@@ -12,10 +12,18 @@ namespace headroom::runtime {
 namespace {
 
 constexpr ActionType kAll[] = {
-    ActionType::kRestart,           ActionType::kReshard,           ActionType::kShrinkMicroBatch,
-    ActionType::kDisableOffload,    ActionType::kEnableOffload,     ActionType::kRestartAfterOOMKill,
-    ActionType::kRestartAfterGpuOOM, ActionType::kRestartAfterCrash, ActionType::kResume,
-    ActionType::kSuspend,           ActionType::kUnsuspend,         ActionType::kScale,
+    ActionType::kRestart,
+    ActionType::kReshard,
+    ActionType::kShrinkMicroBatch,
+    ActionType::kDisableOffload,
+    ActionType::kEnableOffload,
+    ActionType::kRestartAfterOOMKill,
+    ActionType::kRestartAfterGpuOOM,
+    ActionType::kRestartAfterCrash,
+    ActionType::kResume,
+    ActionType::kSuspend,
+    ActionType::kUnsuspend,
+    ActionType::kScale,
     ActionType::kFail,
 };
 

@@ -47,9 +47,7 @@ class RecordingBackend : public WorkerBackend {
     o.ranks = ranks_;
     return o;
   }
-  void Drain(std::chrono::milliseconds grace) override {
-    calls.push_back("drain " + std::to_string(grace.count()));
-  }
+  void Drain(std::chrono::milliseconds grace) override { calls.push_back("drain " + std::to_string(grace.count())); }
   void Kill() override { calls.push_back("kill"); }
 
   void End(int rank, int exit_code) {

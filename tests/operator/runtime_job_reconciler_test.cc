@@ -14,11 +14,11 @@ namespace headroom::runtime {
 namespace {
 
 using Kind = NextStep::Kind;
+using std::chrono::milliseconds;
 using testing::Exit;
 using testing::MakeJob;
 using testing::Options;
 using testing::Script;
-using std::chrono::milliseconds;
 
 std::string GuardJson(guard::DecisionAction action, int step) {
   guard::Decision d;
@@ -112,8 +112,7 @@ TEST(JobReconciler, GuardRestartRelaunchesTheSameSpecWithNoStepLost) {
   EXPECT_EQ(rec.status().actions[0].step, 7);
   EXPECT_EQ(rec.status().actions[0].type, ActionType::kRestart);
   EXPECT_NE(rec.status().actions[0].reason.find("48 MiB/step"), std::string::npos);
-  EXPECT_NE(next.launch.guard_history_json.find("\"restarts\":1"), std::string::npos)
-      << next.launch.guard_history_json;
+  EXPECT_NE(next.launch.guard_history_json.find("\"restarts\":1"), std::string::npos) << next.launch.guard_history_json;
   // The next generation's first step flips it back to Running.
   Script s2{.generation = 2};
   rec.Reconcile(s2.Running({8}));
@@ -382,7 +381,8 @@ TEST(JobReconciler, AWorkerThatRefusesToStartFailsWithItsOwnReasonFirst) {
 // message, no 200- or 300-byte cut and no line dropped.
 TEST(JobReconciler, AStatedReasonIsKeptWhole) {
   std::string reason = "cannot write /data/checkpoints/step-000010.partial/rank-00000.bin:";
-  for (int i = 0; reason.size() < 2000; ++i) reason += "\n  detail line " + std::to_string(i) + " of the worker's reason";
+  for (int i = 0; reason.size() < 2000; ++i)
+    reason += "\n  detail line " + std::to_string(i) + " of the worker's reason";
   JobReconciler crashed(MakeJob(), Options());
   crashed.Reconcile(Observation{});
   crashed.Reconcile(Script{}.Ended({Exit(1, protocol::WorkerErrorMessage(reason))}, 0));
@@ -443,8 +443,7 @@ TEST(JobReconciler, AnOomKillWhileLoadingIsNotTheGuardsButOneInTheFirstStepIs) {
                                 Exit(137, protocol::LoadedPhaseMessage(1), true));
     const NextStep next = stepping.Reconcile(s.Ended(exits));
     ASSERT_EQ(next.kind, Kind::kLaunch) << g << ": " << stepping.status().message;
-    EXPECT_NE(stepping.status().actions.back().reason.find("OOM-killed by the kernel during step 1"),
-              std::string::npos)
+    EXPECT_NE(stepping.status().actions.back().reason.find("OOM-killed by the kernel during step 1"), std::string::npos)
         << stepping.status().actions.back().reason;
     guard_acted = guard_acted || !(next.launch.job == MakeJob());
   }

@@ -79,7 +79,8 @@ inline json JobObject(const JobShape& s) {
                   {"klCoef", 0.0}}},
                 {"sharding", {{"stage", 1}}},
                 {"checkpoint", {{"everySteps", s.checkpoint_every}, {"keep", 2}}},
-                {"memoryGuard", {{"enabled", true}, {"hostThreshold", 0.85}, {"horizonSteps", 2}, {"maxRestarts", s.max_restarts}}},
+                {"memoryGuard",
+                 {{"enabled", true}, {"hostThreshold", 0.85}, {"horizonSteps", 2}, {"maxRestarts", s.max_restarts}}},
                 {"debug", {{"hostLeakBytesPerStep", s.leak}}}}}};
 }
 
@@ -144,10 +145,16 @@ class Cluster {
     operator_.reset();
   }
 
-  kubeclient::ResourceClient Jobs() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs); }
+  kubeclient::ResourceClient Jobs() {
+    return kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs);
+  }
   kubeclient::ResourceClient Pods() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kPods); }
-  kubeclient::ResourceClient Services() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kServices); }
-  kubeclient::ResourceClient ConfigMaps() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kConfigMaps); }
+  kubeclient::ResourceClient Services() {
+    return kubeclient::ResourceClient(*client_, kubeclient::resources::kServices);
+  }
+  kubeclient::ResourceClient ConfigMaps() {
+    return kubeclient::ResourceClient(*client_, kubeclient::resources::kConfigMaps);
+  }
   kubeclient::ResourceClient Events() { return kubeclient::ResourceClient(*client_, kubeclient::resources::kEvents); }
 
   json Create(const json& job) { return Jobs().Create("default", job); }
@@ -172,8 +179,8 @@ class Cluster {
   }
   bool WaitForPhase(const std::string& name, const std::string& phase, std::chrono::milliseconds timeout) {
     return WaitForJob(
-        name, [&](const json& j) { return j.contains("status") && j["status"].value("phase", "") == phase; },
-        timeout, "phase " + phase);
+        name, [&](const json& j) { return j.contains("status") && j["status"].value("phase", "") == phase; }, timeout,
+        "phase " + phase);
   }
   template <typename Pred>
   bool WaitUntil(Pred pred, std::chrono::milliseconds timeout) {
@@ -201,7 +208,8 @@ class Cluster {
       if (e["involvedObject"].value("name", "") != job) continue;
       got.emplace_back(e["metadata"].value("resourceVersion", ""), e.value("reason", ""));
     }
-    std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return std::stoll(a.first) < std::stoll(b.first); });
+    std::sort(got.begin(), got.end(),
+              [](const auto& a, const auto& b) { return std::stoll(a.first) < std::stoll(b.first); });
     std::vector<std::string> reasons;
     for (const auto& g : got) reasons.push_back(g.second);
     return reasons;
@@ -210,7 +218,8 @@ class Cluster {
     std::string all;
     const json list = Events().List("default");
     for (const json& e : list["items"]) {
-      if (e["involvedObject"].value("name", "") == job) all += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+      if (e["involvedObject"].value("name", "") == job)
+        all += e.value("reason", "") + ": " + e.value("message", "") + "\n";
     }
     return all;
   }
@@ -260,8 +269,8 @@ class Cluster {
   std::map<std::string, int> rendezvous_;
 };
 
-#define REQUIRE_BINARY(path)                                                              \
-  do {                                                                                    \
+#define REQUIRE_BINARY(path)                                                                      \
+  do {                                                                                            \
     if (!::headroom::trainingjob::testing::Exists(path)) GTEST_SKIP() << path << " is not built"; \
   } while (0)
 

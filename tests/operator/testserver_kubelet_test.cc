@@ -82,7 +82,8 @@ class KubeletTest : public ::testing::Test {
 };
 
 TEST_F(KubeletTest, RunsThePodWithItsEnvAndReportsTheExit) {
-  Pods().Create("ns1", ShellPod("fails", "echo \"$GREETING from $MY_NAME in $MY_NS\" > $HEADROOM_TERMINATION_LOG; exit 3"));
+  Pods().Create("ns1",
+                ShellPod("fails", "echo \"$GREETING from $MY_NAME in $MY_NS\" > $HEADROOM_TERMINATION_LOG; exit 3"));
   json pod = WaitFor("fails", [](const json& p) { return Phase(p) == "Failed"; });
   EXPECT_EQ(pod["spec"]["nodeName"], "test-node") << "bound by the kubelet";
   const json& term = pod["status"]["containerStatuses"][0]["state"]["terminated"];
@@ -106,10 +107,9 @@ TEST_F(KubeletTest, RunningPodReportsRunning) {
 }
 
 TEST_F(KubeletTest, DeletionSendsSigtermAndFinalisesWhenTheProcessExits) {
-  Pods().Create("ns1", ShellPod("drains",
-                                "trap 'echo drained > $HEADROOM_TERMINATION_LOG; exit 75' TERM; "
-                                ": > $HEADROOM_TERMINATION_LOG.ready; "
-                                "while true; do sleep 0.02; done"));
+  Pods().Create("ns1", ShellPod("drains", "trap 'echo drained > $HEADROOM_TERMINATION_LOG; exit 75' TERM; "
+                                          ": > $HEADROOM_TERMINATION_LOG.ready; "
+                                          "while true; do sleep 0.02; done"));
   WaitFor("drains", [](const json& p) { return Phase(p) == "Running"; });
   WaitForTrapInstalled("drains");
   const auto t0 = std::chrono::steady_clock::now();
@@ -142,7 +142,8 @@ TEST_F(KubeletTest, MemoryLimitBreachIsOomKilled) {
   pod["spec"]["containers"][0].erase("args");
   pod["spec"]["containers"][0]["resources"] = {{"limits", {{"memory", "48Mi"}}}};
   Pods().Create("ns1", pod);
-  json done = WaitFor("hog", [](const json& p) { return Phase(p) == "Failed"; }, 20s);
+  json done = WaitFor(
+      "hog", [](const json& p) { return Phase(p) == "Failed"; }, 20s);
   const json& term = done["status"]["containerStatuses"][0]["state"]["terminated"];
   EXPECT_EQ(term["reason"], "OOMKilled");
   EXPECT_EQ(term["exitCode"], 137);

@@ -13,7 +13,9 @@
 namespace headroom::trainingjob::testing {
 namespace {
 
-bool Has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 Cluster::Options FakeWorker(std::vector<std::pair<std::string, std::string>> env = {}) {
   Cluster::Options o;
@@ -24,7 +26,9 @@ Cluster::Options FakeWorker(std::vector<std::pair<std::string, std::string>> env
 
 TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
-  Cluster c(FakeWorker({{"FAKE_GUARD_AT_STEP", "4"}, {"FAKE_GUARD_DECISION", R"({"action":"restart","reason":"host forecast crosses 85% in 2 steps"})"}}));
+  Cluster c(
+      FakeWorker({{"FAKE_GUARD_AT_STEP", "4"},
+                  {"FAKE_GUARD_DECISION", R"({"action":"restart","reason":"host forecast crosses 85% in 2 steps"})"}}));
   c.StartOperator();
   JobShape shape;
   shape.name = "story";
@@ -58,7 +62,8 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   EXPECT_EQ(pods[0]["metadata"]["labels"][manifests::kLabelGeneration], "2");
   bool history = false;
   for (const json& e : pods[0]["spec"]["containers"][0]["env"]) {
-    if (e["name"] == protocol::kGuardHistoryEnv) history = e["value"].get<std::string>().find("\"restarts\":1") != std::string::npos;
+    if (e["name"] == protocol::kGuardHistoryEnv)
+      history = e["value"].get<std::string>().find("\"restarts\":1") != std::string::npos;
   }
   EXPECT_TRUE(history) << "generation 2 carries the guard history: " << pods[0]["spec"]["containers"][0]["env"].dump();
 
@@ -86,7 +91,7 @@ TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
   shape.name = "bad";
   json job = JobObject(shape);
   job["spec"]["grpo"]["groupSize"] = 1;
-  job["spec"]["workers"] = 9;  // above maxWorkers 4
+  job["spec"]["workers"] = 9;            // above maxWorkers 4
   job["spec"]["grpo"]["groupsize"] = 8;  // a typo: unknown field
   c.Create(job);
   ASSERT_TRUE(c.WaitForPhase("bad", "Failed", 10s));
@@ -110,7 +115,8 @@ TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
   EXPECT_EQ(c.EventReasons("bad"), std::vector<std::string>{"InvalidSpec"});
 
   // Fixing the spec makes it a normal job.
-  c.Jobs().Patch("default", "bad", json{{"spec", {{"workers", 1}, {"grpo", {{"groupSize", 4}, {"groupsize", nullptr}}}}}});
+  c.Jobs().Patch("default", "bad",
+                 json{{"spec", {{"workers", 1}, {"grpo", {{"groupSize", 4}, {"groupsize", nullptr}}}}}});
   EXPECT_TRUE(c.WaitUntil([&] { return c.PodsOf("bad").size() == 1; }, 10s)) << c.Status("bad").dump();
 }
 
@@ -168,10 +174,12 @@ TEST(TrainingJobController, SuspendDrainsToACheckpointAndUnsuspendResumes) {
   shape.steps = 60;
   shape.checkpoint_every = 100;  // only the drain writes a checkpoint
   c.Create(JobObject(shape));
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto pods = c.PodsOf("pause");
     return pods.size() == 1 && pods[0]["status"].value("phase", "") == "Running";
-  }, 15s));
+      },
+      15s));
   std::this_thread::sleep_for(400ms);  // some steps
   c.Jobs().Patch("default", "pause", json{{"spec", {{"suspend", true}}}});
   ASSERT_TRUE(c.WaitForPhase("pause", "Suspended", 20s));
@@ -183,12 +191,15 @@ TEST(TrainingJobController, SuspendDrainsToACheckpointAndUnsuspendResumes) {
   // Resumed with a template edited while paused: the new pods carry it.
   c.Jobs().Patch("default", "pause",
                  json{{"spec", {{"suspend", false}, {"template", {{"metadata", {{"labels", {{"pool", "b"}}}}}}}}}});
-  EXPECT_TRUE(c.WaitUntil([&] {
+  EXPECT_TRUE(c.WaitUntil(
+      [&] {
     for (const json& pod : c.PodsOf("pause")) {
       if (pod["metadata"].value("labels", json::object()).value("pool", "") == "b") return true;
     }
     return false;
-  }, 20s)) << "the resumed generation's pods carry the template edited while suspended";
+      },
+      20s))
+      << "the resumed generation's pods carry the template edited while suspended";
   ASSERT_TRUE(c.WaitForPhase("pause", "Succeeded", 40s));
   const json status = c.Status("pause");
   EXPECT_EQ(status.value("generation", 0), 2);
@@ -206,21 +217,26 @@ TEST(TrainingJobController, ScaleSubresourceReshards) {
   shape.name = "grow";
   shape.steps = 50;
   c.Create(JobObject(shape));
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto pods = c.PodsOf("grow");
     return pods.size() == 1 && pods[0]["status"].value("phase", "") == "Running";
-  }, 15s));
+      },
+      15s));
   // kubectl scale trainingjob/grow --replicas=2
   json scale = c.Jobs().GetScale("default", "grow");
   scale["spec"]["replicas"] = 2;
   c.Jobs().UpdateScale("default", "grow", scale);
-  ASSERT_TRUE(c.WaitForJob("grow", [](const json& j) { return j.value("status", json::object()).value("reshards", 0) == 1; }, 20s,
-                           "a reshard"));
-  EXPECT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitForJob(
+      "grow", [](const json& j) { return j.value("status", json::object()).value("reshards", 0) == 1; }, 20s,
+      "a reshard"));
+  EXPECT_TRUE(c.WaitUntil(
+      [&] {
     auto pods = c.PodsOf("grow");
     return pods.size() == 2 && pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == "2" &&
            pods[1]["metadata"]["labels"][manifests::kLabelGeneration] == "2";
-  }, 15s));
+      },
+      15s));
   ASSERT_TRUE(c.WaitForPhase("grow", "Succeeded", 40s));
   const json status = c.Status("grow");
   EXPECT_EQ(status.value("workers", 0), 2);
@@ -239,10 +255,12 @@ TEST(TrainingJobController, DeletingTheJobRemovesItsChildren) {
   c.Create(JobObject(shape));
   ASSERT_TRUE(c.WaitUntil([&] { return c.PodsOf("gone").size() == 2; }, 15s));
   c.Jobs().Delete("default", "gone");
-  EXPECT_TRUE(c.WaitUntil([&] {
+  EXPECT_TRUE(c.WaitUntil(
+      [&] {
     return c.PodsOf("gone").empty() && !c.Services().TryGet("default", "gone") &&
            !c.ConfigMaps().TryGet("default", "gone-spec");
-  }, 20s));
+      },
+      20s));
   EXPECT_TRUE(c.WaitUntil([&] { return c.op().jobs_tracked() == 0; }, 5s)) << "the in-memory reconciler is dropped";
 }
 
@@ -254,12 +272,15 @@ TEST(TrainingJobController, PicksUpARunningJobAfterAnOperatorRestart) {
   shape.name = "survivor";
   shape.steps = 40;
   c.Create(JobObject(shape));
-  ASSERT_TRUE(c.WaitForJob("survivor", [](const json& j) { return j.value("status", json::object()).value("generation", 0) == 2; },
-                           20s, "generation 2"));
-  ASSERT_TRUE(c.WaitUntil([&] {
+  ASSERT_TRUE(c.WaitForJob(
+      "survivor", [](const json& j) { return j.value("status", json::object()).value("generation", 0) == 2; }, 20s,
+      "generation 2"));
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
     auto pods = c.PodsOf("survivor");
     return pods.size() == 1 && pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == "2";
-  }, 10s));
+      },
+      10s));
   const std::string pod_uid = c.PodsOf("survivor")[0]["metadata"]["uid"];
   c.StopOperator();
   c.StartOperator();

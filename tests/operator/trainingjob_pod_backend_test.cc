@@ -20,7 +20,8 @@ class PodBackendTest : public ::testing::Test {
     JobShape shape;
     shape.name = "pb";
     shape.workers = 2;
-    job_json_ = kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", JobObject(shape));
+    job_json_ =
+        kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", JobObject(shape));
     job_ = *spec::ParseTrainingJobJson(job_json_).job;
   }
   std::unique_ptr<PodBackend> Backend() {
@@ -38,12 +39,13 @@ class PodBackendTest : public ::testing::Test {
   std::vector<json> ListPods() { return Pods().List("default")["items"].get<std::vector<json>>(); }
   // What a kubelet writes when the container ends.
   void Terminate(const std::string& name, int code, const std::string& reason, const std::string& message) {
-    Pods().PatchStatus("default", name,
-                       json{{"status",
-                             {{"phase", code == 0 ? "Succeeded" : "Failed"},
-                              {"containerStatuses",
-                               {{{"name", "worker"},
-                                 {"state", {{"terminated", {{"exitCode", code}, {"reason", reason}, {"message", message}}}}}}}}}}});
+    Pods().PatchStatus(
+        "default", name,
+        json{{"status",
+              {{"phase", code == 0 ? "Succeeded" : "Failed"},
+               {"containerStatuses",
+                {{{"name", "worker"},
+                  {"state", {{"terminated", {{"exitCode", code}, {"reason", reason}, {"message", message}}}}}}}}}}});
   }
 
   testserver::TestApiServer server_;
@@ -92,7 +94,8 @@ TEST_F(PodBackendTest, CreatedPodsCarryTheJobsTemplate) {
       "containers": [{"name": "worker",
                       "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
                       "volumeMounts": [{"name": "model", "mountPath": "/models", "readOnly": true}]}]}})");
-  const json created = kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", object);
+  const json created =
+      kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs).Create("default", object);
   spec::ParseResult parsed = spec::ParseTrainingJobJson(created);
   ASSERT_TRUE(parsed.ok()) << parsed.errors[0].ToString();
   PodBackend backend(*client_, *parsed.job, "default", PodBackendOptions{});

@@ -24,7 +24,8 @@ runtime::JobStatus Sample() {
   s.memory.host_limit_bytes = 1000;
   s.memory.growth_bytes_per_step = 48.5;
   s.memory.forecast_steps_to_limit = 2;
-  s.last_action = runtime::ActionRecord{17, runtime::ActionType::kReshard, "optimizer state does not fit", "2026-11-22T02:00:00Z"};
+  s.last_action =
+      runtime::ActionRecord{17, runtime::ActionType::kReshard, "optimizer state does not fit", "2026-11-22T02:00:00Z"};
   s.conditions.push_back({"MemoryPressure", "True", "ForecastCrossesThreshold", "host 90%", "2026-11-22T02:00:00Z"});
   s.message = "resharding";
   return s;
@@ -46,12 +47,15 @@ TEST(TrainingJobStatus, RoundTripsWhatRestoreNeeds) {
 TEST(TrainingJobStatus, ModelFetchIsTheHubDownloadsBytesAndFile) {
   EXPECT_FALSE(StatusJson(Sample(), 5).contains("modelFetch")) << "a model from a path fetches nothing";
   runtime::JobStatus s = Sample();
-  s.model_fetch = protocol::ModelFetchRecord{"Qwen/Qwen2.5-0.5B-Instruct", "main", "model.safetensors", 1 << 20, 988097824};
+  s.model_fetch =
+      protocol::ModelFetchRecord{"Qwen/Qwen2.5-0.5B-Instruct", "main", "model.safetensors", 1 << 20, 988097824};
   const json written = StatusJson(s, 5);
   ASSERT_TRUE(written.contains("modelFetch"));
-  EXPECT_EQ(written["modelFetch"],
-            (json{{"repo", "Qwen/Qwen2.5-0.5B-Instruct"}, {"revision", "main"}, {"file", "model.safetensors"},
-                  {"doneBytes", 1 << 20}, {"totalBytes", 988097824}}));
+  EXPECT_EQ(written["modelFetch"], (json{{"repo", "Qwen/Qwen2.5-0.5B-Instruct"},
+                                         {"revision", "main"},
+                                         {"file", "model.safetensors"},
+                                         {"doneBytes", 1 << 20},
+                                         {"totalBytes", 988097824}}));
   const runtime::JobStatus back = JobStatusFromJson(written);
   ASSERT_TRUE(back.model_fetch);
   EXPECT_EQ(back.model_fetch->done_bytes, 1 << 20);

@@ -59,25 +59,24 @@ TEST(ChatPrompt, ChatmlOmitsAnEmptySystemBlock) {
 
 TEST(ChatPrompt, Llama3TrimsAsJinjaDoes) {
   PromptFormat format{PromptFormatKind::kLlama3, "", ""};
-  EXPECT_EQ(RenderPrompt(format, " \t2+3?\n", "<B>"),
-            "<B><|start_header_id|>user<|end_header_id|>\n\n2+3?<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(RenderPrompt(format, " \t2+3?\n", "<B>"), "<B><|start_header_id|>user<|end_header_id|>\n\n2+3?<|eot_id|>"
+                                                      "<|start_header_id|>assistant<|end_header_id|>\n\n");
   // An all-whitespace system message is still a (empty) system message: Jinja tests the
   // message list, not the trimmed content.
   format.system = "  ";
-  EXPECT_EQ(RenderPrompt(format, "q", ""),
-            "<|start_header_id|>system<|end_header_id|>\n\n<|eot_id|>"
-            "<|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(RenderPrompt(format, "q", ""), "<|start_header_id|>system<|end_header_id|>\n\n<|eot_id|>"
+                                           "<|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>"
+                                           "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 // Python's str.strip() removes exactly the characters str.isspace() accepts; the list in
 // chat_prompt.h, byte for byte in UTF-8.
 TEST(ChatPrompt, PythonStripMatchesIsspace) {
-  const std::vector<std::string> spaces = {"\t", "\n", "\v", "\f", "\r", "\x1c", "\x1d", "\x1e", "\x1f", " ",
-                                           "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x8a",
-                                           "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f",
-                                           "\xe3\x80\x80"};
+  const std::vector<std::string> spaces = {
+      "\t",           "\n",           "\v",           "\f",           "\r",
+      "\x1c",         "\x1d",         "\x1e",         "\x1f",         " ",
+      "\xc2\x85",     "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x8a",
+      "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
   for (const std::string& s : spaces) {
     EXPECT_EQ(PythonStrip(s + "x" + s + "y" + s), "x" + s + "y") << "U+ bytes " << nlohmann::json(s).dump();
   }

@@ -79,9 +79,8 @@ void ExpectNothingLeftOfStep20(const fs::path& root) {
 class CheckpointCrashTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("headroom-crash-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() / ("headroom-crash-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     auto first = RunRanks(1, [&](const RankContext&) {
       torch::set_num_threads(1);
@@ -105,20 +104,20 @@ TEST_F(CheckpointCrashTest, KilledWhileWritingData) {
   auto results = RunRanks(
       1,
       [&](const RankContext&) {
-        torch::set_num_threads(1);
-        Save(root_, 20, kBigElements);
+    torch::set_num_threads(1);
+    Save(root_, 20, kBigElements);
       },
       std::chrono::seconds(60),
       [&](const std::vector<pid_t>& pids) {
-        // Kill as soon as some, but not all, of the data has reached the file.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-        std::error_code ec;
-        while (std::chrono::steady_clock::now() < deadline) {
-          if (fs::exists(rank_file, ec) && fs::file_size(rank_file, ec) > 0) break;
-          std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        ::kill(pids[0], SIGKILL);
-      });
+    // Kill as soon as some, but not all, of the data has reached the file.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::error_code ec;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fs::exists(rank_file, ec) && fs::file_size(rank_file, ec) > 0) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::kill(pids[0], SIGKILL);
+  });
   ASSERT_EQ(results[0].signal, SIGKILL) << Describe(results);
   std::error_code ec;
   EXPECT_LT(fs::file_size(rank_file, ec), static_cast<uintmax_t>(kBigElements * 4)) << "killed too late to test";

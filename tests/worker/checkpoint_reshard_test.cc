@@ -74,9 +74,8 @@ CheckpointSaveStats SaveState(const fs::path& root, Communicator& comm, int64_t 
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("headroom-ckpt-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() / ("headroom-ckpt-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -86,7 +85,8 @@ class CheckpointTest : public ::testing::Test {
     const int port = FreePort();
     auto results = RunRanks(world, [&](const RankContext& ctx) {
       torch::set_num_threads(1);
-      auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 10s);
+      auto comm =
+          world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 10s);
       auto stats = SaveState(root_, *comm, step, keep);
       Expect(stats.bytes_written > 0 && stats.total_bytes >= stats.bytes_written, "stats");
     });
@@ -153,7 +153,7 @@ TEST_F(CheckpointTest, KeepsNewestStepsAndCleansStrays) {
   SaveFrom(1, 10);
   SaveFrom(1, 20);
   fs::create_directories(root_ / "step-000025.partial");  // a save that crashed
-  fs::create_directories(root_ / "step-000015");           // a dir with no manifest
+  fs::create_directories(root_ / "step-000015");          // a dir with no manifest
   SaveFrom(1, 30);
   EXPECT_FALSE(fs::exists(root_ / "step-000010"));
   EXPECT_TRUE(fs::exists(root_ / "step-000020" / "manifest.json"));
@@ -212,8 +212,10 @@ TEST_F(CheckpointTest, DamageIsNamed) {
     CheckpointReader reader(step);
     FAIL() << "truncated file accepted";
   } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank-00001.bin has " + std::to_string(size - 4) + " bytes, the manifest "
-                                         "recorded " + std::to_string(size) + " (truncated)"),
+    EXPECT_NE(std::string(e.what()).find("rank-00001.bin has " + std::to_string(size - 4) +
+                                         " bytes, the manifest "
+                                         "recorded " +
+                                         std::to_string(size) + " (truncated)"),
               std::string::npos)
         << e.what();
   }

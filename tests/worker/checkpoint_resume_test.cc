@@ -49,8 +49,12 @@ class CheckpointResumeTest : public ::testing::Test {
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: ckpt}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
                            "  model: {preset: tiny}\n  task: {name: reverse, digits: 2, seed: 1}\n"
-                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
-                           " maxResponseLength: 4, microBatchSize: 16, learningRate: " << lr << ", klCoef: 0.0}\n"
+                           "  grpo: {steps: "
+                        << steps
+                        << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           " maxResponseLength: 4, microBatchSize: 16, learningRate: "
+                        << lr
+                        << ", klCoef: 0.0}\n"
                            "  sharding: {stage: 0}\n  checkpoint: {everySteps: 2, keep: 10}\n"
                            "  memoryGuard: {enabled: false}\n";
     return path.string();
@@ -62,12 +66,14 @@ class CheckpointResumeTest : public ::testing::Test {
     const int port = headroom::testing::FreePort();
     const std::string bin = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
     for (int r = 0; r < world; ++r) {
-      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
-                                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r),
+                                              "WORLD_SIZE=" + std::to_string(world),
+                                              "MASTER_ADDR=127.0.0.1",
+                                              "MASTER_PORT=" + std::to_string(port),
                                               "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=20",
                                               "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20"};
-      std::vector<std::string> arg_strings = {bin, "--job", job, "--checkpoint-dir", ckpt.string(),
-                                              "--log", LogPath(log, r), "--metrics-port", "-1"};
+      std::vector<std::string> arg_strings = {
+          bin, "--job", job, "--checkpoint-dir", ckpt.string(), "--log", LogPath(log, r), "--metrics-port", "-1"};
       std::vector<char*> env, args;
       for (auto& s : env_strings) env.push_back(s.data());
       env.push_back(nullptr);

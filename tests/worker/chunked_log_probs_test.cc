@@ -48,8 +48,8 @@ struct Tolerances {
 
 Tolerances RoundingOf(const Case& c, const torch::Tensor& expected_grad_hidden, const torch::Tensor& expected_grad_head,
                       double temperature) {
-  const double eps = c.hidden.scalar_type() == torch::kFloat64 ? std::numeric_limits<double>::epsilon()
-                                                              : testing::kFp32Epsilon;
+  const double eps =
+      c.hidden.scalar_type() == torch::kFloat64 ? std::numeric_limits<double>::epsilon() : testing::kFp32Epsilon;
   const int64_t rows = c.hidden.size(0), h = c.hidden.size(1), vocab = c.head.size(0);
   torch::NoGradGuard no_grad;
   const double logits = (torch::matmul(c.hidden, c.head.t()) / temperature).abs().max().item<double>();
@@ -90,9 +90,7 @@ TEST(ChunkedLogProbs, TemperatureAndLogitBiasMatch) {
   }
 }
 
-TEST(ChunkedLogProbs, Float32WithinRounding) {
-  ExpectSameAsUnchunked(torch::kFloat32, true, 1.3, 6);
-}
+TEST(ChunkedLogProbs, Float32WithinRounding) { ExpectSameAsUnchunked(torch::kFloat32, true, 1.3, 6); }
 
 TEST(ChunkedLogProbs, Bf16HiddenGivesFp32LogProbs) {
   Case c = MakeCase(torch::kFloat32, false);

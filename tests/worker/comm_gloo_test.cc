@@ -127,7 +127,8 @@ TEST(GlooCommunicator, BadShapesAndDtypesAreNamed) {
 TEST(GlooCommunicator, RendezvousNamesTheRankThatNeverArrived) {
   const int port = FreePort();
   // Rank 1 of 2 never starts: rank 0 must give up at its 2 s timeout, naming rank 1.
-  auto results = RunRanks(1, [&](const RankContext&) { Connect(0, 2, port, 2s); }, 20s);
+  auto results = RunRanks(
+      1, [&](const RankContext&) { Connect(0, 2, port, 2s); }, 20s);
   ASSERT_EQ(results[0].exit_code, 1) << Describe(results);
   EXPECT_NE(results[0].message.find("rank(s) 1 of world size 2 never arrived"), std::string::npos)
       << results[0].message;
@@ -137,10 +138,10 @@ TEST(GlooCommunicator, RendezvousNamesTheRankThatNeverArrived) {
 
 TEST(GlooCommunicator, RankWithoutRankZeroNamesTheAddress) {
   const int port = FreePort();
-  auto results = RunRanks(1, [&](const RankContext&) { Connect(1, 2, port, 2s); }, 20s);
+  auto results = RunRanks(
+      1, [&](const RankContext&) { Connect(1, 2, port, 2s); }, 20s);
   ASSERT_EQ(results[0].exit_code, 1) << Describe(results);
-  EXPECT_NE(results[0].message.find("could not reach rank 0 at 127.0.0.1:" + std::to_string(port)),
-            std::string::npos)
+  EXPECT_NE(results[0].message.find("could not reach rank 0 at 127.0.0.1:" + std::to_string(port)), std::string::npos)
       << results[0].message;
   EXPECT_LT(results[0].seconds, 8.0);
 }
@@ -154,30 +155,30 @@ void SurvivorThrows(PeerFault fault, std::chrono::milliseconds timeout, double m
   auto results = RunRanks(
       2,
       [&](const RankContext& ctx) {
-        torch::set_num_threads(1);
-        auto comm = Connect(ctx.rank, 2, port, timeout);
-        torch::Tensor t = torch::ones({1 << 16});
-        for (int i = 0;; ++i) {
-          if (ctx.rank == 1 && i == 50) {
-            if (fault == PeerFault::kKilled) ::raise(SIGKILL);
-            std::this_thread::sleep_for(timeout + 3s);
-            ::_exit(3);
-          }
-          const auto start = std::chrono::steady_clock::now();
-          try {
-            comm->all_reduce(t);
-          } catch (const CommunicatorError& e) {
-            const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            ctx.Report("first error after " + std::to_string(waited) + " s: " + e.what());
-            try {
-              comm->barrier();
-            } catch (const CommunicatorError& again) {
-              ctx.Report(std::string(" | then: ") + again.what());
-            }
-            throw std::runtime_error("done");
-          }
-          t.fill_(1);
+    torch::set_num_threads(1);
+    auto comm = Connect(ctx.rank, 2, port, timeout);
+    torch::Tensor t = torch::ones({1 << 16});
+    for (int i = 0;; ++i) {
+      if (ctx.rank == 1 && i == 50) {
+        if (fault == PeerFault::kKilled) ::raise(SIGKILL);
+        std::this_thread::sleep_for(timeout + 3s);
+        ::_exit(3);
+      }
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        comm->all_reduce(t);
+      } catch (const CommunicatorError& e) {
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ctx.Report("first error after " + std::to_string(waited) + " s: " + e.what());
+        try {
+          comm->barrier();
+        } catch (const CommunicatorError& again) {
+          ctx.Report(std::string(" | then: ") + again.what());
         }
+        throw std::runtime_error("done");
+      }
+      t.fill_(1);
+    }
       },
       std::chrono::milliseconds(static_cast<int64_t>(max_seconds * 1000) + 5000));
   const auto& survivor = results[0];

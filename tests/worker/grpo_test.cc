@@ -92,8 +92,8 @@ TEST(PolicyLoss, MicroBatchPartsSumToTheWholeBatch) {
   // Every sequence keeps its first token: the comparison below holds only when no
   // sequence is empty (a random mask left one empty in about 1 run of 15).
   mask.select(1, 0).fill_(1);
-  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
-                    LossAggregation::kSeqMeanTokenSumNorm}) {
+  for (auto mode :
+       {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean, LossAggregation::kSeqMeanTokenSumNorm}) {
     const MiniBatchTotals totals = CountTotals(mask);
     auto parts = AggregateLossPart(loss.narrow(0, 0, 2), mask.narrow(0, 0, 2), mode, totals) +
                  AggregateLossPart(loss.narrow(0, 2, 4), mask.narrow(0, 2, 4), mode, totals);
@@ -156,8 +156,8 @@ std::vector<torch::Tensor> Gradients(HfCausalLM& model) {
 // The updater's accumulated gradient (micro-batches of 2) equals autograd on the whole
 // mini-batch's AggregateLoss, for every aggregation mode, with KL on.
 TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
-  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
-                    LossAggregation::kSeqMeanTokenSumNorm}) {
+  for (auto mode :
+       {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean, LossAggregation::kSeqMeanTokenSumNorm}) {
     torch::manual_seed(0);
     PolicyBatch batch;
     batch.prompt_length = 3;
@@ -172,8 +172,8 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
     // Reference: plain autograd over all six rows at once.
     HfCausalLM reference = testing::PresetModel(TinyConfig());
     auto logp = ResponseLogProbs(reference, batch.sequences, 3, 1.0);
-    auto loss_mat = ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28).loss +
-                    0.1 * KlK3(logp, batch.ref_logp);
+    auto loss_mat =
+        ClippedSurrogate(logp, batch.old_logp, batch.advantages, 0.2, 0.28).loss + 0.1 * KlK3(logp, batch.ref_logp);
     AggregateLoss(loss_mat, batch.response_mask, mode).backward();
 
     HfCausalLM model = testing::PresetModel(TinyConfig());
@@ -190,8 +190,8 @@ TEST(PolicyUpdater, AccumulatedGradientEqualsFullBatchGradient) {
 // gradient and the clip fraction over the whole mini-batch must not change, for every
 // aggregation mode, and a micro-batch of only such rows still runs one row.
 TEST(PolicyUpdater, RowsWithZeroAdvantageAreSkippedWithTheSameGradient) {
-  for (auto mode : {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
-                    LossAggregation::kSeqMeanTokenSumNorm}) {
+  for (auto mode :
+       {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean, LossAggregation::kSeqMeanTokenSumNorm}) {
     torch::manual_seed(5);
     PolicyBatch batch;
     batch.prompt_length = 3;

@@ -72,11 +72,17 @@ class HfJobTest : public ::testing::Test {
     const auto path = dir_ / "job.yaml";
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-job}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
-                           "  model: {path: " << model.string() << "}\n"
+                           "  model: {path: "
+                        << model.string()
+                        << "}\n"
                            "  task: {name: reverse, digits: 2, seed: 1}\n"
-                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           "  grpo: {steps: "
+                        << steps
+                        << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
                            " maxResponseLength: 3, microBatchSize: 8, learningRate: 0.01, klCoef: 0.01}\n"
-                           "  sharding: {stage: " << stage << "}\n  checkpoint: {everySteps: 2, keep: 10}\n"
+                           "  sharding: {stage: "
+                        << stage
+                        << "}\n  checkpoint: {everySteps: 2, keep: 10}\n"
                            "  memoryGuard: {enabled: false}\n";
     return path.string();
   }
@@ -86,13 +92,15 @@ class HfJobTest : public ::testing::Test {
     const int port = net::FreePort();
     const std::string bin = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
     for (int r = 0; r < world; ++r) {
-      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
-                                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r),
+                                              "WORLD_SIZE=" + std::to_string(world),
+                                              "MASTER_ADDR=127.0.0.1",
+                                              "MASTER_PORT=" + std::to_string(port),
                                               "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=20",
                                               "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20",
                                               "HEADROOM_TERMINATION_LOG=" + (dir_ / ("term-" + log)).string()};
-      std::vector<std::string> arg_strings = {bin, "--job", job, "--checkpoint-dir", ckpt.string(),
-                                              "--log", LogPath(log, r), "--metrics-port", "-1"};
+      std::vector<std::string> arg_strings = {
+          bin, "--job", job, "--checkpoint-dir", ckpt.string(), "--log", LogPath(log, r), "--metrics-port", "-1"};
       std::vector<char*> env, args;
       for (auto& s : env_strings) env.push_back(s.data());
       env.push_back(nullptr);
@@ -163,9 +171,9 @@ TEST_F(HfJobTest, AFinishedJobHandsBackItsFinalCheckpointInHuggingFaceLayout) {
   ASSERT_EQ(lines.size(), static_cast<size_t>(steps));
   for (size_t i = 0; i < lines.size(); ++i) {
     EXPECT_EQ(lines[i]["step"].get<int>(), static_cast<int>(i) + 1);
-    for (const char* key : {"reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
-                            "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
-                            "tokens", "step_seconds", "tokens_per_second"}) {
+    for (const char* key :
+         {"reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes", "gpu_allocated_bytes",
+          "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes", "tokens", "step_seconds", "tokens_per_second"}) {
       EXPECT_TRUE(lines[i].contains(key)) << key << " missing in " << lines[i].dump();
     }
     EXPECT_EQ(lines[i]["tokens"].get<int>(), 16 * (4 + 3));
@@ -227,7 +235,8 @@ TEST_F(HfJobTest, AModelWithUntrainedExtraTensorsTrainsAndExports) {
   fs::copy_file(Fixture() / "config.json", model / "config.json");
   const hf::SafetensorsModel fixture(Fixture().string());
   std::vector<hf::TensorToWrite> tensors;
-  for (const auto& [name, view] : fixture.tensors()) tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
+  for (const auto& [name, view] : fixture.tensors())
+    tensors.push_back({name, view.dtype, view.shape, view.data, view.bytes});
   const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
   tensors.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {4}, inv_freq.data(), 16});
   const hf::TensorView& embed = fixture.Get("model.embed_tokens.weight");
@@ -239,7 +248,8 @@ TEST_F(HfJobTest, AModelWithUntrainedExtraTensorsTrainsAndExports) {
   ASSERT_EQ(Wait(0), 0) << ReadText(dir_ / "term-log");
   auto reader = CheckpointReader::OpenLatest(dir_ / "ckpt");
   ASSERT_TRUE(reader.has_value());
-  EXPECT_EQ(fs::path(reader->manifest().extra["model_path"].get<std::string>()), fs::absolute(model).lexically_normal());
+  EXPECT_EQ(fs::path(reader->manifest().extra["model_path"].get<std::string>()),
+            fs::absolute(model).lexically_normal());
 
   const fs::path exported = dir_ / "ckpt" / "hf-export";
   const hf::SafetensorsModel out(exported.string());
@@ -357,7 +367,8 @@ TEST_F(HfJobTest, ACheckpointReshardsFromTwoRanksToOneAndFromOneToTwo) {
       EXPECT_EQ(compared, stopped->manifest().tensors.size());
     }
     Start(job, ckpt, second, c.after);
-    for (int r = 0; r < c.after; ++r) ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
+    for (int r = 0; r < c.after; ++r)
+      ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
     const auto lines = Lines(second, 0);
     ASSERT_FALSE(lines.empty());
     EXPECT_EQ(lines.front()["step"].get<int64_t>(), stopped->step() + 1);
@@ -382,15 +393,21 @@ TEST_F(HfJobTest, ATextJobResumedOnAnotherWorldSizeReadsTheNextUnseenPrompts) {
   const fs::path example = fs::path(HEADROOM_SOURCE_DIR) / "configs";
   const int steps = 6, per_step = 4, size = 2000;  // configs/data/addition-text/train.jsonl
   const auto job = dir_ / "text-job.yaml";
-  std::ofstream(job) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-text-job}\n"
-                        "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
-                        "  model: {path: " << (example / "models/qwen2-tiny-addition").string() << "}\n"
-                        "  task:\n    seed: 1\n    dataset: {path: " << (example / "data/addition-text/train.jsonl").string()
-                     << "}\n    prompt: {format: chatml}\n    reward: {name: gsm8k, formatWeight: 0.5}\n"
-                        "  grpo: {steps: " << steps << ", promptsPerStep: " << per_step << ", groupSize: 2,"
-                        " maxPromptLength: 64, maxResponseLength: 4, microBatchSize: 8, learningRate: 0.002, klCoef: 0.0}\n"
-                        "  sharding: {stage: 3}\n  checkpoint: {everySteps: 100, keep: 2}\n"
-                        "  memoryGuard: {enabled: false}\n";
+  std::ofstream(job)
+      << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: hf-text-job}\n"
+         "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
+         "  model: {path: "
+      << (example / "models/qwen2-tiny-addition").string()
+      << "}\n"
+         "  task:\n    seed: 1\n    dataset: {path: "
+      << (example / "data/addition-text/train.jsonl").string()
+      << "}\n    prompt: {format: chatml}\n    reward: {name: gsm8k, formatWeight: 0.5}\n"
+         "  grpo: {steps: "
+      << steps << ", promptsPerStep: " << per_step
+      << ", groupSize: 2,"
+         " maxPromptLength: 64, maxResponseLength: 4, microBatchSize: 8, learningRate: 0.002, klCoef: 0.0}\n"
+         "  sharding: {stage: 3}\n  checkpoint: {everySteps: 100, keep: 2}\n"
+         "  memoryGuard: {enabled: false}\n";
   auto position = [&](const nlohmann::json& record) {
     return record["epoch"].get<int64_t>() * size + record["cursor"].get<int64_t>();
   };
@@ -400,7 +417,8 @@ TEST_F(HfJobTest, ATextJobResumedOnAnotherWorldSizeReadsTheNextUnseenPrompts) {
   for (const Case c : {Case{2, 1}, Case{1, 2}}) {
     SCOPED_TRACE(std::to_string(c.before) + " -> " + std::to_string(c.after) + " ranks");
     const fs::path ckpt = dir_ / ("text-ckpt-" + std::to_string(c.before) + "-" + std::to_string(c.after));
-    const std::string first = "text-first-" + std::to_string(c.before), second = "text-second-" + std::to_string(c.after);
+    const std::string first = "text-first-" + std::to_string(c.before),
+                      second = "text-second-" + std::to_string(c.after);
     ASSERT_EQ(RunAndDrain(job.string(), ckpt, first, c.before), std::vector<int>(c.before, 75));
     auto stopped = CheckpointReader::OpenLatest(ckpt);
     ASSERT_TRUE(stopped.has_value());
@@ -409,7 +427,8 @@ TEST_F(HfJobTest, ATextJobResumedOnAnotherWorldSizeReadsTheNextUnseenPrompts) {
     EXPECT_EQ(dataset["epoch"].get<int64_t>() * size + dataset["cursor"].get<int64_t>(), stopped->step() * per_step)
         << dataset.dump();
     Start(job.string(), ckpt, second, c.after);
-    for (int r = 0; r < c.after; ++r) ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
+    for (int r = 0; r < c.after; ++r)
+      ASSERT_EQ(Wait(r), 0) << "rank " << r << ": " << ReadText(dir_ / ("term-" + second));
     const auto resumed = Lines(second, 0);
     ASSERT_FALSE(resumed.empty());
     EXPECT_EQ(resumed.front()["step"].get<int64_t>(), stopped->step() + 1);

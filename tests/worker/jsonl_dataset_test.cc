@@ -44,12 +44,12 @@ class JsonlDatasetTest : public ::testing::Test {
 };
 
 TEST_F(JsonlDatasetTest, LoadsRecordsWithTheirLines) {
-  const std::string path = Write(
-      "\xEF\xBB\xBF{\"question\": \"Natalia sold 48 clips...\", \"answer\": \"48/2 = 24\\n#### 72\", \"id\": 1}\n"
-      "\n"
-      "   \t\n"
-      "{\"answer\": 7, \"question\": \"3+4?\"}\r\n"
-      "{\"question\": \"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\", \"answer\": 2.5}");
+  const std::string path =
+      Write("\xEF\xBB\xBF{\"question\": \"Natalia sold 48 clips...\", \"answer\": \"48/2 = 24\\n#### 72\", \"id\": 1}\n"
+            "\n"
+            "   \t\n"
+            "{\"answer\": 7, \"question\": \"3+4?\"}\r\n"
+            "{\"question\": \"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\", \"answer\": 2.5}");
   JsonlDataset d = JsonlDataset::Load(path, "question", "answer");
   ASSERT_EQ(d.size(), 3);
   EXPECT_EQ(d[0].prompt, "Natalia sold 48 clips...");
@@ -81,7 +81,8 @@ TEST_F(JsonlDatasetTest, EachProblemNamesFileLineAndKey) {
             "3: invalid JSON (column 29: syntax error while parsing value - unexpected '}'; expected '[', '{', or a "
             "literal)");
   EXPECT_EQ(line, 3);
-  EXPECT_NE(LoadError("{\"question\": \"q\", \"answer\": \"a\"} trailing\n").find("1: invalid JSON"), std::string::npos);
+  EXPECT_NE(LoadError("{\"question\": \"q\", \"answer\": \"a\"} trailing\n").find("1: invalid JSON"),
+            std::string::npos);
 
   EXPECT_EQ(LoadError("[1, 2]\n", &line), "1: expected a JSON object per line, got array");
   EXPECT_EQ(LoadError("\"just a string\"\n"), "1: expected a JSON object per line, got string");
@@ -89,7 +90,8 @@ TEST_F(JsonlDatasetTest, EachProblemNamesFileLineAndKey) {
   EXPECT_EQ(LoadError("{\"question\": \"q\", \"answer\": \"a\"}\n{\"problem\": \"q\", \"solution\": \"a\"}\n", &line),
             "2: no key \"question\" (the prompt key); the record has keys \"problem\", \"solution\"");
   EXPECT_EQ(line, 2);
-  EXPECT_EQ(LoadError("{\"question\": \"q\"}\n"), "1: no key \"answer\" (the answer key); the record has keys \"question\"");
+  EXPECT_EQ(LoadError("{\"question\": \"q\"}\n"),
+            "1: no key \"answer\" (the answer key); the record has keys \"question\"");
   EXPECT_EQ(LoadError("{}\n"), "1: no key \"question\" (the prompt key); the record has no keys");
 
   EXPECT_EQ(LoadError("{\"question\": null, \"answer\": \"a\"}\n"),
@@ -124,7 +126,7 @@ TEST_F(JsonlDatasetTest, ALineAboveTheLimitIsRefusedNamingFileAndLine) {
   } catch (const DatasetError& e) {
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(std::string(e.what()), path + ":3: the line is longer than " + std::to_string(record.size()) +
-                                          " bytes (the limit for one line, one record)");
+                                         " bytes (the limit for one line, one record)");
   }
 }
 
@@ -136,7 +138,7 @@ TEST_F(JsonlDatasetTest, AGigabyteOfNulBytesIsRefusedAtLineSixWithinBoundedMemor
   for (int i = 0; i < 5; ++i) content += "{\"question\": \"q\", \"answer\": \"a\"}\n";
   const std::string path = Write(content);
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(content.size()) + (off_t{1} << 30)), 0);
-  rusage before {};
+  rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
   try {
     JsonlDataset::Load(path, "question", "answer");
@@ -144,7 +146,7 @@ TEST_F(JsonlDatasetTest, AGigabyteOfNulBytesIsRefusedAtLineSixWithinBoundedMemor
   } catch (const DatasetError& e) {
     EXPECT_EQ(std::string(e.what()), path + ":6: the line is longer than 4 MiB (the limit for one line, one record)");
   }
-  rusage after {};
+  rusage after{};
   ::getrusage(RUSAGE_SELF, &after);
   // The peak may rise by the 4 MiB line (twice, while its string grows): far below 1 GB.
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB more at peak";
@@ -164,7 +166,8 @@ TEST_F(JsonlDatasetTest, AFifoIsRefusedNotWaitedOn) {
 TEST_F(JsonlDatasetTest, FilterKeepsOrderAndRefusesToEmptyTheDataset) {
   std::string content;
   for (int i = 0; i < 10; ++i) {
-    content += "{\"question\": \"" + std::string(static_cast<size_t>(i), 'x') + "\", \"answer\": \"" + std::to_string(i) + "\"}\n";
+    content += "{\"question\": \"" + std::string(static_cast<size_t>(i), 'x') + "\", \"answer\": \"" +
+               std::to_string(i) + "\"}\n";
   }
   JsonlDataset d = JsonlDataset::Load(Write(content), "question", "answer");
   const uint64_t all_hash = d.content_hash();
@@ -191,7 +194,8 @@ TEST_F(JsonlDatasetTest, ContentHashFollowsTheRecordsOnly) {
   };
   const uint64_t base = hash("{\"q\": \"1+1\", \"a\": \"2\"}\n{\"q\": \"2+2\", \"a\": \"4\"}\n", "a.jsonl");
   // Same records: other file, blank lines, key order, other keys, spacing.
-  EXPECT_EQ(hash("\n{\"a\": \"2\", \"q\": \"1+1\", \"id\": 9}\n\n{ \"q\" : \"2+2\" , \"a\" : \"4\" }\n", "b.jsonl"), base);
+  EXPECT_EQ(hash("\n{\"a\": \"2\", \"q\": \"1+1\", \"id\": 9}\n\n{ \"q\" : \"2+2\" , \"a\" : \"4\" }\n", "b.jsonl"),
+            base);
   // Different records.
   EXPECT_NE(hash("{\"q\": \"2+2\", \"a\": \"4\"}\n{\"q\": \"1+1\", \"a\": \"2\"}\n", "c.jsonl"), base) << "order";
   EXPECT_NE(hash("{\"q\": \"1+1\", \"a\": \"3\"}\n{\"q\": \"2+2\", \"a\": \"4\"}\n", "d.jsonl"), base) << "an answer";
@@ -213,7 +217,8 @@ TEST(DatasetOrder, EachEpochIsAPermutation) {
       }
       EXPECT_EQ(seen, order.Permutation(epoch));
       std::sort(seen.begin(), seen.end());
-      for (int64_t i = 0; i < size; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], i) << "size " << size << " epoch " << epoch;
+      for (int64_t i = 0; i < size; ++i)
+        ASSERT_EQ(seen[static_cast<size_t>(i)], i) << "size " << size << " epoch " << epoch;
     }
   }
   EXPECT_THROW(DatasetOrder(0, 1), std::invalid_argument);
@@ -261,7 +266,8 @@ TEST(DatasetOrder, ThreadsShareOneOrder) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (uint64_t g = 0; g < 3000; ++g) got[static_cast<size_t>(t)].push_back(order.RecordAt((g * 7 + t * 301) % 3000));
+      for (uint64_t g = 0; g < 3000; ++g)
+        got[static_cast<size_t>(t)].push_back(order.RecordAt((g * 7 + t * 301) % 3000));
     });
   }
   for (std::thread& th : threads) th.join();

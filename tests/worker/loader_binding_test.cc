@@ -49,8 +49,8 @@ std::vector<std::string> NeededLibraries(const std::string& path) {
 
 // Libraries of the C runtime, which define no std:: symbols and may precede libstdc++.
 bool IsCRuntime(const std::string& soname) {
-  for (const char* prefix : {"libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libgcc_s.so",
-                             "ld-linux", "libasan.so", "libubsan.so", "libtsan.so"}) {
+  for (const char* prefix : {"libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "libgcc_s.so", "ld-linux",
+                             "libasan.so", "libubsan.so", "libtsan.so"}) {
     if (soname.rfind(prefix, 0) == 0) return true;
   }
   return false;
@@ -65,8 +65,8 @@ void ExpectLibstdcxxFirst(const std::string& binary) {
   for (const std::string& lib : needed) {
     if (lib.rfind("libstdc++.so", 0) == 0) return;
     if (!IsCRuntime(lib)) {
-      ADD_FAILURE() << binary << ": " << lib << " is searched before libstdc++, so its std:: symbols win; DT_NEEDED:"
-                    << order;
+      ADD_FAILURE() << binary << ": " << lib
+                    << " is searched before libstdc++, so its std:: symbols win; DT_NEEDED:" << order;
       return;
     }
   }

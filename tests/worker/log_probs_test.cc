@@ -110,8 +110,7 @@ TEST_P(ChunkedResponseLogProbs, EqualFullLogitsValuesAndGradients) {
   EXPECT_LE((no_grad - expected).abs().max().item<double>(), tol) << "micro-batches of 2 rows";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ChunkedResponseLogProbs,
-                         ::testing::Values("preset", "qwen2", "qwen3", "llama3"));
+INSTANTIATE_TEST_SUITE_P(Models, ChunkedResponseLogProbs, ::testing::Values("preset", "qwen2", "qwen3", "llama3"));
 
 }  // namespace
 }  // namespace headroom::worker

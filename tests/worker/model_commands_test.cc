@@ -90,7 +90,7 @@ TEST_P(ModelCommandsTest, GreedyIdsEqualEachReference) {
   for (const json& ref : References(GetParam())) {
     SCOPED_TRACE(GetParam() + " vs " + ref["reference"].get<std::string>());
     const auto r = RunCommand({"generate", "--model", Fixture(GetParam()).string(), "--ids", IdList(ref["ids"]),
-                        "--max-new-tokens", std::to_string(ref["max_new_tokens"].get<int>())});
+                               "--max-new-tokens", std::to_string(ref["max_new_tokens"].get<int>())});
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out), ref["greedy"]);
   }
@@ -153,7 +153,8 @@ TEST(ModelCommands, GenerateStopsAfterTheEndOfSequenceId) {
   fs::create_directories(dir);
   fs::copy(Fixture("qwen2"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", {first_new, 0}}}.dump();
-  const auto r = RunCommand({"generate", "--model", dir.string(), "--ids", IdList(ref["ids"]), "--max-new-tokens", "5"});
+  const auto r =
+      RunCommand({"generate", "--model", dir.string(), "--ids", IdList(ref["ids"]), "--max-new-tokens", "5"});
   fs::remove_all(dir);
   ASSERT_EQ(r.code, 0) << r.err;
   auto want = ref["ids"].get<std::vector<int64_t>>();
@@ -170,7 +171,8 @@ std::string CopyWithTensors(const std::string& name, const fs::path& dir, const 
   std::vector<std::vector<float>> owned;
   {
     const hf::SafetensorsFile source((Fixture(name) / "model.safetensors").string());
-    for (const auto& [tensor, view] : source.tensors()) tensors.push_back({tensor, view.dtype, view.shape, view.data, view.bytes});
+    for (const auto& [tensor, view] : source.tensors())
+      tensors.push_back({tensor, view.dtype, view.shape, view.data, view.bytes});
     edit(tensors, owned);
     hf::WriteSafetensors((dir / "model.safetensors").string(), tensors);
   }

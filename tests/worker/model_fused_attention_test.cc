@@ -102,10 +102,10 @@ TEST_P(FusedSelfAttentionTest, QueriesFromALaterPositionEqualTheMatmulPathRows) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedSelfAttentionTest,
-                         ::testing::Values(Shape{1, 1, 1, 8},      // one position attends to itself
-                                           Shape{3, 7, 2, 12},     // head width with a 4-wide tail
-                                           Shape{16, 10, 4, 16},   // the tiny preset's shape
-                                           Shape{2, 10, 8, 64},    // the small preset's heads
+                         ::testing::Values(Shape{1, 1, 1, 8},     // one position attends to itself
+                                           Shape{3, 7, 2, 12},    // head width with a 4-wide tail
+                                           Shape{16, 10, 4, 16},  // the tiny preset's shape
+                                           Shape{2, 10, 8, 64},   // the small preset's heads
                                            Shape{2, kFusedAttentionMaxKeys, 2, 5}));
 
 TEST(FusedSelfAttention, WithoutGradItKeepsNothingForBackward) {
@@ -163,8 +163,11 @@ TEST(FusedAttention, NamesWhatIsWrong) {
   expect_error([] { FusedSelfAttention(torch::zeros({2, 3, 12}), 2, 3); }, "first query 3 outside the 3 positions");
   auto kv = torch::zeros({1, 1, 4, 8});
   expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 2, 8}), kv, kv, 1); }, "need 3 keys");
-  expect_error([&] { FusedCachedAttention(torch::zeros({1, 1, 1, 8}).requires_grad_(true), kv, kv, 3); },
-               "no backward");
+  expect_error(
+      [&] {
+    FusedCachedAttention(torch::zeros({1, 1, 1, 8}).requires_grad_(true), kv, kv, 3);
+      },
+      "no backward");
 }
 
 // A model whose sequences can run past the fused limit, onto the matmul path.

@@ -44,7 +44,8 @@ TEST_P(FusedRotaryTest, OutputAndGradientMatchTransformersFormula) {
   EXPECT_TRUE(testing::WithinTolerance(got.detach(), expected.detach(), tolerance));
   (got * g).sum().backward();
   (expected * g).sum().backward();
-  EXPECT_TRUE(testing::WithinTolerance(x.grad(), x_ref.grad(), testing::SummationTolerance(g.abs().max().item<double>(), 2)));
+  EXPECT_TRUE(
+      testing::WithinTolerance(x.grad(), x_ref.grad(), testing::SummationTolerance(g.abs().max().item<double>(), 2)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedRotaryTest,

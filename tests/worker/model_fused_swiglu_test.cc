@@ -35,8 +35,8 @@ TEST_P(FusedSwiGluTest, OutputAndGradientMatchTheTensorOps) {
   (got * g).sum().backward();
   (expected * g).sum().backward();
   const auto grad_magnitude = (g.abs().max() * (stacked_ref.detach().abs().max() + 1).pow(2)).item<double>();
-  EXPECT_TRUE(testing::WithinTolerance(stacked.grad(), stacked_ref.grad(),
-                                       testing::SummationTolerance(grad_magnitude, 6)));
+  EXPECT_TRUE(
+      testing::WithinTolerance(stacked.grad(), stacked_ref.grad(), testing::SummationTolerance(grad_magnitude, 6)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedSwiGluTest,

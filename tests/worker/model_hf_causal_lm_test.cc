@@ -169,8 +169,7 @@ TEST(HfModelRefusals, MissingOrMisshapenTensorIsNamed) {
     LoadHfCausalLM(model.string(), 64);
     FAIL() << "loaded tensors of the wrong shape";
   } catch (const hf::SafetensorsError& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor model.layers.0.mlp.gate_proj.weight has shape ["),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("tensor model.layers.0.mlp.gate_proj.weight has shape ["), std::string::npos)
         << e.what();
   }
   config["intermediate_size"] = stored_width;

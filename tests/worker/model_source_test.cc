@@ -51,7 +51,6 @@ std::string CopyOfExampleModel(const headroom::testing::TempDir& dir) {
   return to.string();
 }
 
-
 void ExpectSameParameters(const NamedTensors& a, const NamedTensors& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {

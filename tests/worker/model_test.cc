@@ -127,7 +127,8 @@ TEST(PresetModel, CachedForwardEqualsFullForward) {
 // as many rows as the stacked outputs. One sequence takes both paths: the same values.
 TEST(PresetModel, StackedAndSeparateProjectionsAgree) {
   // hidden 192: q/k/v stacked are 576 x 192 and gate/up 1024 x 192, both over 2^16 elements.
-  HfCausalLM model = testing::PresetModel({.layers = 2, .hidden = 192, .heads = 4, .ffn_hidden = 512, .max_seq_len = 8});
+  HfCausalLM model =
+      testing::PresetModel({.layers = 2, .hidden = 192, .heads = 4, .ffn_hidden = 512, .max_seq_len = 8});
   model->eval();
   const auto tokens = torch::randint(3, 16, {1, 6}, torch::kInt64);
   const auto stacked = model->forward(tokens).detach();

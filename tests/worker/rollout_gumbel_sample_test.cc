@@ -98,9 +98,9 @@ void ExpectDecodeStepEqualsReference(double temperature, bool with_bias) {
     const auto row_logits = logits[t].contiguous();
     const auto* bits = reinterpret_cast<const uint16_t*>(row_logits.data_ptr<at::BFloat16>());
     for (int64_t i = 0; i < batch; ++i) {
-      const int64_t reference = gumbel::ReferenceGumbelArgmax(bits + i * vocab, b, vocab,
-                                                              gumbel::RowHash(keys[static_cast<size_t>(i)], t),
-                                                              static_cast<float>(temperature));
+      const int64_t reference =
+          gumbel::ReferenceGumbelArgmax(bits + i * vocab, b, vocab, gumbel::RowHash(keys[static_cast<size_t>(i)], t),
+                                        static_cast<float>(temperature));
       ASSERT_EQ(reference, s[i][t]) << "row " << i << " position " << t;
       if (reference != (row_logits[i].to(torch::kFloat32) + bias).argmax().item<int64_t>()) ++distinct_from_argmax;
     }

@@ -105,7 +105,8 @@ TEST_P(StaticDecode, GenerateGivesTheSameTokensInEveryMode) {
     const Rollout b = fixed.Generate(model, prompts.tokens, keys, temperature, prompts.padding);
     const Rollout c = graph.Generate(model, prompts.tokens, keys, temperature, prompts.padding);
     EXPECT_TRUE(torch::equal(b.sequences, a.sequences)) << "temperature " << temperature << "\n"
-                                                        << b.sequences << "\n" << a.sequences;
+                                                        << b.sequences << "\n"
+                                                        << a.sequences;
     EXPECT_TRUE(torch::equal(b.response_mask, a.response_mask)) << "temperature " << temperature;
     EXPECT_TRUE(torch::equal(c.sequences, a.sequences)) << "temperature " << temperature;
     EXPECT_EQ(b.generated_tokens, a.generated_tokens);
@@ -124,7 +125,8 @@ TEST(StaticDecodeKept, LaterRolloutsEqualAFreshEngine) {
   kept.set_decode_mode(RolloutEngine::DecodeMode::kStatic);
   (void)kept.Generate(model, prompts.tokens, {1, 2, 3}, 1.0, prompts.padding);
   const auto unpadded = prompts.tokens.narrow(1, 2, 3).contiguous();  // 3 tokens, no padding
-  for (const auto& [tokens, padding] : {std::pair{unpadded, torch::Tensor()}, std::pair{prompts.tokens, prompts.padding}}) {
+  for (const auto& [tokens, padding] :
+       {std::pair{unpadded, torch::Tensor()}, std::pair{prompts.tokens, prompts.padding}}) {
     RolloutEngine fresh(model->kv_cache_shape(), 3, 5, 8, torch::kCPU, CharTokenizer::Format());
     fresh.set_decode_mode(RolloutEngine::DecodeMode::kDynamic);
     const Rollout want = fresh.Generate(model, tokens, {7, 8, 9}, 1.0, padding);
@@ -176,7 +178,8 @@ TEST(StaticDecodeCache, WritesConvertToTheCacheDtype) {
   KvCache growing(shape, 2, 4, torch::kCPU, torch::kBFloat16), fixed(shape, 2, 4, torch::kCPU, torch::kBFloat16);
   growing.Reset(2);
   fixed.Reset(2);
-  const auto k = torch::randn({2, shape.heads, 1, shape.head_dim}), v = torch::randn({2, shape.heads, 1, shape.head_dim});
+  const auto k = torch::randn({2, shape.heads, 1, shape.head_dim}),
+             v = torch::randn({2, shape.heads, 1, shape.head_dim});
   growing.Append(0, k, v);
   growing.Advance(1);
   fixed.SetStaticPosition(torch::zeros({}, torch::kInt64), torch::zeros({2}, torch::kInt64));
@@ -210,7 +213,8 @@ TEST(DecodeModeResolution, AutoTakesTheGraphOnlyWhereOneIsReplayed) {
   EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, true, false, true), Mode::kDynamic);
   EXPECT_EQ(RolloutEngine::ResolveDecodeMode(Mode::kAuto, false, true, true), Mode::kDynamic);
   for (Mode asked : {Mode::kDynamic, Mode::kStatic, Mode::kGraph}) {
-    EXPECT_EQ(RolloutEngine::ResolveDecodeMode(asked, true, true, false), asked) << RolloutEngine::DecodeModeName(asked);
+    EXPECT_EQ(RolloutEngine::ResolveDecodeMode(asked, true, true, false), asked)
+        << RolloutEngine::DecodeModeName(asked);
   }
   // This build (no CUDA graphs on a CPU machine) resolves kAuto to the dynamic decode.
   EXPECT_FALSE(DecodeGraphsCompiled());

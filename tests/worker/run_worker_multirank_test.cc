@@ -45,7 +45,9 @@ class RunWorkerMultirankTest : public ::testing::Test {
     std::ofstream(job_) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: multirank}\n"
                            "spec:\n  workers: 2\n  resources: {cpu: \"1\", memory: 2Gi}\n"
                            "  model: {preset: tiny}\n  task: {name: reverse, digits: 2, seed: 1}\n"
-                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           "  grpo: {steps: "
+                        << steps
+                        << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
                            " maxResponseLength: 4, microBatchSize: 16, learningRate: 0.003, klCoef: 0.0}\n"
                            "  sharding: {stage: 0}\n  memoryGuard: {enabled: false}\n";
   }
@@ -62,11 +64,14 @@ class RunWorkerMultirankTest : public ::testing::Test {
     const int port = headroom::testing::FreePort();
     const std::string bin = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker";
     for (int r = 0; r < world; ++r) {
-      std::vector<std::string> env_strings = {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
-                                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                                              "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=10",
-                                              "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20",
-                                              "HEADROOM_TERMINATION_LOG=" + (dir_ / ("term-" + std::to_string(r))).string()};
+      std::vector<std::string> env_strings = {
+          "RANK=" + std::to_string(r),
+          "WORLD_SIZE=" + std::to_string(world),
+          "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port),
+          "HEADROOM_COLLECTIVE_TIMEOUT_SECONDS=10",
+          "HEADROOM_RENDEZVOUS_TIMEOUT_SECONDS=20",
+          "HEADROOM_TERMINATION_LOG=" + (dir_ / ("term-" + std::to_string(r))).string()};
       std::vector<std::string> arg_strings = {bin, "--job", job_, "--log", LogPath(r), "--metrics-port", "0"};
       std::vector<char*> env, args;
       for (auto& s : env_strings) env.push_back(s.data());

@@ -50,9 +50,13 @@ class RunWorkerTest : public ::testing::Test {
   std::string WriteJob(const std::string& extra_spec, int steps = 2, const std::string& memory = "2Gi") {
     const auto path = dir_ / "job.yaml";
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: test-job}\n"
-                           "spec:\n  workers: 1\n  resources: {cpu: \"2\", memory: " << memory << "}\n"
+                           "spec:\n  workers: 1\n  resources: {cpu: \"2\", memory: "
+                        << memory
+                        << "}\n"
                            "  model: {preset: tiny}\n  task: {name: reverse, digits: 2, seed: 1}\n"
-                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
+                           "  grpo: {steps: "
+                        << steps
+                        << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
                            " maxResponseLength: 4, microBatchSize: 16, learningRate: 0.003, klCoef: 0.0}\n"
                         << extra_spec;
     return path.string();
@@ -90,7 +94,8 @@ TEST_F(RunWorkerTest, InvalidSpecExits2) {
 TEST_F(RunWorkerTest, ReadsTheModelsConfigJsonOnceAndRefusesABadOne) {
   fs::create_directories(dir_ / "model");
   std::string job = ReadFile(WriteJob(""));
-  job.replace(job.find("{preset: tiny}"), std::string("{preset: tiny}").size(), "{path: " + (dir_ / "model").string() + "}");
+  job.replace(job.find("{preset: tiny}"), std::string("{preset: tiny}").size(),
+              "{path: " + (dir_ / "model").string() + "}");
   std::ofstream(dir_ / "job.yaml") << job;
   const fs::path config = dir_ / "model" / "config.json";
   // A good config.json without the model's other files: read once, then the weights are missing.

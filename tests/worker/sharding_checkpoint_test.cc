@@ -65,11 +65,14 @@ std::string ReadAll(const fs::path& path) {
 
 void RunWorld(int world, const std::function<void(const RankContext&, Communicator&)>& body) {
   const int port = FreePort();
-  auto results = RunRanks(world, [&](const RankContext& ctx) {
+  auto results = RunRanks(
+      world,
+      [&](const RankContext& ctx) {
     torch::set_num_threads(1);
     auto comm = Connect(ctx.rank, world, port);
     body(ctx, *comm);
-  }, 60s);
+      },
+      60s);
   for (const auto& r : results) ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 
@@ -116,7 +119,8 @@ TEST(ShardedStateCheckpointTest, SavedByTwoAtStage2LoadsOnThreeAndOneAtAnyStage)
     CheckpointMetadata meta;
     meta.step = 3;
     meta.spec_hash = "hash-1";
-    CheckpointWriter(root, comm).Save(meta, ShardedStateSlices({{&group, &optimizer}}), "rng-" + std::to_string(ctx.rank));
+    CheckpointWriter(root, comm)
+        .Save(meta, ShardedStateSlices({{&group, &optimizer}}), "rng-" + std::to_string(ctx.rank));
     Dump((root / "saved.bin").string(), params, group, optimizer);
   });
   if (HasFatalFailure()) return;

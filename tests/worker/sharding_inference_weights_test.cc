@@ -215,7 +215,9 @@ TEST(InferenceWeightsTest, StageThreeGathersTheCopiesStageZeroHolds) {
   GTEST_SKIP() << "built without Gloo";
 #endif
   const int port = FreePort();
-  auto results = RunRanks(2, [&](const RankContext& ctx) {
+  auto results = RunRanks(
+      2,
+      [&](const RankContext& ctx) {
     torch::set_num_threads(1);
     auto comm = MakeCommunicator("gloo", ctx.rank, 2, "127.0.0.1", port, 30s);
     HfCausalLM whole = TiedTiny(), sharded = TiedTiny();
@@ -255,9 +257,10 @@ TEST(InferenceWeightsTest, StageThreeGathersTheCopiesStageZeroHolds) {
       stage3.GatherAll();
       Expect(ParametersAre(sharded, RoundedToBf16(master)), "stage 3's copies are stale after a step");
     }
-    Expect(stage3.inference_refreshes() == 2, "stage 3 refreshed " + std::to_string(stage3.inference_refreshes()) +
-                                                  " times for one step");
-  }, 60s);
+    Expect(stage3.inference_refreshes() == 2,
+           "stage 3 refreshed " + std::to_string(stage3.inference_refreshes()) + " times for one step");
+      },
+      60s);
   for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 

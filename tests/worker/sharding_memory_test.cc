@@ -42,9 +42,12 @@ TEST(ShardingMemoryTest, PerRankBytesFollowThePlan) {
   for (int world = 1; world <= 3; ++world) {
     for (int stage = 0; stage <= 3; ++stage) {
       const int port = FreePort();
-      auto results = RunRanks(world, [&](const RankContext& ctx) {
+      auto results = RunRanks(
+          world,
+          [&](const RankContext& ctx) {
         torch::set_num_threads(1);
-        auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
+        auto comm =
+            world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
         const auto job = TinyJob(stage);
         CausalLM model = ModelSource(job.spec).LoadPolicy();
         ShardingOptions options;
@@ -78,7 +81,8 @@ TEST(ShardingMemoryTest, PerRankBytesFollowThePlan) {
         }
         if (ctx.rank == 0 || !ok) ctx.Report(out.str());
         if (!ok) throw std::runtime_error("rank " + std::to_string(ctx.rank) + " measured bytes differ from the plan");
-      }, 60s);
+          },
+          60s);
       for (const auto& r : results) ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
       std::istringstream lines(results[0].message);
       int w, s;

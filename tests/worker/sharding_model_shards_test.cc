@@ -61,9 +61,12 @@ bool BlocksReleased(HfCausalLM& model) {
 
 void RunWorld(int world) {
   const int port = FreePort();
-  auto results = RunRanks(world, [&](const RankContext& ctx) {
+  auto results = RunRanks(
+      world,
+      [&](const RankContext& ctx) {
     torch::set_num_threads(1);
-    auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
+    auto comm =
+        world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
     // The reference: plain autograd over every rank's micro-batches.
     HfCausalLM reference = testing::PresetModel(ThreeBlocks());
     for (int r = 0; r < world; ++r) {
@@ -134,7 +137,8 @@ void RunWorld(int world) {
                std::to_string(largest_block));
     shards.Step(1.0);
     Expect(shards.ResidentBytes().total() == between.total(), "the step ended with a gathered copy left");
-  }, 60s);
+      },
+      60s);
   for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 
@@ -156,7 +160,9 @@ TEST(ModelShardsTest, RanksDecodeTogetherUntilEveryRowHasStopped) {
 #endif
   const int port = FreePort();
   const int64_t rows = 3, prompt = 4, response = 4;
-  auto results = RunRanks(2, [&](const RankContext& ctx) {
+  auto results = RunRanks(
+      2,
+      [&](const RankContext& ctx) {
     torch::set_num_threads(1);
     auto comm = MakeCommunicator("gloo", ctx.rank, 2, "127.0.0.1", port, 20s);
     HfCausalLM model = testing::PresetModel(ThreeBlocks());
@@ -190,7 +196,8 @@ TEST(ModelShardsTest, RanksDecodeTogetherUntilEveryRowHasStopped) {
              "rank 0: positions after the stop are not padding");
     }
     Expect(BlocksReleased(model), "a block stayed gathered after the rollout");
-  }, 60s);
+      },
+      60s);
   for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 

@@ -37,9 +37,12 @@ constexpr double kLr = 0.05;
 // itself (cheap) and compares after every step.
 void MatchesTorchAdamW(int world, ShardingOptions options) {
   const int port = FreePort();
-  auto results = RunRanks(world, [&](const RankContext& ctx) {
+  auto results = RunRanks(
+      world,
+      [&](const RankContext& ctx) {
     torch::set_num_threads(1);
-    auto comm = world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
+    auto comm =
+        world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 20s);
     // Different seeds per rank: the group must start everyone from rank 0's values.
     auto params = MakeOddParams(100 + ctx.rank);
     FlatParameterGroup group(params, *comm, options);
@@ -85,7 +88,8 @@ void MatchesTorchAdamW(int world, ShardingOptions options) {
       group.Release();
     }
     Expect(optimizer.step() == kSteps, "step count");
-  }, 60s);
+      },
+      60s);
   for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 

@@ -107,8 +107,8 @@ TEST(Reward, ExactAnswerNeedsEos) {
 
 TEST(Reward, PartialCreditPerPositionEosIncluded) {
   // Target "321" + EOS: four positions.
-  EXPECT_DOUBLE_EQ(Score("321", "301"), 0.5 * 3.0 / 4.0);   // 3, 1, EOS
-  EXPECT_DOUBLE_EQ(Score("321", "3"), 0.5 * 1.0 / 4.0);     // 3 (EOS one too early)
+  EXPECT_DOUBLE_EQ(Score("321", "301"), 0.5 * 3.0 / 4.0);  // 3, 1, EOS
+  EXPECT_DOUBLE_EQ(Score("321", "3"), 0.5 * 1.0 / 4.0);    // 3 (EOS one too early)
   // Extra characters widen the denominator.
   EXPECT_DOUBLE_EQ(Score("321", "3210"), 0.5 * 3.0 / 5.0);
   // Wrong digits, right stopping place: the EOS position alone.

@@ -166,8 +166,8 @@ TEST(TextTask, DropsAndCountsPromptsLongerThanMaxPromptLength) {
   std::vector<int64_t> sorted = lengths;
   std::sort(sorted.begin(), sorted.end());
   s.grpo.max_prompt_length = sorted[sorted.size() / 2];  // the median: about half dropped
-  const int64_t dropped = std::count_if(lengths.begin(), lengths.end(),
-                                        [&](int64_t n) { return n > s.grpo.max_prompt_length; });
+  const int64_t dropped =
+      std::count_if(lengths.begin(), lengths.end(), [&](int64_t n) { return n > s.grpo.max_prompt_length; });
   ASSERT_GT(dropped, 0);
   const std::unique_ptr<Task> task = TaskOf(s);
   const auto& text = dynamic_cast<const TextTask&>(*task);
@@ -279,11 +279,16 @@ class TextTaskWorkerTest : public ::testing::Test {
     const std::string path = dir_.path() + "/job.yaml";
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: text}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
-                           "  model: {path: " << kModel << "}\n"
-                           "  task:\n    seed: 3\n    dataset: {path: " << dataset
-                        << (held_out.empty() ? "" : ", heldOut: " + held_out) << "}\n"
+                           "  model: {path: "
+                        << kModel
+                        << "}\n"
+                           "  task:\n    seed: 3\n    dataset: {path: "
+                        << dataset << (held_out.empty() ? "" : ", heldOut: " + held_out)
+                        << "}\n"
                            "    prompt: {format: chatml}\n    reward: {name: gsm8k}\n"
-                           "  grpo: {steps: " << steps << ", promptsPerStep: 4, groupSize: 2, maxPromptLength: 64,"
+                           "  grpo: {steps: "
+                        << steps
+                        << ", promptsPerStep: 4, groupSize: 2, maxPromptLength: 64,"
                            " maxResponseLength: 4, microBatchSize: 8, learningRate: 0.001, klCoef: 0.0}\n"
                            "  sharding: {stage: 0}\n  checkpoint: {everySteps: 1, keep: 3}\n"
                            "  memoryGuard: {enabled: false}\n";
@@ -328,12 +333,14 @@ TEST_F(TextTaskWorkerTest, ResumeOnChangedDatasetContentsIsRefusedWith2) {
   EXPECT_EQ(dataset["path"], data);
   EXPECT_EQ(dataset["epoch"], 0);
   EXPECT_EQ(dataset["cursor"], TaskOf([&] {
-              spec::TrainingJobSpec s = ExampleSpec();
-              s.task.dataset.path = data;
-              s.task.seed = 3;
-              s.grpo.max_prompt_length = 64;
-              return s;
-            }())->DatasetAt(8)->cursor);
+                                 spec::TrainingJobSpec s = ExampleSpec();
+                                 s.task.dataset.path = data;
+                                 s.task.seed = 3;
+                                 s.grpo.max_prompt_length = 64;
+                                 return s;
+                               }())
+                                   ->DatasetAt(8)
+                                   ->cursor);
 
   // One answer changed: same file name, same size, other contents.
   std::string text = ReadAll(data);

@@ -70,10 +70,27 @@ TEST(StepLog, OneJsonObjectPerLineWithEveryDesignKey) {
   while (std::getline(in, line)) {
     ++lines;
     auto j = nlohmann::json::parse(line);
-    for (const char* key : {"step", "reward_mean", "loss", "kl", "host_bytes", "host_peak_bytes", "host_limit_bytes",
-                            "gpu_allocated_bytes", "gpu_reserved_bytes", "gpu_peak_bytes", "gpu_total_bytes",
-                            "tokens", "step_seconds", "tokens_per_second", "next_step_tokens", "world_size",
-                            "micro_batch_size", "checkpoint_bytes", "checkpoint_seconds", "epoch", "cursor",
+    for (const char* key : {"step",
+                            "reward_mean",
+                            "loss",
+                            "kl",
+                            "host_bytes",
+                            "host_peak_bytes",
+                            "host_limit_bytes",
+                            "gpu_allocated_bytes",
+                            "gpu_reserved_bytes",
+                            "gpu_peak_bytes",
+                            "gpu_total_bytes",
+                            "tokens",
+                            "step_seconds",
+                            "tokens_per_second",
+                            "next_step_tokens",
+                            "world_size",
+                            "micro_batch_size",
+                            "checkpoint_bytes",
+                            "checkpoint_seconds",
+                            "epoch",
+                            "cursor",
                             "prompts_filtered"}) {
       EXPECT_TRUE(j.contains(key)) << key;
     }
@@ -100,7 +117,8 @@ TEST(WorkerMetrics, ServesDesignNamesWithJobAndRankAndHealthz) {
       << body;
   EXPECT_NE(body.find(std::string(metrics::kWorkerHostMemoryBytes) + "{job=\"reverse-tiny\",rank=\"0\"} 123456789"),
             std::string::npos);
-  EXPECT_NE(body.find(std::string(metrics::kWorkerMemoryGrowthBytesPerStep) + "{job=\"reverse-tiny\",rank=\"0\",resource=\"host\"}"),
+  EXPECT_NE(body.find(std::string(metrics::kWorkerMemoryGrowthBytesPerStep) +
+                      "{job=\"reverse-tiny\",rank=\"0\",resource=\"host\"}"),
             std::string::npos);
   EXPECT_NE(body.find(std::string(metrics::kWorkerStepDurationSeconds) + "_bucket"), std::string::npos);
   EXPECT_NE(body.find(std::string(metrics::kWorkerTokensTotal)), std::string::npos);
@@ -146,7 +164,8 @@ TEST(WorkerMetrics, EveryStepRecordFieldRoundTripsThroughTheOperatorsReader) {
   changed.heldout_reward = -1;
   metrics.Publish(changed);
   const std::string next = HttpGet(metrics.port(), "/metrics");
-  const auto again = protocol::StepRecordFromMetrics(metrics::ParsePrometheusText(next.substr(next.find("\r\n\r\n") + 4)));
+  const auto again =
+      protocol::StepRecordFromMetrics(metrics::ParsePrometheusText(next.substr(next.find("\r\n\r\n") + 4)));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->guard_action, "none") << "the previous action's series is gone";
   EXPECT_EQ(again->heldout_problems, sent.heldout_problems);
@@ -164,7 +183,8 @@ TEST(WorkerMetrics, ABusyPortIsAClearError) {
 }
 
 TEST(ModelFetchReport, StepLogLinesPerHundredthAndOneMetricsSeriesPerFetch) {
-  const std::string log = (std::filesystem::temp_directory_path() / ("fetch-report-" + std::to_string(::getpid()))).string();
+  const std::string log =
+      (std::filesystem::temp_directory_path() / ("fetch-report-" + std::to_string(::getpid()))).string();
   int port = 0;
   {
     ModelFetchReport report({"job", 1, log, 0, "127.0.0.1", "org/name", "main"});
@@ -176,7 +196,8 @@ TEST(ModelFetchReport, StepLogLinesPerHundredthAndOneMetricsSeriesPerFetch) {
     const std::string body = HttpGet(port, "/metrics");
     const std::string labels = R"({file="model.safetensors",job="job",rank="1",repo="org/name",revision="main"})";
     EXPECT_NE(body.find(std::string(metrics::kWorkerModelFetchDoneBytes) + labels + " 505"), std::string::npos) << body;
-    EXPECT_NE(body.find(std::string(metrics::kWorkerModelFetchTotalBytes) + labels + " 1000"), std::string::npos) << body;
+    EXPECT_NE(body.find(std::string(metrics::kWorkerModelFetchTotalBytes) + labels + " 1000"), std::string::npos)
+        << body;
     EXPECT_EQ(body.find("config.json"), std::string::npos) << "the finished file's series is gone: " << body;
     EXPECT_NE(HttpGet(port, "/healthz").find("headroom_worker_up"), std::string::npos);
   }
@@ -242,9 +263,9 @@ TEST(DebugLeaks, GpuLeakIgnoredOnCpu) {
 }
 
 TEST(HeapTrim, ThresholdIsASixtyFourthOfTheLimitAtMost64MiB) {
-  EXPECT_EQ(HeapTrimThreshold(0), 64 << 20);                   // no limit known
-  EXPECT_EQ(HeapTrimThreshold(int64_t{1} << 30), 16 << 20);    // 1 GiB
-  EXPECT_EQ(HeapTrimThreshold(int64_t{64} << 30), 64 << 20);   // 64 GiB: capped
+  EXPECT_EQ(HeapTrimThreshold(0), 64 << 20);                  // no limit known
+  EXPECT_EQ(HeapTrimThreshold(int64_t{1} << 30), 16 << 20);   // 1 GiB
+  EXPECT_EQ(HeapTrimThreshold(int64_t{64} << 30), 64 << 20);  // 64 GiB: capped
 }
 
 TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {

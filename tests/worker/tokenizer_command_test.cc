@@ -48,8 +48,8 @@ WorkerRun Worker(const std::string& args, const std::string& input) {
   testing::TempDir dir("headroom-tokenize");
   const fs::path in = fs::path(dir.path()) / "in.jsonl";
   std::ofstream(in) << input;
-  const std::string command = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker tokenize " + args + " < '" +
-                              in.string() + "' 2>&1";
+  const std::string command =
+      std::string(HEADROOM_BINARY_DIR) + "/bin/headroom-worker tokenize " + args + " < '" + in.string() + "' 2>&1";
   WorkerRun r;
   FILE* p = popen(command.c_str(), "r");
   char buf[4096];

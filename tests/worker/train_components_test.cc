@@ -171,7 +171,8 @@ TEST_F(TrainComponentsTest, ASaveTheStorageRefusesTwiceStopsAfterTheOneRetry) {
     }
     const std::string warned = ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
     size_t retries = 0;
-    for (size_t at = warned.find("trying once more"); at != std::string::npos; at = warned.find("trying once more", at + 1)) {
+    for (size_t at = warned.find("trying once more"); at != std::string::npos;
+         at = warned.find("trying once more", at + 1)) {
       ++retries;
     }
     EXPECT_EQ(retries, 1u) << warned;

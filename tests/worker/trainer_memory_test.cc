@@ -56,10 +56,12 @@ TEST(TrainerMemoryTest, ModelStatePerRankFollowsThePlan) {
   for (int world = 1; world <= 2; ++world) {
     for (int stage = 0; stage <= 3; ++stage) {
       const int port = FreePort();
-      auto results = RunRanks(world, [&](const RankContext& ctx) {
+      auto results = RunRanks(
+          world,
+          [&](const RankContext& ctx) {
         torch::set_num_threads(1);
-        auto comm = world == 1 ? MakeLocalCommunicator()
-                               : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
+        auto comm =
+            world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
         const spec::TrainingJobSpec spec = Job(stage);
         GrpoTrainer trainer(spec, *comm, torch::kCPU);
         ModelShards& shards = trainer.shards();
@@ -72,10 +74,10 @@ TEST(TrainerMemoryTest, ModelStatePerRankFollowsThePlan) {
         const int64_t groups = shards.per_layer() ? 1 + trainer.model()->layers() : 1;
         std::ostringstream out;
         bool ok = plan.parameters == shards.numel();
-        for (auto [name, bytes, top] : {std::tuple<std::string, int64_t, int64_t>{"parameters", measured.parameters,
-                                                                                   peak.parameters},
-                                        {"gradients", measured.gradients, peak.gradients},
-                                        {"optimizer", measured.optimizer, peak.optimizer}}) {
+        for (auto [name, bytes, top] :
+             {std::tuple<std::string, int64_t, int64_t>{"parameters", measured.parameters, peak.parameters},
+              {"gradients", measured.gradients, peak.gradients},
+              {"optimizer", measured.optimizer, peak.optimizer}}) {
           const int64_t planned = plan.Find(name)->host_bytes;
           // Padding: < world fp32 elements per buffer and group, two buffers for the optimizer.
           ok = ok && bytes >= planned && bytes - planned < 2 * 4 * world * groups;
@@ -93,7 +95,8 @@ TEST(TrainerMemoryTest, ModelStatePerRankFollowsThePlan) {
         }
         if (ctx.rank == 0 || !ok) ctx.Report(out.str());
         if (!ok) throw std::runtime_error("rank " + std::to_string(ctx.rank) + ": measured bytes differ from the plan");
-      }, 120s);
+          },
+          120s);
       for (const auto& r : results) ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
       std::istringstream lines(results[0].message);
       int w, s;

@@ -51,7 +51,7 @@ spec::TrainingJobSpec Job(int stage) {
   spec.grpo.micro_batch_size = 5;  // micro-batches cut across prompts of different lengths
   spec.grpo.updates_per_step = 2;  // old log-probs computed before the first update
   spec.grpo.learning_rate = 1e-2;
-  spec.grpo.kl_coef = 0.05;        // reference log-probs, padded too
+  spec.grpo.kl_coef = 0.05;  // reference log-probs, padded too
   spec.sharding.stage = stage;
   return spec;
 }
@@ -107,8 +107,8 @@ TEST(TrainerPadding, MixedPromptLengthsUnderZero3MatchStage0) {
   // under one step. Padding leaking into attention moves most elements of every layer.
   const torch::Tensor apart_each = (stage3 - stage0).abs();
   const int64_t beyond_rounding = (apart_each > 1e-5).sum().item<int64_t>();
-  EXPECT_LE(beyond_rounding, stage0.numel() / 1000) << beyond_rounding << " of " << stage0.numel()
-                                                    << " parameters differ by more than 1e-5";
+  EXPECT_LE(beyond_rounding, stage0.numel() / 1000)
+      << beyond_rounding << " of " << stage0.numel() << " parameters differ by more than 1e-5";
   EXPECT_LT(apart, 0.1 * Job(0).grpo.learning_rate) << "max |stage 3 - stage 0| = " << apart;
 }
 

@@ -107,15 +107,17 @@ class TrainerShardingTest : public ::testing::Test {
   // Runs `world` ranks at `stage` over `leg`; returns rank 0's parameters before (init or
   // as resumed) and after, flattened in model order.
   std::pair<std::vector<float>, std::vector<float>> Train(int world, int stage, bool offload = false, Leg leg = {}) {
-    const std::string name = std::to_string(world) + "-" + std::to_string(stage) + (offload ? "-offload" : "") +
-                             "-" + std::to_string(leg.first_step) + "-" + std::to_string(leg.last_step);
+    const std::string name = std::to_string(world) + "-" + std::to_string(stage) + (offload ? "-offload" : "") + "-" +
+                             std::to_string(leg.first_step) + "-" + std::to_string(leg.last_step);
     const fs::path before = dir_ / (name + ".init"), after = dir_ / (name + ".final");
     const fs::path checkpoints = dir_ / "checkpoints";
     const int port = FreePort();
-    auto results = RunRanks(world, [&](const RankContext& ctx) {
+    auto results = RunRanks(
+        world,
+        [&](const RankContext& ctx) {
       torch::set_num_threads(1);
-      auto comm = world == 1 ? MakeLocalCommunicator()
-                             : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
+      auto comm =
+          world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
       GrpoTrainer trainer(Job(stage, offload), *comm, torch::kCPU);
       auto& shards = trainer.shards();
       // All ranks gather (collective at stage 3); rank 0 writes.
@@ -148,7 +150,8 @@ class TrainerShardingTest : public ::testing::Test {
         CheckpointWriter(checkpoints, *comm).Save(meta, TrainingStateSlices(trainer), CpuRngState());
       }
       dump(after);
-    }, 120s);
+        },
+        120s);
     for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << name << "\n" << Describe(results);
     return {ReadFloats(before), ReadFloats(after)};
   }
@@ -201,8 +204,8 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
     int world, stage;
     bool offload;
   };
-  for (const Case c : {Case{1, 1, false}, Case{1, 2, false}, Case{1, 3, false}, Case{2, 0, false},
-                       Case{2, 1, false}, Case{2, 2, false}, Case{2, 3, false}, Case{2, 3, true}}) {
+  for (const Case c : {Case{1, 1, false}, Case{1, 2, false}, Case{1, 3, false}, Case{2, 0, false}, Case{2, 1, false},
+                       Case{2, 2, false}, Case{2, 3, false}, Case{2, 3, true}}) {
     SCOPED_TRACE("world " + std::to_string(c.world) + " stage " + std::to_string(c.stage) +
                  (c.offload ? " offload" : ""));
     const auto [start, got] = Train(c.world, c.stage, c.offload);
@@ -210,8 +213,8 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
     ASSERT_EQ(start, init) << "every configuration starts from the same weights";
     ASSERT_EQ(got.size(), reference.size());
     const Comparison cmp = Compare(got, reference);
-    std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance, worst at %s)\n",
-                c.stage, c.world, c.world == 1 ? "" : "s", c.offload ? ", offload" : "", cmp.max_abs, cmp.worst,
+    std::printf("stage %d, %d rank%s%s: max |param - reference| = %.3g (%.2f of the tolerance, worst at %s)\n", c.stage,
+                c.world, c.world == 1 ? "" : "s", c.offload ? ", offload" : "", cmp.max_abs, cmp.worst,
                 NameOf(cmp.at).c_str());
     EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
   }
@@ -234,7 +237,8 @@ TEST_F(TrainerShardingTest, AStage3CheckpointOnTwoRanksResumesAtStage0OnOneRank)
   ASSERT_EQ(resumed, saved) << "the resume must load exactly what was saved";
   const Comparison cmp = Compare(got, reference);
   std::printf("stage 3 on 2 ranks, resumed at stage 0 on 1: max |param - reference| = %.3g (%.2f of the tolerance, "
-              "worst at %s)\n", cmp.max_abs, cmp.worst, NameOf(cmp.at).c_str());
+              "worst at %s)\n",
+              cmp.max_abs, cmp.worst, NameOf(cmp.at).c_str());
   EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
 }
 

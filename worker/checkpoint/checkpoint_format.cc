@@ -10,9 +10,9 @@ namespace {
 
 const std::vector<std::pair<c10::ScalarType, std::string>>& DtypeNames() {
   static const std::vector<std::pair<c10::ScalarType, std::string>> names = {
-      {torch::kFloat32, "float32"}, {torch::kFloat64, "float64"}, {torch::kFloat16, "float16"},
-      {torch::kBFloat16, "bfloat16"}, {torch::kInt64, "int64"},   {torch::kInt32, "int32"},
-      {torch::kInt16, "int16"},     {torch::kInt8, "int8"},       {torch::kUInt8, "uint8"},
+      {torch::kFloat32, "float32"},   {torch::kFloat64, "float64"}, {torch::kFloat16, "float16"},
+      {torch::kBFloat16, "bfloat16"}, {torch::kInt64, "int64"},     {torch::kInt32, "int32"},
+      {torch::kInt16, "int16"},       {torch::kInt8, "int8"},       {torch::kUInt8, "uint8"},
       {torch::kBool, "bool"}};
   return names;
 }

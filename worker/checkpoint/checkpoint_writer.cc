@@ -70,8 +70,8 @@ nlohmann::json WriteRankFile(const std::filesystem::path& path, int rank, const 
 
 // The manifest of every rank's shard table; throws CheckpointError when the ranks disagree
 // on a tensor or the shards do not tile it.
-CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world, const std::vector<nlohmann::json>& tables,
-                                 const std::string& what) {
+CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world,
+                                 const std::vector<nlohmann::json>& tables, const std::string& what) {
   CheckpointManifest manifest;
   manifest.step = metadata.step;
   manifest.world_size = world;
@@ -110,7 +110,8 @@ CheckpointManifest BuildManifest(const CheckpointMetadata& metadata, int world, 
 // where the system's reason (No space left on device) must still be.
 std::string NamesBelow(std::string text, const std::filesystem::path& dir) {
   const std::string prefix = dir.string() + "/";
-  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
+    text.erase(at, prefix.size());
   return text;
 }
 
@@ -186,8 +187,8 @@ CheckpointSaveStats CheckpointWriter::Save(const CheckpointMetadata& metadata, c
   for (const auto& t : tables) {
     if (t.contains("error")) {
       // Every rank is past its write (the gather above): rank 0 may remove the staging.
-      throw CheckpointError(what + ": rank " + std::to_string(t["rank"].get<int>()) + " could not write its slices: " +
-                            NamesBelow(t["error"].get<std::string>(), partial) +
+      throw CheckpointError(what + ": rank " + std::to_string(t["rank"].get<int>()) +
+                            " could not write its slices: " + NamesBelow(t["error"].get<std::string>(), partial) +
                             (rank == 0 ? DiscardPartial(partial) : ""));
     }
     stats.total_bytes += t["bytes"].get<uint64_t>();

@@ -52,10 +52,10 @@ TensorSlice EvenSliceOf(const std::string& name, const torch::Tensor& tensor, in
 
 struct CheckpointMetadata {
   int64_t step = 0;
-  std::string spec_hash;          // core/spec RunDefinitionHash of the job
-  nlohmann::json data_cursor;     // where the data stream continues
-  nlohmann::json guard_history;   // the memory guard's series
-  nlohmann::json extra;           // anything else to restore (microBatchSize at save, ...)
+  std::string spec_hash;         // core/spec RunDefinitionHash of the job
+  nlohmann::json data_cursor;    // where the data stream continues
+  nlohmann::json guard_history;  // the memory guard's series
+  nlohmann::json extra;          // anything else to restore (microBatchSize at save, ...)
 };
 
 struct CheckpointWriterOptions {
@@ -73,10 +73,10 @@ struct CheckpointWriterOptions {
 struct CheckpointSaveStats {
   int64_t step = 0;
   std::filesystem::path dir;
-  uint64_t bytes_written = 0;   // by this rank
-  uint64_t total_bytes = 0;     // by all ranks
-  double write_seconds = 0;     // this rank's write + fsync + read-back check
-  double seconds = 0;           // the whole collective save, start to commit
+  uint64_t bytes_written = 0;  // by this rank
+  uint64_t total_bytes = 0;    // by all ranks
+  double write_seconds = 0;    // this rank's write + fsync + read-back check
+  double seconds = 0;          // the whole collective save, start to commit
 };
 
 class CheckpointWriter {

@@ -74,9 +74,8 @@ std::optional<CheckpointReader> OpenNewestIntactCheckpoint(const std::filesystem
   std::string all;
   for (const std::string& f : failures) all += "\n  " + f;
   throw CheckpointError("checkpoint " + root.string() + ": no intact step to resume from (" +
-                        std::to_string(failures.size()) + " tried):" + all +
-                        "\nThe damaged steps are kept as step-N" + kCorruptSuffix +
-                        "; to start over, use a new checkpoint directory");
+                        std::to_string(failures.size()) + " tried):" + all + "\nThe damaged steps are kept as step-N" +
+                        kCorruptSuffix + "; to start over, use a new checkpoint directory");
 }
 
 }  // namespace headroom::worker

@@ -36,8 +36,7 @@ class Communicator {
 
   virtual void all_reduce(torch::Tensor& tensor, ReduceOp op = ReduceOp::kSum) = 0;
   // `input` has world_size() * output.numel() elements; rank r gets the reduced r-th chunk.
-  virtual void reduce_scatter(const torch::Tensor& input, torch::Tensor& output,
-                              ReduceOp op = ReduceOp::kSum) = 0;
+  virtual void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op = ReduceOp::kSum) = 0;
   // `output` has world_size() * input.numel() elements, rank r's input at chunk r.
   virtual void all_gather(const torch::Tensor& input, torch::Tensor& output) = 0;
   virtual void broadcast(torch::Tensor& tensor, int root) = 0;

@@ -34,24 +34,23 @@ CommunicatorOptions CommunicatorOptionsFromEnv(const std::string& backend) {
   options.world_size = static_cast<int>(EnvInt(protocol::kWorldSizeEnv, 1, 1, 1 << 20));
   options.rank = static_cast<int>(EnvInt(protocol::kRankEnv, 0, 0, 1 << 20));
   if (options.rank >= options.world_size) {
-    throw std::invalid_argument("RANK=" + std::to_string(options.rank) + " is not below WORLD_SIZE=" +
-                                std::to_string(options.world_size));
+    throw std::invalid_argument("RANK=" + std::to_string(options.rank) +
+                                " is not below WORLD_SIZE=" + std::to_string(options.world_size));
   }
   options.local_rank = static_cast<int>(EnvInt(protocol::kLocalRankEnv, 0, 0, 1 << 16));
-  if (const char* addr = std::getenv(protocol::kMasterAddrEnv); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  if (const char* addr = std::getenv(protocol::kMasterAddrEnv); addr != nullptr && *addr != '\0')
+    options.master_addr = addr;
   options.master_port = static_cast<int>(EnvInt(protocol::kMasterPortEnv, 29500, 1, 65535));
-  options.rendezvous_timeout =
-      std::chrono::seconds(EnvInt(protocol::kRendezvousTimeoutEnv, 300, 1, 7 * 24 * 3600));
-  options.collective_timeout =
-      std::chrono::seconds(EnvInt(protocol::kCollectiveTimeoutEnv, 300, 1, 7 * 24 * 3600));
+  options.rendezvous_timeout = std::chrono::seconds(EnvInt(protocol::kRendezvousTimeoutEnv, 300, 1, 7 * 24 * 3600));
+  options.collective_timeout = std::chrono::seconds(EnvInt(protocol::kCollectiveTimeoutEnv, 300, 1, 7 * 24 * 3600));
   return options;
 }
 
 std::unique_ptr<Communicator> MakeCommunicator(const CommunicatorOptions& options) {
   if (options.backend == "local") {
     if (options.world_size != 1) {
-      throw CommunicatorError("backend 'local' runs one rank, but WORLD_SIZE is " +
-                              std::to_string(options.world_size) + "; use 'gloo' or 'nccl'");
+      throw CommunicatorError("backend 'local' runs one rank, but WORLD_SIZE is " + std::to_string(options.world_size) +
+                              "; use 'gloo' or 'nccl'");
     }
     return MakeLocalCommunicator();
   }
@@ -68,8 +67,8 @@ std::unique_ptr<Communicator> MakeCommunicator(const std::string& backend, int r
 }
 
 std::unique_ptr<TcpStore> ConnectRendezvousStore(const CommunicatorOptions& options) {
-  return TcpStore::Connect(TcpStoreOptions{options.master_addr, options.master_port, options.rank,
-                                           options.world_size, options.rendezvous_timeout});
+  return TcpStore::Connect(TcpStoreOptions{options.master_addr, options.master_port, options.rank, options.world_size,
+                                           options.rendezvous_timeout});
 }
 
 #ifndef HEADROOM_HAVE_NCCL

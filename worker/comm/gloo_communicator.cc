@@ -63,12 +63,9 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 template <typename T>
 ReduceFn ReduceFunction(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return &gloo::sum<T>;
-    case ReduceOp::kMax:
-      return &gloo::max<T>;
-    case ReduceOp::kMin:
-      return &gloo::min<T>;
+    case ReduceOp::kSum: return &gloo::sum<T>;
+    case ReduceOp::kMax: return &gloo::max<T>;
+    case ReduceOp::kMin: return &gloo::min<T>;
   }
   return &gloo::sum<T>;
 }
@@ -77,16 +74,11 @@ ReduceFn ReduceFunction(ReduceOp op) {
 template <typename F>
 void DispatchDtype(c10::ScalarType dtype, const char* op, F&& fn) {
   switch (dtype) {
-    case torch::kFloat32:
-      return fn(float{});
-    case torch::kFloat64:
-      return fn(double{});
-    case torch::kInt64:
-      return fn(int64_t{});
-    case torch::kInt32:
-      return fn(int32_t{});
-    case torch::kUInt8:
-      return fn(uint8_t{});
+    case torch::kFloat32: return fn(float{});
+    case torch::kFloat64: return fn(double{});
+    case torch::kInt64: return fn(int64_t{});
+    case torch::kInt32: return fn(int32_t{});
+    case torch::kUInt8: return fn(uint8_t{});
     default:
       throw CommunicatorError(std::string("gloo ") + op + ": dtype " + std::string(c10::toString(dtype)) +
                               " is not supported (float32, float64, int64, int32, uint8)");
@@ -118,8 +110,8 @@ class GlooCommunicator final : public Communicator {
     } catch (const CommunicatorError&) {
       throw;
     } catch (const std::exception& e) {
-      throw CommunicatorError("gloo: rank " + std::to_string(options.rank) + " could not connect to its peers: " +
-                              e.what());
+      throw CommunicatorError("gloo: rank " + std::to_string(options.rank) +
+                              " could not connect to its peers: " + e.what());
     }
     // Every pair is up on every rank before anyone starts a collective.
     store_->Rendezvous("gloo/connected");
@@ -208,8 +200,8 @@ class GlooCommunicator final : public Communicator {
       throw;
     } catch (const std::exception& e) {
       broken_ = e.what();
-      throw CommunicatorError(std::string("gloo ") + op + " failed on rank " + std::to_string(options_.rank) +
-                              " of " + std::to_string(options_.world_size) + " (a peer died, or did not answer within " +
+      throw CommunicatorError(std::string("gloo ") + op + " failed on rank " + std::to_string(options_.rank) + " of " +
+                              std::to_string(options_.world_size) + " (a peer died, or did not answer within " +
                               std::to_string(options_.collective_timeout.count()) + " ms): " + e.what());
     }
   }

@@ -23,15 +23,16 @@ class LocalCommunicator final : public Communicator {
     output.copy_(input.view_as(output));
   }
   void broadcast(torch::Tensor&, int root) override {
-    if (root != 0) throw CommunicatorError("broadcast: root " + std::to_string(root) + " out of range for world size 1");
+    if (root != 0)
+      throw CommunicatorError("broadcast: root " + std::to_string(root) + " out of range for world size 1");
   }
   void barrier() override {}
 
  private:
   static void CheckSameSize(const torch::Tensor& a, const torch::Tensor& b, const char* op) {
     if (a.numel() != b.numel()) {
-      throw CommunicatorError(std::string(op) + ": input has " + std::to_string(a.numel()) +
-                              " elements, output " + std::to_string(b.numel()) + " (world size 1)");
+      throw CommunicatorError(std::string(op) + ": input has " + std::to_string(a.numel()) + " elements, output " +
+                              std::to_string(b.numel()) + " (world size 1)");
     }
   }
 };

@@ -14,12 +14,9 @@ using Clock = std::chrono::steady_clock;
 
 ncclRedOp_t NcclOp(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kMin:
-      return ncclMin;
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kMin: return ncclMin;
   }
   return ncclSum;
 }
@@ -34,13 +31,10 @@ void CudaCheck(cudaError_t err, const std::string& what) {
 
 ncclDataType_t NcclDataType(c10::ScalarType dtype) {
   static constexpr std::pair<c10::ScalarType, ncclDataType_t> kTypes[] = {
-      {torch::kFloat32, ncclFloat32},
-      {torch::kFloat64, ncclFloat64},
-      {torch::kFloat16, ncclFloat16},
-      {torch::kBFloat16, ncclBfloat16},
-      {torch::kInt64, ncclInt64},
-      {torch::kInt32, ncclInt32},
-      {torch::kUInt8, ncclUint8},  };
+      {torch::kFloat32, ncclFloat32},   {torch::kFloat64, ncclFloat64}, {torch::kFloat16, ncclFloat16},
+      {torch::kBFloat16, ncclBfloat16}, {torch::kInt64, ncclInt64},     {torch::kInt32, ncclInt32},
+      {torch::kUInt8, ncclUint8},
+  };
   for (const auto& [torch_type, nccl_type] : kTypes) {
     if (torch_type == dtype) return nccl_type;
   }
@@ -113,8 +107,8 @@ void NcclCommunicator::Fail(const std::string& message) {
 
 void NcclCommunicator::CheckUsable(const char* what) const {
   if (!broken_.empty()) {
-    throw CommunicatorError(std::string("nccl ") + what + ": communicator unusable after an earlier failure: " +
-                            broken_);
+    throw CommunicatorError(std::string("nccl ") + what +
+                            ": communicator unusable after an earlier failure: " + broken_);
   }
 }
 
@@ -150,8 +144,7 @@ void NcclCommunicator::ReduceScatterAsync(const void* input, void* output, size_
 
 void NcclCommunicator::AllGatherAsync(const void* input, void* output, size_t input_count, ncclDataType_t type) {
   CheckUsable("all_gather");
-  Check(ncclAllGather(input, output, input_count, type, comm_, stream_), "ncclAllGather",
-        options_.collective_timeout);
+  Check(ncclAllGather(input, output, input_count, type, comm_, stream_), "ncclAllGather", options_.collective_timeout);
 }
 
 void NcclCommunicator::BroadcastAsync(void* buffer, size_t count, ncclDataType_t type, int root) {
@@ -160,8 +153,7 @@ void NcclCommunicator::BroadcastAsync(void* buffer, size_t count, ncclDataType_t
     throw CommunicatorError("nccl broadcast: root " + std::to_string(root) + " out of range for world size " +
                             std::to_string(options_.world_size));
   }
-  Check(ncclBroadcast(buffer, buffer, count, type, root, comm_, stream_), "ncclBroadcast",
-        options_.collective_timeout);
+  Check(ncclBroadcast(buffer, buffer, count, type, root, comm_, stream_), "ncclBroadcast", options_.collective_timeout);
 }
 
 void NcclCommunicator::WaitFor(cudaStream_t producer) {

@@ -176,9 +176,7 @@ class TcpStore::Server {
       bool found = true;
       std::string reply;
       switch (op) {
-        case kOpSet:
-          data_[key] = value;
-          break;
+        case kOpSet: data_[key] = value; break;
         case kOpGet: {
           auto it = data_.find(key);
           found = it != data_.end();
@@ -194,8 +192,7 @@ class TcpStore::Server {
           reply = data_[key];
           break;
         }
-        default:
-          return false;
+        default: return false;
       }
       std::string frame(1, static_cast<char>(found ? 1 : 0));
       PutU32(frame, static_cast<uint32_t>(reply.size()));
@@ -333,9 +330,8 @@ void TcpStore::Wait(const std::vector<std::string>& keys, std::chrono::milliseco
     if (Clock::now() >= deadline) {
       std::string names;
       for (const auto& key : missing) names += (names.empty() ? "'" : ", '") + key + "'";
-      throw CommunicatorError("rendezvous: rank " + std::to_string(options_.rank) + " waited " +
-                              SecondsText(timeout) + " at " + master() + " for key(s) " + names +
-                              " that no rank set");
+      throw CommunicatorError("rendezvous: rank " + std::to_string(options_.rank) + " waited " + SecondsText(timeout) +
+                              " at " + master() + " for key(s) " + names + " that no rank set");
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(50));

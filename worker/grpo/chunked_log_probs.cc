@@ -6,9 +6,9 @@ namespace headroom::worker {
 namespace {
 
 struct ChunkedHead {
-  torch::Tensor head;       // [V, H] in the hidden states' dtype (what autocast would multiply)
-  torch::Tensor bias;       // [V] in the logits' dtype: head bias + logit bias, or undefined
-  double scale = 1.0;       // 1 / temperature
+  torch::Tensor head;  // [V, H] in the hidden states' dtype (what autocast would multiply)
+  torch::Tensor bias;  // [V] in the logits' dtype: head bias + logit bias, or undefined
+  double scale = 1.0;  // 1 / temperature
   torch::ScalarType logits_dtype = torch::kFloat32;
 
   // z = (h . head^T + bias) * scale for rows [start, start + n), in logits_dtype.
@@ -35,9 +35,8 @@ ChunkedHead MakeHead(const torch::Tensor& hidden, const torch::Tensor& head, con
 class ChunkedLogProbsFunction : public torch::autograd::Function<ChunkedLogProbsFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
-                               const torch::Tensor& head, const torch::Tensor& head_bias,
-                               const torch::Tensor& targets, double scale, const torch::Tensor& bias,
-                               int64_t chunk_rows) {
+                               const torch::Tensor& head, const torch::Tensor& head_bias, const torch::Tensor& targets,
+                               double scale, const torch::Tensor& bias, int64_t chunk_rows) {
     const ChunkedHead h = MakeHead(hidden, head, head_bias, bias, scale);
     const int64_t rows = hidden.size(0);
     auto out = torch::empty({rows}, hidden.options().dtype(h.logits_dtype));
@@ -97,14 +96,13 @@ class ChunkedLogProbsFunction : public torch::autograd::Function<ChunkedLogProbs
 
 }  // namespace
 
-torch::Tensor ChunkedTokenLogProbs(const torch::Tensor& hidden, const torch::Tensor& head,
-                                   const torch::Tensor& targets, double temperature,
-                                   const torch::Tensor& logit_bias, int64_t chunk_rows,
+torch::Tensor ChunkedTokenLogProbs(const torch::Tensor& hidden, const torch::Tensor& head, const torch::Tensor& targets,
+                                   double temperature, const torch::Tensor& logit_bias, int64_t chunk_rows,
                                    const torch::Tensor& head_bias) {
-  TORCH_CHECK(hidden.dim() == 2 && head.dim() == 2 && hidden.size(1) == head.size(1),
-              "chunked log-probs: hidden ", hidden.sizes(), " and head ", head.sizes(), " are not [N, H] and [V, H]");
-  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0), "chunked log-probs: targets ",
-              targets.sizes(), " do not match ", hidden.size(0), " rows");
+  TORCH_CHECK(hidden.dim() == 2 && head.dim() == 2 && hidden.size(1) == head.size(1), "chunked log-probs: hidden ",
+              hidden.sizes(), " and head ", head.sizes(), " are not [N, H] and [V, H]");
+  TORCH_CHECK(targets.dim() == 1 && targets.size(0) == hidden.size(0), "chunked log-probs: targets ", targets.sizes(),
+              " do not match ", hidden.size(0), " rows");
   TORCH_CHECK(!logit_bias.defined() || (logit_bias.dim() == 1 && logit_bias.size(0) == head.size(0)),
               "chunked log-probs: logit bias ", logit_bias.sizes(), " is not [", head.size(0), "]");
   TORCH_CHECK(!head_bias.defined() || (head_bias.dim() == 1 && head_bias.size(0) == head.size(0)),

@@ -24,9 +24,8 @@
 
 namespace headroom::worker {
 
-torch::Tensor ChunkedTokenLogProbs(const torch::Tensor& hidden, const torch::Tensor& head,
-                                   const torch::Tensor& targets, double temperature = 1.0,
-                                   const torch::Tensor& logit_bias = {}, int64_t chunk_rows = 1024,
-                                   const torch::Tensor& head_bias = {});
+torch::Tensor ChunkedTokenLogProbs(const torch::Tensor& hidden, const torch::Tensor& head, const torch::Tensor& targets,
+                                   double temperature = 1.0, const torch::Tensor& logit_bias = {},
+                                   int64_t chunk_rows = 1024, const torch::Tensor& head_bias = {});
 
 }  // namespace headroom::worker

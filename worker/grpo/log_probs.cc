@@ -8,8 +8,8 @@
 namespace headroom::worker {
 
 torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                               double temperature, const torch::Tensor& logit_bias,
-                               const torch::Tensor& prompt_padding, int64_t chunk_tokens) {
+                               double temperature, const torch::Tensor& logit_bias, const torch::Tensor& prompt_padding,
+                               int64_t chunk_tokens) {
   const int64_t batch = sequences.size(0), total = sequences.size(1);
   const int64_t r = total - prompt_length;
   // Hidden states of the positions that predict response tokens only (causal_lm.h); the
@@ -24,16 +24,15 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
     targets = torch::where(excluded, logit_bias.argmax().expand_as(targets), targets);
   }
   const OutputHead head = model->output_head();
-  auto logp = ChunkedTokenLogProbs(hidden.reshape({batch * r, hidden.size(-1)}), head.weight,
-                                   targets.reshape({batch * r}), temperature, logit_bias,
-                                   chunk_tokens > 0 ? chunk_tokens : memory::LogitsChunkTokens(head.weight.size(0)),
-                                   head.bias);
+  auto logp = ChunkedTokenLogProbs(
+      hidden.reshape({batch * r, hidden.size(-1)}), head.weight, targets.reshape({batch * r}), temperature, logit_bias,
+      chunk_tokens > 0 ? chunk_tokens : memory::LogitsChunkTokens(head.weight.size(0)), head.bias);
   return logp.view({batch, r});
 }
 
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                                     double temperature, int64_t micro_batch,
-                                     const torch::Tensor& logit_bias, const torch::Tensor& prompt_padding) {
+                                     double temperature, int64_t micro_batch, const torch::Tensor& logit_bias,
+                                     const torch::Tensor& prompt_padding) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
   for (int64_t start = 0; start < sequences.size(0); start += micro_batch) {

@@ -27,8 +27,7 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
 
 // Without autograd, in chunks of micro_batch rows (old and reference log-probs).
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
-                                     double temperature, int64_t micro_batch,
-                                     const torch::Tensor& logit_bias = {},
+                                     double temperature, int64_t micro_batch, const torch::Tensor& logit_bias = {},
                                      const torch::Tensor& prompt_padding = {});
 
 }  // namespace headroom::worker

@@ -34,12 +34,9 @@ torch::Tensor KlK3(const torch::Tensor& logp, const torch::Tensor& ref_logp) {
 
 torch::Tensor AggregateLoss(const torch::Tensor& loss_mat, const torch::Tensor& mask, LossAggregation mode) {
   switch (mode) {
-    case LossAggregation::kTokenMean:
-      return (loss_mat * mask).sum() / mask.sum();
-    case LossAggregation::kSeqMeanTokenMean:
-      return ((loss_mat * mask).sum(-1) / mask.sum(-1)).mean();
-    case LossAggregation::kSeqMeanTokenSumNorm:
-      return (loss_mat * mask).sum() / static_cast<double>(mask.size(-1));
+    case LossAggregation::kTokenMean: return (loss_mat * mask).sum() / mask.sum();
+    case LossAggregation::kSeqMeanTokenMean: return ((loss_mat * mask).sum(-1) / mask.sum(-1)).mean();
+    case LossAggregation::kSeqMeanTokenSumNorm: return (loss_mat * mask).sum() / static_cast<double>(mask.size(-1));
   }
   throw std::logic_error("unreachable loss aggregation");
 }
@@ -54,13 +51,11 @@ MiniBatchTotals CountTotals(const torch::Tensor& mask) {
 torch::Tensor AggregateLossPart(const torch::Tensor& loss_mat, const torch::Tensor& mask, LossAggregation mode,
                                 const MiniBatchTotals& totals) {
   switch (mode) {
-    case LossAggregation::kTokenMean:
-      return (loss_mat * mask).sum() / std::max(totals.tokens, 1.0);
+    case LossAggregation::kTokenMean: return (loss_mat * mask).sum() / std::max(totals.tokens, 1.0);
     case LossAggregation::kSeqMeanTokenMean:
       // clamp: an empty row contributes 0 instead of 0/0.
       return ((loss_mat * mask).sum(-1) / mask.sum(-1).clamp_min(1.0)).sum() / std::max(totals.sequences, 1.0);
-    case LossAggregation::kSeqMeanTokenSumNorm:
-      return (loss_mat * mask).sum() / static_cast<double>(mask.size(-1));
+    case LossAggregation::kSeqMeanTokenSumNorm: return (loss_mat * mask).sum() / static_cast<double>(mask.size(-1));
   }
   throw std::logic_error("unreachable loss aggregation");
 }

@@ -109,8 +109,7 @@ torch::Tensor PolicyUpdater::AccumulateMiniBatch(const PolicyBatch& batch, int64
     auto old = Rows(batch.old_logp, start, m, rows);
     auto padding = Rows(batch.prompt_padding, start, m, rows);
     sums.sequences_run += seq.size(0);
-    auto logp =
-        ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias, padding);
+    auto logp = ResponseLogProbs(model_, seq, batch.prompt_length, config_.temperature, config_.logit_bias, padding);
     auto old_logp = old.defined() ? old : logp.detach();
     auto terms = ClippedSurrogate(logp, old_logp, adv, config_.clip_low, config_.clip_high);
     auto loss_mat = terms.loss;

@@ -58,15 +58,15 @@ struct PolicyBatch {
   torch::Tensor old_logp;       // [N, R]; may be undefined when updates_per_step == 1
   torch::Tensor ref_logp;       // [N, R]; undefined when kl_coef == 0
   int64_t prompt_length = 0;
-  torch::Tensor prompt_padding; // [N] int64: left padding of each row's prompt; undefined when none
+  torch::Tensor prompt_padding;  // [N] int64: left padding of each row's prompt; undefined when none
 };
 
 struct PolicyUpdateStats {
-  double loss = 0;           // mean over mini-batches of the aggregated loss
-  double kl = 0;             // token-mean k3 KL to the reference (0 without one)
-  double clip_fraction = 0;  // token-mean share of clipped ratios
+  double loss = 0;            // mean over mini-batches of the aggregated loss
+  double kl = 0;              // token-mean k3 KL to the reference (0 without one)
+  double clip_fraction = 0;   // token-mean share of clipped ratios
   int64_t sequences_run = 0;  // rows that went through forward and backward, summed over mini-batches
-  double grad_norm = 0;      // mean pre-clip global gradient norm
+  double grad_norm = 0;       // mean pre-clip global gradient norm
 };
 
 class PolicyUpdater {

@@ -56,8 +56,8 @@ class CausalLMImpl;
 class BlockExecutor {
  public:
   virtual ~BlockExecutor() = default;
-  virtual torch::Tensor RunBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
-                                 const torch::Tensor& mask, KvCache* cache) = 0;
+  virtual torch::Tensor RunBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                                 KvCache* cache) = 0;
 };
 
 // The output projection: logits = hidden . weight^T + bias. The tensors are the model's
@@ -102,7 +102,8 @@ class CausalLM : public torch::nn::ModuleHolder<CausalLMImpl> {
  public:
   using torch::nn::ModuleHolder<CausalLMImpl>::ModuleHolder;
   template <typename Impl, typename = std::enable_if_t<std::is_base_of_v<CausalLMImpl, Impl>>>
-  /* implicit */ CausalLM(const torch::nn::ModuleHolder<Impl>& model) : ModuleHolder(std::shared_ptr<CausalLMImpl>(model.ptr())) {}
+  /* implicit */ CausalLM(const torch::nn::ModuleHolder<Impl>& model)
+      : ModuleHolder(std::shared_ptr<CausalLMImpl>(model.ptr())) {}
 };
 
 }  // namespace headroom::worker

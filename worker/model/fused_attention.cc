@@ -124,8 +124,8 @@ torch::Tensor SelfAttentionForward(const torch::Tensor& qkv, int64_t heads, int6
     std::vector<float> scores(static_cast<size_t>(t));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t s = bh / heads, h = bh % heads;
-      ForwardHead(in.q.at(s, h) + first * in.q.st, in.q.st, in.k.at(s, h), in.k.st, in.v.at(s, h), in.v.st,
-                  o.at(s, h), o.st, probs ? probs + bh * tq * t : nullptr, tq, first, dim, scale, scores.data());
+      ForwardHead(in.q.at(s, h) + first * in.q.st, in.q.st, in.k.at(s, h), in.k.st, in.v.at(s, h), in.v.st, o.at(s, h),
+                  o.st, probs ? probs + bh * tq * t : nullptr, tq, first, dim, scale, scores.data());
     }
   });
   return out;
@@ -208,8 +208,8 @@ torch::Tensor FusedCachedAttention(const torch::Tensor& q, const torch::Tensor& 
     std::vector<float> scores(static_cast<size_t>(start + tq));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t s = bh / heads, h = bh % heads;
-      ForwardHead(qv.at(s, h), qv.st, kv.at(s, h), kv.st, vv.at(s, h), vv.st, o.at(s, h), o.st, nullptr, tq, start,
-                  dim, scale, scores.data());
+      ForwardHead(qv.at(s, h), qv.st, kv.at(s, h), kv.st, vv.at(s, h), vv.st, o.at(s, h), o.st, nullptr, tq, start, dim,
+                  scale, scores.data());
     }
   });
   return out;

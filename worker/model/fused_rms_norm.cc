@@ -103,8 +103,8 @@ class FusedRmsNormFunction : public torch::autograd::Function<FusedRmsNormFuncti
 
 bool FusedRmsNormApplies(const torch::Tensor& x, const torch::Tensor& weight) {
   return x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
-         weight.scalar_type() == torch::kFloat32 && x.dim() >= 1 && weight.dim() == 1 &&
-         x.size(-1) == weight.size(0) && x.is_contiguous() && weight.is_contiguous();
+         weight.scalar_type() == torch::kFloat32 && x.dim() >= 1 && weight.dim() == 1 && x.size(-1) == weight.size(0) &&
+         x.is_contiguous() && weight.is_contiguous();
 }
 
 torch::Tensor FusedRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

@@ -55,8 +55,8 @@ torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
 
 class FusedRotaryFunction : public torch::autograd::Function<FusedRotaryFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& cos, const torch::Tensor& signed_sin) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
+                               const torch::Tensor& signed_sin) {
     ctx->save_for_backward({cos, signed_sin});
     return Rotate<false>(x, cos, signed_sin);
   }

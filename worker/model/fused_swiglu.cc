@@ -48,7 +48,8 @@ torch::Tensor Forward(const torch::Tensor& stacked, const torch::Tensor& s) {
   auto y = torch::empty_like(s);
   const float *xp = stacked.data_ptr<float>(), *sp = s.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, rows, GrainOfItems(2 * f), [&](int64_t begin, int64_t end) { ForwardRows(xp, sp, yp, begin, end, f); });
+  at::parallel_for(0, rows, GrainOfItems(2 * f),
+                   [&](int64_t begin, int64_t end) { ForwardRows(xp, sp, yp, begin, end, f); });
   return y;
 }
 

@@ -217,7 +217,7 @@ int64_t HfCausalLMImpl::LayerOfParameter(const std::string& name) const {
 }
 
 std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::PackedRotaryTables(int64_t start, int64_t t,
-                                                                          torch::ScalarType dtype) const {
+                                                                           torch::ScalarType dtype) const {
   const int64_t rotated = config_.num_attention_heads + config_.num_key_value_heads;
   const int64_t kept = config_.num_key_value_heads, d = config_.head_dim;
   // [t, heads + 2 kv_heads, head_dim]: each position's table for the query and key heads;
@@ -231,8 +231,7 @@ std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::PackedRotaryTables(int64
   return {packed(rotary_cos_, 1.0), packed(rotary_signed_sin_, 0.0)};
 }
 
-std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCache* cache,
-                                                                    const torch::Tensor& like) {
+std::pair<torch::Tensor, torch::Tensor> HfCausalLMImpl::RotaryTables(const KvCache* cache, const torch::Tensor& like) {
   // Kept as ordinary tensors even when first asked for in inference mode (the rollout), so
   // that a training forward at the same positions may save them for its backward.
   if (cache && cache->is_static()) {
@@ -271,7 +270,8 @@ torch::Tensor HfCausalLMImpl::Attention(int64_t layer, const torch::Tensor& qkv,
                                         KvCache* cache, int64_t first_output) {
   const int64_t batch = qkv.size(0), t = qkv.size(1), start = cache ? cache->length() : 0;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads, d = config_.head_dim;
-  const auto q = qkv.narrow(2, 0, heads), k = qkv.narrow(2, heads, kv_heads), v = qkv.narrow(2, heads + kv_heads, kv_heads);
+  const auto q = qkv.narrow(2, 0, heads), k = qkv.narrow(2, heads, kv_heads),
+             v = qkv.narrow(2, heads + kv_heads, kv_heads);
   const int64_t out_t = t - first_output;
   // The fused kernel is causal by position: it serves the plain causal mask only.
   const bool causal_only = !mask.defined() || mask.dim() == 2;
@@ -321,11 +321,13 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
     qkv = StackedLinear(n1, {b.q_proj, b.k_proj, b.v_proj}).view({batch, t, heads + 2 * kv_heads, d});
   } else {
     qkv = torch::cat({b.q_proj(n1).view({batch, t, heads, d}), b.k_proj(n1).view({batch, t, kv_heads, d}),
-                      b.v_proj(n1).view({batch, t, kv_heads, d})}, 2);
+                      b.v_proj(n1).view({batch, t, kv_heads, d})},
+                     2);
   }
   if (config_.qk_norm) {
     qkv = torch::cat({b.q_norm(qkv.narrow(2, 0, heads)), b.k_norm(qkv.narrow(2, heads, kv_heads)),
-                      qkv.narrow(2, heads + kv_heads, kv_heads)}, 2);
+                      qkv.narrow(2, heads + kv_heads, kv_heads)},
+                     2);
   }
   auto attn = Attention(layer, Rotate(qkv, cache), mask, cache, first_output);
   auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
@@ -407,14 +409,12 @@ torch::Tensor HfCausalLMImpl::FinalHidden(const torch::Tensor& tokens, int64_t f
   return norm_(Blocks(Embed(tokens, 0, padding), nullptr, first_output, padding));
 }
 
-torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output,
-                                      const torch::Tensor& padding) {
+torch::Tensor HfCausalLMImpl::forward(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
   return Head(FinalHidden(tokens, first_output, padding));
 }
 
-torch::Tensor HfCausalLMImpl::Hidden(const torch::Tensor& tokens, int64_t first_output,
-                                     const torch::Tensor& padding) {
+torch::Tensor HfCausalLMImpl::Hidden(const torch::Tensor& tokens, int64_t first_output, const torch::Tensor& padding) {
   Bf16Autocast autocast(tokens.device());
   return InAutocastDtype(FinalHidden(tokens, first_output, padding));
 }

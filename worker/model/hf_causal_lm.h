@@ -131,8 +131,8 @@ class HfCausalLMImpl : public CausalLMImpl {
   HfRmsNorm norm_{nullptr};
   torch::nn::Linear lm_head_{nullptr};  // null when tied
   torch::Tensor inv_freq_;              // [head_dim / 2], fp32, rope scaling applied
-  torch::Tensor rotary_cos_;         // [max_seq_len, head_dim], fp32, per position
-  torch::Tensor rotary_signed_sin_;  // the same sin, its first half negated (Rotate)
+  torch::Tensor rotary_cos_;            // [max_seq_len, head_dim], fp32, per position
+  torch::Tensor rotary_signed_sin_;     // the same sin, its first half negated (Rotate)
   struct RotaryKey {
     int64_t start, t;
     torch::ScalarType dtype;

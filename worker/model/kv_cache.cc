@@ -21,8 +21,8 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t max_batch, int64_t max_seq, 
 
 void KvCache::Reset(int64_t batch, const torch::Tensor& padding) {
   if (batch < 1 || batch > max_batch_) {
-    throw std::out_of_range("kv cache: batch " + std::to_string(batch) + " outside [1, " +
-                            std::to_string(max_batch_) + "]");
+    throw std::out_of_range("kv cache: batch " + std::to_string(batch) + " outside [1, " + std::to_string(max_batch_) +
+                            "]");
   }
   if (padding.defined() && (padding.dim() != 1 || padding.size(0) != batch)) {
     throw std::invalid_argument("kv cache: padding of shape " + c10::str(padding.sizes()) + " for a batch of " +
@@ -71,8 +71,8 @@ void KvCache::SetStaticPosition(const torch::Tensor& position, const torch::Tens
       position.device() != device) {
     throw std::invalid_argument("kv cache: a static position must be a 0-dim int64 tensor on " + device.str());
   }
-  if (!padding.defined() || padding.dim() != 1 || padding.size(0) != batch_ ||
-      padding.scalar_type() != torch::kInt64 || padding.device() != device) {
+  if (!padding.defined() || padding.dim() != 1 || padding.size(0) != batch_ || padding.scalar_type() != torch::kInt64 ||
+      padding.device() != device) {
     throw std::invalid_argument("kv cache: static padding must be [" + std::to_string(batch_) + "] int64 on " +
                                 device.str());
   }

@@ -74,7 +74,7 @@ class KvCache {
   int64_t max_seq_;
   int64_t batch_ = 0;
   int64_t length_ = 0;
-  torch::Tensor padding_;  // [batch] int64 on the cache's device, or undefined
+  torch::Tensor padding_;          // [batch] int64 on the cache's device, or undefined
   torch::Tensor static_position_;  // 0-dim int64, or undefined outside static decode
   torch::Tensor static_padding_;   // [batch] int64 while static_position_ is set
 };

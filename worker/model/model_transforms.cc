@@ -31,9 +31,8 @@ class BlockWrappers : public torch::nn::Module, public BlockExecutor {
   torch::Tensor RunFrom(size_t outer, CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
                         const torch::Tensor& mask, KvCache* cache) {
     if (outer == 0) return model.Block(layer, x, mask, cache);
-    return wrappers_[outer - 1]->Run(layer, x, [&](const torch::Tensor& inner_x) {
-      return RunFrom(outer - 1, model, layer, inner_x, mask, cache);
-    });
+    return wrappers_[outer - 1]->Run(
+        layer, x, [&](const torch::Tensor& inner_x) { return RunFrom(outer - 1, model, layer, inner_x, mask, cache); });
   }
 
   std::vector<std::shared_ptr<BlockWrapper>> wrappers_;
@@ -86,8 +85,8 @@ void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& n
     if (!factory) {
       std::string known;
       for (const std::string& k : RegisteredModelTransforms()) known += (known.empty() ? "" : ", ") + k;
-      throw std::invalid_argument("unknown model transform '" + name + "' (registered: " +
-                                  (known.empty() ? "none" : known) + ")");
+      throw std::invalid_argument("unknown model transform '" + name +
+                                  "' (registered: " + (known.empty() ? "none" : known) + ")");
     }
     factory()->Apply(model);
   }
@@ -107,8 +106,8 @@ void WrapBlocks(CausalLMImpl& model, std::shared_ptr<BlockWrapper> wrapper) {
   wrappers->Add(std::move(wrapper));
 }
 
-torch::Tensor RunTransformedBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
-                                  const torch::Tensor& mask, KvCache* cache) {
+torch::Tensor RunTransformedBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                                  KvCache* cache) {
   std::shared_ptr<BlockWrappers> wrappers = WrappersOf(model);
   return wrappers ? wrappers->Run(model, layer, x, mask, cache) : model.Block(layer, x, mask, cache);
 }

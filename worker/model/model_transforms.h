@@ -63,8 +63,8 @@ void WrapBlocks(CausalLMImpl& model, std::shared_ptr<BlockWrapper> wrapper);
 
 // Block `layer` of `model` with its wrappers: what a block executor that runs blocks
 // itself (ZeRO stage 3, worker/sharding/model_shards.h) calls instead of Block().
-torch::Tensor RunTransformedBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
-                                  const torch::Tensor& mask, KvCache* cache);
+torch::Tensor RunTransformedBlock(CausalLMImpl& model, int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
+                                  KvCache* cache);
 
 // The executor the model's wrappers install (nullptr when it has none): what a block
 // executor that replaced it puts back when it goes.

@@ -39,19 +39,14 @@ std::string SdpaBackendName(const torch::Tensor& q, const torch::Tensor& k, cons
   if (!SdpaAttentionApplies(q)) return "none";
 #if HEADROOM_TORCH_AT_LEAST(2, 5)
   // LibTorch's own dispatch (sdp::SDPBackend): what scaled_dot_product_attention would run.
-  const int64_t choice = at::_fused_sdp_choice(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask.to(q.scalar_type()))
-                                                                         : std::optional<at::Tensor>());
+  const int64_t choice = at::_fused_sdp_choice(
+      q, k, v, mask.defined() ? std::optional<at::Tensor>(mask.to(q.scalar_type())) : std::optional<at::Tensor>());
   switch (choice) {
-    case 0:
-      return "math";
-    case 1:
-      return "flash";
-    case 2:
-      return "efficient";
-    case 3:
-      return "cudnn";
-    default:
-      return "backend " + std::to_string(choice);
+    case 0: return "math";
+    case 1: return "flash";
+    case 2: return "efficient";
+    case 3: return "cudnn";
+    default: return "backend " + std::to_string(choice);
   }
 #else
   (void)k;

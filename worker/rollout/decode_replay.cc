@@ -30,7 +30,8 @@ bool DecodeGraphsCompiled() {
 std::unique_ptr<DecodeReplay> MakeDecodeReplay(std::function<void()> step, const torch::Device& device,
                                                bool use_graph) {
 #if defined(HEADROOM_CUDA_GRAPHS)
-  if (use_graph && device.is_cuda()) return MakeCudaGraphDecodeReplay(std::move(step), device.index() < 0 ? 0 : device.index());
+  if (use_graph && device.is_cuda())
+    return MakeCudaGraphDecodeReplay(std::move(step), device.index() < 0 ? 0 : device.index());
 #else
   (void)device;
   (void)use_graph;

@@ -26,7 +26,9 @@ namespace {
 // would be cached tensors of the graph's pool, read by later eager code. Off while capturing.
 class AutocastCacheOff : NonCopyable {
  public:
-  AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) { at::autocast::set_autocast_cache_enabled(false); }
+  AutocastCacheOff() : was_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(false);
+  }
   ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(was_); }
 
  private:
@@ -125,7 +127,8 @@ class CudaGraphDecodeReplay : public DecodeReplay {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
       cudaGraph_t partial = nullptr;
-      if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial != nullptr) cudaGraphDestroy(partial);
+      if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial != nullptr)
+        cudaGraphDestroy(partial);
     }
     (void)cudaGetLastError();  // the capture's error is not sticky: clear it
   }

@@ -35,8 +35,7 @@ void DecodeStep::Begin(const torch::Tensor& prompts, const torch::Tensor& paddin
   const int64_t p = prompts.size(1);
   if (prompts.dim() != 2 || prompts.size(0) != batch_ || p < 1 || p > max_prompt_) {
     throw std::invalid_argument("decode step: prompts of shape " + c10::str(prompts.sizes()) + " for " +
-                                std::to_string(batch_) + " rows of at most " + std::to_string(max_prompt_) +
-                                " tokens");
+                                std::to_string(batch_) + " rows of at most " + std::to_string(max_prompt_) + " tokens");
   }
   prompt_length_ = p;
   noise_.Rekey(sample_keys);

@@ -32,8 +32,8 @@ namespace headroom::worker {
 // holds them as constants). The one sampling rule: both the dynamic decode loop
 // (rollout_engine.cc) and the static step below pick tokens and stop rows through it.
 struct DecodeRule {
-  double temperature = 1.0;       // 0: greedy
-  torch::Tensor logit_bias;       // [vocab] on the device, or undefined
+  double temperature = 1.0;  // 0: greedy
+  torch::Tensor logit_bias;  // [vocab] on the device, or undefined
   std::vector<int64_t> stop_tokens;
   int64_t pad_token = 0;
 

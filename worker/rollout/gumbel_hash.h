@@ -45,9 +45,13 @@ HEADROOM_HOST_DEVICE inline uint32_t RowHash(uint64_t key, int64_t position) {
                Mix32(static_cast<uint32_t>(key >> 32) ^ Mix32(static_cast<uint32_t>(position) ^ kPositionSalt)));
 }
 
-HEADROOM_HOST_DEVICE inline uint32_t TokenHash(int64_t token) { return Mix32(static_cast<uint32_t>(token) ^ kTokenSalt); }
+HEADROOM_HOST_DEVICE inline uint32_t TokenHash(int64_t token) {
+  return Mix32(static_cast<uint32_t>(token) ^ kTokenSalt);
+}
 
-HEADROOM_HOST_DEVICE inline uint32_t Bits(uint32_t row_hash, uint32_t token_hash) { return Mix32(row_hash ^ token_hash); }
+HEADROOM_HOST_DEVICE inline uint32_t Bits(uint32_t row_hash, uint32_t token_hash) {
+  return Mix32(row_hash ^ token_hash);
+}
 
 // In (0, 1), exact in fp32.
 HEADROOM_HOST_DEVICE inline float Uniform(uint32_t bits) {

@@ -78,8 +78,8 @@ torch::Tensor GumbelNoise::RowHashes(const std::vector<uint64_t>& sample_keys, i
   const auto int64_on = torch::TensorOptions().dtype(torch::kInt64).device(device);
   auto key_halves = torch::tensor(halves, torch::kInt64).reshape({b, 2}).to(device);
   auto rows = torch::arange(positions, int64_on).bitwise_xor_(static_cast<int64_t>(kPositionSalt)).unsqueeze(0);
-  Mix32InPlace(rows);                                           // [1, positions]
-  rows = rows.bitwise_xor(key_halves.narrow(1, 1, 1));          // [B, positions]
+  Mix32InPlace(rows);                                   // [1, positions]
+  rows = rows.bitwise_xor(key_halves.narrow(1, 1, 1));  // [B, positions]
   Mix32InPlace(rows);
   rows.bitwise_xor_(key_halves.narrow(1, 0, 1));
   Mix32InPlace(rows);

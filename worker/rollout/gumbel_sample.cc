@@ -28,7 +28,8 @@ bool FusedGumbelArgmaxApplies(const torch::Tensor& logits, double temperature) {
 torch::Tensor FusedGumbelArgmax(const torch::Tensor& logits, const GumbelNoise& noise, const torch::Tensor& position,
                                 const torch::Tensor& bias, double temperature) {
   if (!FusedGumbelArgmaxApplies(logits, temperature)) {
-    throw std::invalid_argument("fused sampling: needs [B, vocab] bf16 CUDA logits and temperature > 0 in a CUDA build");
+    throw std::invalid_argument(
+        "fused sampling: needs [B, vocab] bf16 CUDA logits and temperature > 0 in a CUDA build");
   }
 #if defined(HEADROOM_WITH_CUDA)
   const auto& rows = noise.row_hashes();

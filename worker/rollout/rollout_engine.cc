@@ -27,7 +27,8 @@ void RolloutEngine::set_response_format(ResponseFormat format) {
 }
 
 void RolloutEngine::set_stop_check_interval(int64_t tokens) {
-  if (tokens < 1) throw std::invalid_argument("rollout: stop check interval must be >= 1, got " + std::to_string(tokens));
+  if (tokens < 1)
+    throw std::invalid_argument("rollout: stop check interval must be >= 1, got " + std::to_string(tokens));
   stop_check_interval_ = tokens;
 }
 
@@ -51,14 +52,10 @@ RolloutEngine::DecodeMode RolloutEngine::resolved_decode_mode(const CausalLM& mo
 
 const char* RolloutEngine::DecodeModeName(DecodeMode mode) {
   switch (mode) {
-    case DecodeMode::kAuto:
-      return "auto";
-    case DecodeMode::kDynamic:
-      return "dynamic";
-    case DecodeMode::kStatic:
-      return "static";
-    case DecodeMode::kGraph:
-      return "graph";
+    case DecodeMode::kAuto: return "auto";
+    case DecodeMode::kDynamic: return "dynamic";
+    case DecodeMode::kStatic: return "static";
+    case DecodeMode::kGraph: return "graph";
   }
   return "?";
 }
@@ -114,7 +111,8 @@ RolloutEngine::StaticDecode& RolloutEngine::StaticDecodeFor(CausalLM& model, int
   if (same) return kept;
   DecodeRule rule{temperature, logit_bias_, stop_tokens_, pad_token_};
   kept = StaticDecode{};  // a replaced graph is destroyed before the new step allocates
-  kept.step = std::make_unique<DecodeStep>(batch, max_prompt_, max_response_, model->vocab_size(), std::move(rule), device_);
+  kept.step =
+      std::make_unique<DecodeStep>(batch, max_prompt_, max_response_, model->vocab_size(), std::move(rule), device_);
   DecodeStep* step = kept.step.get();
   KvCache* cache = &cache_;
   CausalLMImpl* impl = model.get();
@@ -146,9 +144,8 @@ std::pair<torch::Tensor, torch::Tensor> RolloutEngine::DecodeStatic(CausalLM& mo
   return decode.step->Result();
 }
 
-Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
-                                const std::vector<uint64_t>& sample_keys, double temperature,
-                                const torch::Tensor& prompt_padding) {
+Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts, const std::vector<uint64_t>& sample_keys,
+                                double temperature, const torch::Tensor& prompt_padding) {
   const int64_t b = prompts.size(0), p = prompts.size(1), r = max_response_;
   if (static_cast<int64_t>(sample_keys.size()) != b) {
     throw std::invalid_argument("rollout: " + std::to_string(sample_keys.size()) + " sample keys for " +
@@ -162,14 +159,13 @@ Rollout RolloutEngine::Generate(CausalLM model, const torch::Tensor& prompts,
     throw std::invalid_argument("rollout: prompt padding of shape " + c10::str(prompt_padding.sizes()) + " for " +
                                 std::to_string(b) + " prompts");
   }
-  const torch::Tensor padding =
-      prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
+  const torch::Tensor padding = prompt_padding.defined() ? prompt_padding.to(device_, torch::kInt64) : torch::Tensor();
   const DecodeMode mode = resolved_decode_mode(model);
   last_decode_graphed_ = false;
-  auto [sequences, mask] = mode == DecodeMode::kDynamic
-                               ? DecodeDynamic(model, prompts, sample_keys, temperature, padding)
-                               : DecodeStatic(model, prompts, sample_keys, temperature, padding,
-                                              mode == DecodeMode::kGraph);
+  auto [sequences, mask] =
+      mode == DecodeMode::kDynamic
+          ? DecodeDynamic(model, prompts, sample_keys, temperature, padding)
+          : DecodeStatic(model, prompts, sample_keys, temperature, padding, mode == DecodeMode::kGraph);
   Rollout out;
   out.sequences = sequences;
   out.response_mask = mask;

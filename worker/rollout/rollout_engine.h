@@ -54,12 +54,12 @@
 namespace headroom::worker {
 
 struct Rollout {
-  torch::Tensor sequences;      // [B, P + R] int64: prompt, response, PAD after the stop
-  torch::Tensor response_mask;  // [B, R] float: 1 for generated tokens up to and incl. EOS
-  int64_t prompt_length = 0;    // P, the longest prompt's length
-  torch::Tensor prompt_padding; // [B] int64: pad tokens before row b's prompt; undefined when none
-  int64_t response_width = 0;   // R = max_response
-  int64_t generated_tokens = 0; // sum of response_mask
+  torch::Tensor sequences;       // [B, P + R] int64: prompt, response, PAD after the stop
+  torch::Tensor response_mask;   // [B, R] float: 1 for generated tokens up to and incl. EOS
+  int64_t prompt_length = 0;     // P, the longest prompt's length
+  torch::Tensor prompt_padding;  // [B] int64: pad tokens before row b's prompt; undefined when none
+  int64_t response_width = 0;    // R = max_response
+  int64_t generated_tokens = 0;  // sum of response_mask
 
   torch::Tensor responses() const { return sequences.narrow(1, prompt_length, response_width); }
 };

@@ -14,8 +14,7 @@ FlatRange Intersect(FlatRange a, FlatRange b) {
   return r;
 }
 
-FlatLayout::FlatLayout(const std::vector<std::pair<std::string, torch::Tensor>>& params, int world)
-    : world_(world) {
+FlatLayout::FlatLayout(const std::vector<std::pair<std::string, torch::Tensor>>& params, int world) : world_(world) {
   if (world < 1) throw std::invalid_argument("flat layout: world size must be >= 1, got " + std::to_string(world));
   if (params.empty()) throw std::invalid_argument("flat layout: no parameters");
   std::set<std::string> seen;
@@ -35,7 +34,8 @@ FlatLayout::FlatLayout(const std::vector<std::pair<std::string, torch::Tensor>>&
 
 FlatRange FlatLayout::Shard(int rank) const {
   if (rank < 0 || rank >= world_) {
-    throw std::out_of_range("flat layout: rank " + std::to_string(rank) + " outside world of " + std::to_string(world_));
+    throw std::out_of_range("flat layout: rank " + std::to_string(rank) + " outside world of " +
+                            std::to_string(world_));
   }
   const int64_t s = shard_numel();
   return {rank * s, (rank + 1) * s};

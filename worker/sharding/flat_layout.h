@@ -45,8 +45,8 @@ class FlatLayout {
 
   const std::vector<FlatSlot>& slots() const { return slots_; }
   int world() const { return world_; }
-  int64_t numel() const { return numel_; }                  // all parameters, unpadded
-  int64_t padded_numel() const { return padded_numel_; }    // multiple of world()
+  int64_t numel() const { return numel_; }                // all parameters, unpadded
+  int64_t padded_numel() const { return padded_numel_; }  // multiple of world()
   int64_t shard_numel() const { return padded_numel_ / world_; }
   // The range rank `rank` owns. Throws std::out_of_range for a rank outside the world.
   FlatRange Shard(int rank) const;

@@ -9,8 +9,8 @@
 namespace headroom::worker {
 
 ShardedAdamW::ShardedAdamW(FlatParameterGroup& group, AdamWConfig config) : group_(group), config_(config) {
-  if (!(config_.lr >= 0) || !(config_.eps >= 0) || !(config_.weight_decay >= 0) || !(config_.beta1 >= 0 && config_.beta1 < 1) ||
-      !(config_.beta2 >= 0 && config_.beta2 < 1)) {
+  if (!(config_.lr >= 0) || !(config_.eps >= 0) || !(config_.weight_decay >= 0) ||
+      !(config_.beta1 >= 0 && config_.beta1 < 1) || !(config_.beta2 >= 0 && config_.beta2 < 1)) {
     throw std::invalid_argument("sharded AdamW: lr, eps, weight_decay must be >= 0 and betas in [0, 1)");
   }
   range_ = group_.stage() == 0 ? FlatRange{0, group_.layout().padded_numel()} : group_.owned();

@@ -30,8 +30,8 @@
 namespace headroom::worker {
 
 struct AdamWConfig {
-  double lr = 3.0e-4;          // spec.grpo.learningRate
-  double beta1 = 0.9;          // torch defaults
+  double lr = 3.0e-4;  // spec.grpo.learningRate
+  double beta1 = 0.9;  // torch defaults
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;  // what the worker always used with torch::optim::AdamW
@@ -59,7 +59,7 @@ class ShardedAdamW {
   void set_lr(double lr) { config_.lr = lr; }
   FlatRange range() const { return range_; }  // the elements this rank steps
   int64_t step() const { return step_; }
-  torch::Tensor exp_avg() const { return exp_avg_; }        // over range(), padded
+  torch::Tensor exp_avg() const { return exp_avg_; }  // over range(), padded
   torch::Tensor exp_avg_sq() const { return exp_avg_sq_; }
   int64_t resident_bytes() const;
 

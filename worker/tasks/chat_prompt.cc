@@ -35,9 +35,7 @@ size_t CharacterStart(const std::string& text, size_t end) {
 
 }  // namespace
 
-std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name) {
-  return spec::PromptFormatNamed(name);
-}
+std::optional<PromptFormatKind> ParsePromptFormatKind(const std::string& name) { return spec::PromptFormatNamed(name); }
 
 std::string PythonStrip(const std::string& text) {
   size_t begin = 0;

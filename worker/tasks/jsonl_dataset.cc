@@ -27,13 +27,15 @@ std::string FieldText(const nlohmann::json& record, const std::string& key, cons
   if (it == record.end()) {
     std::string keys;
     for (const auto& [k, v] : record.items()) keys += (keys.empty() ? "\"" : ", \"") + k + "\"";
-    throw DatasetError(file, line, "no key \"" + key + "\" (the " + role + " key); the record has " +
-                                       (keys.empty() ? std::string("no keys") : "keys " + keys));
+    throw DatasetError(file, line,
+                       "no key \"" + key + "\" (the " + role + " key); the record has " +
+                           (keys.empty() ? std::string("no keys") : "keys " + keys));
   }
   if (it->is_string()) return it->get<std::string>();
   if (it->is_number()) return it->dump();
-  throw DatasetError(file, line, "key \"" + key + "\" (the " + role + " key) holds " +
-                                     std::string(it->type_name()) + "; expected a string or a number");
+  throw DatasetError(file, line,
+                     "key \"" + key + "\" (the " + role + " key) holds " + std::string(it->type_name()) +
+                         "; expected a string or a number");
 }
 
 uint64_t Fnv1a64(uint64_t hash, const std::string& bytes) {
@@ -75,8 +77,8 @@ DatasetRecord ParseRecord(const std::string& line, const std::string& path, int6
 
 }  // namespace
 
-JsonlDataset JsonlDataset::Load(const std::string& path, const std::string& prompt_key,
-                                const std::string& answer_key, size_t max_line_bytes) {
+JsonlDataset JsonlDataset::Load(const std::string& path, const std::string& prompt_key, const std::string& answer_key,
+                                size_t max_line_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw DatasetError(path, 0, "is a directory, expected a .jsonl file");
   try {  // a FIFO would block the open below

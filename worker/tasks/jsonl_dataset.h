@@ -54,8 +54,7 @@ class JsonlDataset {
   // Keeps the records for which keep(record) is true, in their order; returns how many
   // were dropped (e.g. prompts longer than maxPromptLength). Throws DatasetError when
   // none is left; `reason` says why records are dropped, for that message.
-  int64_t Filter(const std::function<bool(const DatasetRecord&)>& keep,
-                 const std::string& reason = "the filter");
+  int64_t Filter(const std::function<bool(const DatasetRecord&)>& keep, const std::string& reason = "the filter");
 
   // FNV-1a 64 over the kept records' prompts and answers, in order (not their line
   // numbers or the file's name): a resume can refuse a dataset that changed under it.

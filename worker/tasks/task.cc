@@ -69,9 +69,7 @@ class DigitTask final : public Task {
   std::string name() const override { return kind_.name; }
   int64_t prompt_tokens() const override { return spec::PromptTokens(kind_.name, digits_); }
   int64_t answer_tokens() const override { return spec::MaxAnswerTokens(kind_.name, digits_); }
-  ResponseFormat response_format() const override {
-    return CharTokenizer::Format();
-  }
+  ResponseFormat response_format() const override { return CharTokenizer::Format(); }
   double Score(const Problem& problem, const int64_t* response, int64_t n) const override {
     return ScoreResponse(problem.answer, response, n);
   }

@@ -13,7 +13,8 @@ namespace headroom::worker {
 namespace {
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -55,9 +56,7 @@ std::string RewriteFractions(const std::string& s) {
 
 }  // namespace
 
-std::optional<TextReward> ParseTextReward(const std::string& name) {
-  return spec::TextRewardNamed(name);
-}
+std::optional<TextReward> ParseTextReward(const std::string& name) { return spec::TextRewardNamed(name); }
 
 std::optional<std::string> LastBoxed(const std::string& text) {
   for (const std::string& tag : {std::string("\\boxed"), std::string("\\fbox")}) {
@@ -207,12 +206,8 @@ double ScoreTextAnswer(TextReward kind, const std::string& response, const std::
       if (auto n = LastNumber(tail)) expected = CanonicalNumber(*n);
       break;
     }
-    case TextReward::kMath:
-      expected = NormaliseMathAnswer(LastBoxed(reference).value_or(reference));
-      break;
-    case TextReward::kExact:
-      expected = Trim(reference);
-      break;
+    case TextReward::kMath: expected = NormaliseMathAnswer(LastBoxed(reference).value_or(reference)); break;
+    case TextReward::kExact: expected = Trim(reference); break;
   }
   const double correct = answer && expected && *answer == *expected ? 1.0 : 0.0;
   const double formatted = answer ? 1.0 : 0.0;

@@ -72,9 +72,9 @@ TextTask::TextTask(const spec::TrainingJobSpec& spec, const ModelTokens& tokens)
   try {
     prompts_filtered_ = dataset_.Filter(
         [&](const DatasetRecord& r) {
-          const int64_t n = static_cast<int64_t>(ids_by_line.at(r.line).size());
-          if (n > limit) longest_dropped = std::max(longest_dropped, n);
-          return n <= limit;
+      const int64_t n = static_cast<int64_t>(ids_by_line.at(r.line).size());
+      if (n > limit) longest_dropped = std::max(longest_dropped, n);
+      return n <= limit;
         },
         "spec.grpo.maxPromptLength (" + std::to_string(limit) + " tokens; the shortest prompt has " +
             std::to_string(shortest) + ")");
@@ -92,7 +92,8 @@ TextTask::TextTask(const spec::TrainingJobSpec& spec, const ModelTokens& tokens)
     max_prompt_tokens_ = std::max<int64_t>(max_prompt_tokens_, static_cast<int64_t>(prompt_ids_.back().size()));
   }
   min_prompt_tokens_ = max_prompt_tokens_;
-  for (const auto& ids : prompt_ids_) min_prompt_tokens_ = std::min<int64_t>(min_prompt_tokens_, static_cast<int64_t>(ids.size()));
+  for (const auto& ids : prompt_ids_)
+    min_prompt_tokens_ = std::min<int64_t>(min_prompt_tokens_, static_cast<int64_t>(ids.size()));
   order_ = DatasetOrder(dataset_.size(), spec.task.seed);
   if (!spec.task.dataset.held_out.empty()) LoadHeldOut(spec, prompt_format, bos_text);
   content_hash_ = Hex16(dataset_.content_hash());

@@ -61,7 +61,7 @@ class TextTask final : public Task {
 
   int64_t prompts_filtered() const { return prompts_filtered_; }
   int64_t min_prompt_tokens() const { return min_prompt_tokens_; }  // the shortest kept prompt
-  int64_t size() const { return dataset_.size(); }  // kept records
+  int64_t size() const { return dataset_.size(); }                  // kept records
   const HfTokenizer& tokenizer() const { return tokenizer_; }
   // The response text Score reads: ids up to the first stop token, specials skipped.
   std::string ResponseText(const int64_t* response, int64_t n) const override;

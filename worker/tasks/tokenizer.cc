@@ -44,7 +44,8 @@ std::vector<int64_t> CharTokenizer::ResponseTokens() {
 ResponseFormat CharTokenizer::Format() { return {{kEos}, kPad, ResponseTokens()}; }
 
 std::string CharTokenizer::DecodeUntilEos(const int64_t* ids, int64_t n) {
-  static const char kChars[] = "??" "?0123456789+=>";
+  static const char kChars[] = "??"
+                               "?0123456789+=>";
   std::string out;
   for (int64_t i = 0; i < n && ids[i] != kEos; ++i) {
     out.push_back(ids[i] >= 0 && ids[i] < 16 ? kChars[ids[i]] : '?');

@@ -6,8 +6,8 @@
 
 namespace headroom::worker {
 
-DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device,
-                       double host_decay, int host_jump_at_step, int64_t host_jump_bytes)
+DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device, double host_decay,
+                       int host_jump_at_step, int64_t host_jump_bytes)
     : host_next_(static_cast<double>(host_bytes_per_step)),
       host_decay_(host_decay),
       host_jump_at_step_(host_jump_at_step),
@@ -15,8 +15,8 @@ DebugLeaks::DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, 
       gpu_per_step_(gpu_bytes_per_step),
       device_(device) {
   if (gpu_per_step_ > 0 && !device_.is_cuda()) {
-    spdlog::warn("spec.debug.gpuLeakBytesPerStep {} ignored: this worker runs on {}, not a CUDA device",
-                 gpu_per_step_, device_.str());
+    spdlog::warn("spec.debug.gpuLeakBytesPerStep {} ignored: this worker runs on {}, not a CUDA device", gpu_per_step_,
+                 device_.str());
     gpu_per_step_ = 0;
   }
 }

@@ -24,15 +24,15 @@ namespace headroom::worker {
 
 class DebugLeaks {
  public:
-  DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device,
-             double host_decay = 1.0, int host_jump_at_step = 0, int64_t host_jump_bytes = 0);
+  DebugLeaks(int64_t host_bytes_per_step, int64_t gpu_bytes_per_step, torch::Device device, double host_decay = 1.0,
+             int host_jump_at_step = 0, int64_t host_jump_bytes = 0);
   // Leaks one step's worth; `step` is the step about to run, 1-based.
   void Step(int64_t step);
   int64_t host_leaked_bytes() const { return host_leaked_; }
   int64_t gpu_leaked_bytes() const { return gpu_leaked_; }
 
  private:
-  double host_next_;     // what the next step leaks on the host
+  double host_next_;  // what the next step leaks on the host
   double host_decay_;
   int host_jump_at_step_;
   int64_t host_jump_bytes_;

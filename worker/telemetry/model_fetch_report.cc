@@ -64,8 +64,10 @@ void ModelFetchReport::Endpoint::Set(const ModelFetchReportOptions& options, con
       total_family->Remove(total);
     }
     namespace m = headroom::metrics;
-    const prometheus::Labels labels{{m::kLabelJob, options.job_name}, {m::kLabelRank, std::to_string(options.rank)},
-                                    {m::kLabelRepo, options.repo},    {m::kLabelRevision, options.revision},
+    const prometheus::Labels labels{{m::kLabelJob, options.job_name},
+                                    {m::kLabelRank, std::to_string(options.rank)},
+                                    {m::kLabelRepo, options.repo},
+                                    {m::kLabelRevision, options.revision},
                                     {m::kLabelFile, new_file}};
     done = &done_family->Add(labels);
     total = &total_family->Add(labels);

@@ -21,8 +21,8 @@ namespace headroom::worker {
 struct ModelFetchReportOptions {
   std::string job_name;
   int rank = 0;
-  std::string log_path;          // the step log: "" = stdout
-  int metrics_port = -1;         // -1 = no endpoint, 0 = any free port
+  std::string log_path;   // the step log: "" = stdout
+  int metrics_port = -1;  // -1 = no endpoint, 0 = any free port
   std::string metrics_bind = "0.0.0.0";
   std::string repo, revision;
 };

@@ -43,15 +43,17 @@ WorkerMetrics::WorkerMetrics(const std::string& job, int rank, int port, const s
     gauge->Set(metric.get(protocol::StepRecord()));  // the defaults (-1 = never, before the first evaluation)
     rows_.push_back({&metric, gauge});
   }
-  guard_action_family_ =
-      &prometheus::BuildGauge().Name(m::kWorkerGuardAction).Help("What the memory guard decided after the step (1)").Register(r);
+  guard_action_family_ = &prometheus::BuildGauge()
+                              .Name(m::kWorkerGuardAction)
+                              .Help("What the memory guard decided after the step (1)")
+                              .Register(r);
   tokens_ = &prometheus::BuildCounter().Name(m::kWorkerTokensTotal).Help("Tokens processed").Register(r).Add(labels_);
   step_seconds_ = &prometheus::BuildHistogram()
                        .Name(m::kWorkerStepDurationSeconds)
                        .Help("Wall time of one training step")
                        .Register(r)
-                       .Add(labels_, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-                                                                             30, 60, 120, 300});
+                       .Add(labels_, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+                                                                             60, 120, 300});
   AddGauge(*health_, "headroom_worker_up", "1 while the worker serves requests", labels_)->Set(1);
 
   server_ = std::make_unique<metrics::MetricsHttpServer>(bind_host, port);

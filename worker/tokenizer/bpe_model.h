@@ -29,7 +29,7 @@ class BpeModel {
   void Tokenize(std::string_view word, std::vector<int64_t>& ids) const;
 
   std::optional<int64_t> TokenId(std::string_view token) const;
-  const std::string* TokenText(int64_t id) const;  // nullptr when no vocabulary entry has `id`
+  const std::string* TokenText(int64_t id) const;     // nullptr when no vocabulary entry has `id`
   std::size_t size() const { return vocab_.size(); }  // entries, as tokenizers counts them
   int64_t max_id() const { return static_cast<int64_t>(text_of_id_.size()) - 1; }
 

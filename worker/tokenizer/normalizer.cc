@@ -29,8 +29,7 @@ Normalizer Normalizer::FromJson(const nlohmann::json& spec, const std::string& w
       throw TokenizerError(where + ".normalizers: expected a list");
     }
     for (std::size_t i = 0; i < spec["normalizers"].size(); ++i) {
-      const Normalizer step =
-          FromJson(spec["normalizers"][i], where + ".normalizers[" + std::to_string(i) + "]");
+      const Normalizer step = FromJson(spec["normalizers"][i], where + ".normalizers[" + std::to_string(i) + "]");
       n.forms_.insert(n.forms_.end(), step.forms_.begin(), step.forms_.end());
     }
     return n;

@@ -113,9 +113,7 @@ void PreTokenizer::SplitPiece(const Step& step, std::string_view piece, std::vec
   std::vector<Span> kept;
   bool previous_match = false;
   switch (step.behavior) {
-    case Behavior::kIsolated:
-      kept = spans;
-      break;
+    case Behavior::kIsolated: kept = spans; break;
     case Behavior::kRemoved:
       for (const Span& s : spans) {
         if (!s.match) kept.push_back(s);
@@ -126,8 +124,8 @@ void PreTokenizer::SplitPiece(const Step& step, std::string_view piece, std::vec
       for (const Span& s : spans) {
         // Contiguous glues a span to an equal neighbour; MergedWithPrevious glues a match
         // to the non-match before it.
-        const bool glue = step.behavior == Behavior::kContiguous ? s.match == previous_match
-                                                                 : s.match && !previous_match;
+        const bool glue =
+            step.behavior == Behavior::kContiguous ? s.match == previous_match : s.match && !previous_match;
         if (!kept.empty() && glue) {
           kept.back().end = s.end;
         } else {

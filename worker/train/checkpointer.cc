@@ -25,7 +25,9 @@ nlohmann::json HeldOutJson(const HeldOutScore& score) {
   for (const protocol::HeldOutAnswer& a : score.answers) {
     answers.push_back({{"question", a.question}, {"response", a.response}, {"correct", a.correct}});
   }
-  return {{"reward", score.reward_mean}, {"accuracy", score.exact_fraction}, {"problems", score.problems},
+  return {{"reward", score.reward_mean},
+          {"accuracy", score.exact_fraction},
+          {"problems", score.problems},
           {"answers", answers}};
 }
 

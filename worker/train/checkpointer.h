@@ -48,8 +48,7 @@ class CheckpointStorageRefused : public CheckpointUnusable {
 class Checkpointer {
  public:
   // dir "" = no checkpoints: Resume() starts fresh and nothing is saved.
-  Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, Communicator& comm, int rank,
-               GrpoTrainer& trainer);
+  Checkpointer(std::string dir, const spec::TrainingJobSpec& spec, Communicator& comm, int rank, GrpoTrainer& trainer);
 
   // Loads the newest intact step (worker/checkpoint/intact_checkpoint.h: `latest`'s, or
   // an older one when that fails its checksums) into the trainer (and this rank's RNG

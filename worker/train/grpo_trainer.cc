@@ -59,7 +59,8 @@ struct PromptBatch {
 
 PromptBatch LeftPadded(const std::vector<const Problem*>& problems, int64_t repeat, int64_t pad) {
   PromptBatch out;
-  for (const Problem* p : problems) out.longest = std::max<int64_t>(out.longest, static_cast<int64_t>(p->prompt_tokens.size()));
+  for (const Problem* p : problems)
+    out.longest = std::max<int64_t>(out.longest, static_cast<int64_t>(p->prompt_tokens.size()));
   const int64_t n = static_cast<int64_t>(problems.size()) * repeat;
   // Filled on the host and made a tensor once: per-row tensor copies cost a dispatch each.
   std::vector<int64_t> tokens(static_cast<size_t>(n * out.longest), pad);
@@ -149,8 +150,8 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   const ResponseFormat format = task_->response_format();
   // The cache in bf16 where the rollout reads the bf16 copies: half the memory, and
   // attention reads it as it is (the planner counts 2 bytes an element there too).
-  rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size, g.max_prompt_length,
-                                             g.max_response_length, device_, format,
+  rollout_ = std::make_unique<RolloutEngine>(model_->kv_cache_shape(), local_prompts_ * g.group_size,
+                                             g.max_prompt_length, g.max_response_length, device_, format,
                                              bf16_inference_weights ? torch::kBFloat16 : torch::kFloat32);
   // Stage 3 over several ranks: every decode step gathers the blocks, a collective, so
   // the ranks must stop generating together.
@@ -304,7 +305,7 @@ GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollou
   t0 = std::chrono::steady_clock::now();
   out.stats = updater_->Update(batch);
   shards_->Release();  // stage 3: a no-op after the last optimizer step released them; the
-                      // step ends with only the shards whatever the optimizer does
+                       // step ends with only the shards whatever the optimizer does
   out.seconds = SecondsSince(t0);
   // The weights are NaN now: stop (exit 1) before this step can be checkpointed.
   if (!std::isfinite(out.stats.loss) || !std::isfinite(out.stats.grad_norm)) {
@@ -387,8 +388,8 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
     }
     const PromptBatch batch = LeftPadded(problems, 1, pad_token_);
     const std::vector<uint64_t> unused_keys(static_cast<size_t>(rows), 0);  // greedy draws no noise
-    Rollout rollout = rollout_->Generate(model_, batch.prompts.to(device_), unused_keys, /*temperature=*/0.0,
-                                         batch.padding);
+    Rollout rollout =
+        rollout_->Generate(model_, batch.prompts.to(device_), unused_keys, /*temperature=*/0.0, batch.padding);
     const torch::Tensor responses = rollout.responses().cpu().contiguous();
     const int64_t* resp = responses.data_ptr<int64_t>();
     for (int64_t k = 0; k < rows; ++k) {

@@ -49,8 +49,8 @@ namespace headroom::worker {
 
 struct StepResult {
   int64_t step = 0;
-  double reward_mean = 0;        // this rank's samples
-  double exact_fraction = 0;     // share of samples with reward 1
+  double reward_mean = 0;     // this rank's samples
+  double exact_fraction = 0;  // share of samples with reward 1
   double loss = 0;
   double kl = 0;
   double clip_fraction = 0;
@@ -151,7 +151,7 @@ class GrpoTrainer {
   // [vocab]: 0 for the tokens a response may use, -inf for the rest; undefined when the
   // task allows any token (ResponseFormat::allowed empty, as for text tasks).
   torch::Tensor response_bias_;
-  int64_t pad_token_ = 0;        // the task's pad: fills rows after a stop, and prompts on the left
+  int64_t pad_token_ = 0;  // the task's pad: fills rows after a stop, and prompts on the left
   int64_t local_prompts_ = 0;
 };
 

@@ -60,7 +60,8 @@ void LogToStderr() {
 
 torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
   if (spec.resources.gpus > 0) {
-    if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, rank % std::max<int>(1, torch::cuda::device_count()));
+    if (torch::cuda::is_available())
+      return torch::Device(torch::kCUDA, rank % std::max<int>(1, torch::cuda::device_count()));
     spdlog::warn("spec.resources.gpus is {} but this LibTorch sees no CUDA device: running on CPU",
                  spec.resources.gpus);
   }
@@ -83,8 +84,8 @@ class WorkerGuard {
   // replay` reads it back) before a step of `next_step_tokens`.
   GuardVerdict AfterStep(const guard::StepMemory& memory, int64_t next_step_tokens) {
     if (!guard_) {
-      guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, memory.host_limit_bytes,
-                                          memory.gpu_limit_bytes, memory.gpu_limit_bytes > 0, model_);
+      guard_ = guard::MeasuredMemoryGuard(spec_, world_size_, history_, memory.host_limit_bytes, memory.gpu_limit_bytes,
+                                          memory.gpu_limit_bytes > 0, model_);
     }
     // What `headroom replay` computes from the logged record: the same object, fed the same way.
     GuardVerdict verdict;
@@ -154,14 +155,15 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
   const spec::TrainingJobSpec& spec = job.spec;
   const std::string task = spec.task.is_text() ? "text task " + spec.task.dataset.path
                                                : spec.task.name + " " + std::to_string(spec.task.digits) + " digits";
-  spdlog::info("job {}: {}, model {} ({} parameters) on {}, {} threads, host memory from {}",
-               job.metadata.name, task, trainer.model()->Describe(),
-               trainer.shards().numel(), device.str(), torch::get_num_threads(), host_source);
+  spdlog::info("job {}: {}, model {} ({} parameters) on {}, {} threads, host memory from {}", job.metadata.name, task,
+               trainer.model()->Describe(), trainer.shards().numel(), device.str(), torch::get_num_threads(),
+               host_source);
   if (device.is_cpu()) {
     const BlasInfo blas = DetectBlas();
     if (blas.reference) {
       spdlog::warn("CPU matmuls run on {}: ~28x slower than an optimised BLAS; install one "
-                   "(Debian: apt-get install libopenblas0-openmp)", blas.name);
+                   "(Debian: apt-get install libopenblas0-openmp)",
+                   blas.name);
     } else {
       spdlog::info("CPU matmuls run on {}", blas.name);
     }
@@ -169,8 +171,8 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
   const ShardedBytes held = trainer.shards().ResidentBytes();
   spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
                spec.sharding.stage, world_size, world_size == 1 ? "" : "s",
-               trainer.shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters,
-               held.gradients, held.optimizer);
+               trainer.shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters, held.gradients,
+               held.optimizer);
 }
 
 // An input this worker refuses (exit 2): the reason, whole, on stderr and in the
@@ -216,8 +218,8 @@ class SimulatedGpuOom {
       std::ofstream(marker_) << "raised\n";
     }
     C10_THROW_ERROR(OutOfMemoryError, "CUDA out of memory. Tried to allocate 2.00 GiB (simulated: " +
-                                          std::string(protocol::kSimulateGpuOomAtStepEnv) + "=" +
-                                          std::to_string(step) + ")");
+                                          std::string(protocol::kSimulateGpuOomAtStepEnv) + "=" + std::to_string(step) +
+                                          ")");
   }
 
  private:
@@ -246,8 +248,8 @@ std::optional<HeldOutScore> EvaluateHeldOutIfDue(StepLoop& loop, int64_t done) {
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<HeldOutScore> held = loop.trainer.EvaluateHeldOut();
   if (held && loop.rank == 0) {
-    spdlog::info("step {}: held-out reward {:.4f} ({:.1f}% exact) over {} problems, {:.2f} s", done,
-                 held->reward_mean, 100.0 * held->exact_fraction, held->problems,
+    spdlog::info("step {}: held-out reward {:.4f} ({:.1f}% exact) over {} problems, {:.2f} s", done, held->reward_mean,
+                 100.0 * held->exact_fraction, held->problems,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return held;
@@ -303,7 +305,7 @@ std::optional<int> RunSteps(StepLoop& loop, int64_t first_step) {
     }
     StepReport report = RunOneStep(loop, step);
     report.held_out_before = std::exchange(before, std::nullopt);  // on the first record only
-    pending = report.guard->decision;  // acted on at the next boundary, with every rank
+    pending = report.guard->decision;                              // acted on at the next boundary, with every rank
     loop.telemetry.Publish(AssembleStepRecord(report));
     if (step == first_step) protocol::WriteTerminationMessage("");  // past the "loaded" phase
   }
@@ -396,8 +398,8 @@ int Run(const WorkerOptions& options, RunProgress& progress) {
   protocol::WriteTerminationMessage(protocol::LoadedPhaseMessage(first_step + 1));
 
   // 6. Steps.
-  StepLoop loop{spec, options.rank, *comm, *trainer, telemetry, leaks, guard, checkpointer, simulated_gpu_oom,
-                progress};
+  StepLoop loop{spec,  options.rank, *comm,        *trainer,          telemetry,
+                leaks, guard,        checkpointer, simulated_gpu_oom, progress};
   try {
     if (const std::optional<int> stopped = RunSteps(loop, first_step)) return *stopped;
   } catch (const CheckpointStorageRefused& e) {

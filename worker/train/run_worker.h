@@ -11,16 +11,16 @@
 namespace headroom::worker {
 
 struct WorkerOptions {
-  std::string job_path;          // --job
-  std::string checkpoint_dir;    // --checkpoint-dir: resume from its latest, save there; "" = no checkpoints
-  std::string log_path;          // --log; "" = stdout
-  int metrics_port = 9400;       // --metrics-port; 0 = any free port; -1 = no endpoint
+  std::string job_path;        // --job
+  std::string checkpoint_dir;  // --checkpoint-dir: resume from its latest, save there; "" = no checkpoints
+  std::string log_path;        // --log; "" = stdout
+  int metrics_port = 9400;     // --metrics-port; 0 = any free port; -1 = no endpoint
   std::string metrics_bind = "0.0.0.0";
   // torchrun's rendezvous environment.
-  int rank = 0;                  // RANK
-  int world_size = 1;            // WORLD_SIZE
-  std::string master_addr;       // MASTER_ADDR
-  int master_port = 0;           // MASTER_PORT
+  int rank = 0;             // RANK
+  int world_size = 1;       // WORLD_SIZE
+  std::string master_addr;  // MASTER_ADDR
+  int master_port = 0;      // MASTER_PORT
 };
 
 // Fills rank/world size/master from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (unset =

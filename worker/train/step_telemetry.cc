@@ -13,8 +13,8 @@ StepTelemetry::StepTelemetry(const StepTelemetryOptions& options, const torch::D
       monitor_(options.host_limit_bytes, MakeGpuMemorySource(device)),
       host_limit_bytes_(options.host_limit_bytes) {
   if (options_.metrics_port >= 0) {
-    metrics_ = std::make_unique<WorkerMetrics>(options_.job_name, options_.rank, options_.metrics_port,
-                                               options_.metrics_bind);
+    metrics_ =
+        std::make_unique<WorkerMetrics>(options_.job_name, options_.rank, options_.metrics_port, options_.metrics_bind);
     spdlog::info("metrics on port {} (/metrics, /healthz)", metrics_->port());
   }
 }

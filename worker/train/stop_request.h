@@ -7,8 +7,8 @@ namespace headroom::worker {
 // Installs the handlers (idempotent). The handler only sets a flag (async-signal-safe).
 void InstallStopSignalHandlers();
 bool StopRequested();
-int StopSignal();          // the signal number that asked, 0 if none
+int StopSignal();                     // the signal number that asked, 0 if none
 void RequestStop(int signal_number);  // what the handler does; also for tests
-void ClearStopRequest();   // tests
+void ClearStopRequest();              // tests
 
 }  // namespace headroom::worker

@@ -180,7 +180,8 @@ int main(int argc, char** argv) {
   }
   namespace names = headroom::metrics;
   auto registry = std::make_shared<prometheus::Registry>();
-  const prometheus::Labels labels{{names::kLabelJob, parsed.job->metadata.name}, {names::kLabelRank, std::to_string(rank)}};
+  const prometheus::Labels labels{{names::kLabelJob, parsed.job->metadata.name},
+                                  {names::kLabelRank, std::to_string(rank)}};
   auto gauge = [&](const char* name) -> prometheus::Gauge& {
     return prometheus::BuildGauge().Name(name).Help(name).Register(*registry).Add(labels);
   };
@@ -307,12 +308,12 @@ int main(int argc, char** argv) {
     const double threshold = spec.memory_guard.host_threshold * static_cast<double>(limit);
     if (spec.memory_guard.enabled && limit > 0 && growth > 0 && step < spec.grpo.steps &&
         m.working_set_bytes + growth * spec.memory_guard.horizon_steps >= threshold) {
-      nlohmann::json d = {{"action", "restart"},
-                          {"resource", "host"},
-                          {"reason", "fake guard: host " + std::to_string(m.working_set_bytes >> 20) +
-                                         " MiB growing " + std::to_string(static_cast<int64_t>(growth) >> 20) +
-                                         " MiB/step would cross the threshold"},
-                          {"step", step}};
+      nlohmann::json d = {
+          {"action", "restart"},
+          {"resource", "host"},
+          {"reason", "fake guard: host " + std::to_string(m.working_set_bytes >> 20) + " MiB growing " +
+                         std::to_string(static_cast<int64_t>(growth) >> 20) + " MiB/step would cross the threshold"},
+          {"step", step}};
       checkpoint();
       WriteTermination(d.dump());
       return protocol::kExitGuardStop;

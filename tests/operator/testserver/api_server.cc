@@ -62,8 +62,9 @@ struct WatchConn {
 };
 
 json StatusJson(int code, const std::string& reason, const std::string& message) {
-  return {{"kind", "Status"},     {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Failure"},
-          {"message", message}, {"reason", reason},   {"code", code}};
+  return {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+          {"status", "Failure"}, {"message", message}, {"reason", reason},
+          {"code", code}};
 }
 
 std::string Decode(const std::string& s) { return web::uri::decode(s); }
@@ -297,7 +298,8 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
   }
   if (i >= parts.size()) throw StoreError(404, "NotFound", "the server could not find the requested resource");
   const ResourceInfo* found = server->store_.Find(group, version, parts[i]);
-  if (!found) throw StoreError(404, "NotFound", "the server could not find the requested resource (" + uri.path() + ")");
+  if (!found)
+    throw StoreError(404, "NotFound", "the server could not find the requested resource (" + uri.path() + ")");
   const ResourceInfo r = *found;
   const std::string name = parts.size() > i + 1 ? parts[i + 1] : "";
   const std::string sub = parts.size() > i + 2 ? parts[i + 2] : "";
@@ -376,7 +378,8 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     StoreDeleteOptions d;
     if (opts.contains("gracePeriodSeconds")) d.grace_period_seconds = opts["gracePeriodSeconds"].get<int64_t>();
     if (query.count("gracePeriodSeconds")) d.grace_period_seconds = std::stoll(query["gracePeriodSeconds"]);
-    d.propagation_policy = opts.value("propagationPolicy", query.count("propagationPolicy") ? query["propagationPolicy"] : "");
+    d.propagation_policy =
+        opts.value("propagationPolicy", query.count("propagationPolicy") ? query["propagationPolicy"] : "");
     if (opts.contains("preconditions")) {
       d.precondition_uid = opts["preconditions"].value("uid", "");
       d.precondition_resource_version = opts["preconditions"].value("resourceVersion", "");

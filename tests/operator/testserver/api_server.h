@@ -29,8 +29,8 @@
 namespace headroom::testserver {
 
 struct FaultOptions {
-  double error_fraction = 0;        // of requests (watches included), answered 500 or 429
-  int drop_watch_after_events = 0;  // end every watch after this many events (0 = never)
+  double error_fraction = 0;          // of requests (watches included), answered 500 or 429
+  int drop_watch_after_events = 0;    // end every watch after this many events (0 = never)
   double drop_watch_probability = 0;  // after each event, end the watch with this chance
   std::chrono::milliseconds latency{0};
   uint64_t seed = 1;
@@ -40,10 +40,10 @@ struct TestApiServerOptions {
   // HTTPS when a certificate is given (PEM); the CA to trust goes in ClientConfig().
   std::string server_cert_pem;
   std::string server_key_pem;
-  std::string ca_pem;              // handed to clients by ClientConfig()
-  std::string client_ca_pem;       // when set, clients must present a certificate signed by it
-  std::string required_token;      // when set, requests must carry "Bearer <token>" (else 401)
-  size_t history_window = 10000;   // watch history kept; older revisions are 410 Gone
+  std::string ca_pem;             // handed to clients by ClientConfig()
+  std::string client_ca_pem;      // when set, clients must present a certificate signed by it
+  std::string required_token;     // when set, requests must carry "Bearer <token>" (else 401)
+  size_t history_window = 10000;  // watch history kept; older revisions are 410 Gone
   std::chrono::milliseconds bookmark_interval{1000};
 };
 
@@ -91,6 +91,5 @@ class TestApiServer {
   std::atomic<int64_t> write_requests_{0};
   std::atomic<int64_t> injected_faults_{0};
 };
-
 
 }  // namespace headroom::testserver

@@ -108,12 +108,24 @@ bool LabelSelector::Matches(const nlohmann::json& object) const {
       return false;
     };
     switch (t.op) {
-      case Op::kExists: if (!has) return false; break;
-      case Op::kNotExists: if (has) return false; break;
-      case Op::kEq: if (!has || value != t.values[0]) return false; break;
-      case Op::kNotEq: if (has && value == t.values[0]) return false; break;
-      case Op::kIn: if (!has || !in_values()) return false; break;
-      case Op::kNotIn: if (has && in_values()) return false; break;
+      case Op::kExists:
+        if (!has) return false;
+        break;
+      case Op::kNotExists:
+        if (has) return false;
+        break;
+      case Op::kEq:
+        if (!has || value != t.values[0]) return false;
+        break;
+      case Op::kNotEq:
+        if (has && value == t.values[0]) return false;
+        break;
+      case Op::kIn:
+        if (!has || !in_values()) return false;
+        break;
+      case Op::kNotIn:
+        if (has && in_values()) return false;
+        break;
     }
   }
   return true;
@@ -157,7 +169,8 @@ bool FieldSelector::Matches(const nlohmann::json& object) const {
       if (dot == std::string::npos) break;
       start = dot + 1;
     }
-    std::string value = node && node->is_string() ? node->get<std::string>() : (node && !node->is_null() ? node->dump() : "");
+    std::string value =
+        node && node->is_string() ? node->get<std::string>() : (node && !node->is_null() ? node->dump() : "");
     if ((value == t.value) != t.equal) return false;
   }
   return true;

@@ -17,7 +17,8 @@ bool ValidName(const std::string& name) {
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
   }
-  return std::isalnum(static_cast<unsigned char>(name.front())) && std::isalnum(static_cast<unsigned char>(name.back()));
+  return std::isalnum(static_cast<unsigned char>(name.front())) &&
+         std::isalnum(static_cast<unsigned char>(name.back()));
 }
 
 std::string Now() { return kubeclient::FormatTime(std::chrono::system_clock::now()); }
@@ -129,7 +130,8 @@ json ObjectStore::Create(const ResourceInfo& r, const std::string& ns, json obje
   if (r.namespaced) {
     std::string body_ns = meta.value("namespace", "");
     if (!body_ns.empty() && body_ns != ns) {
-      throw StoreError(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+      throw StoreError(400, "BadRequest",
+                       "the namespace of the provided object does not match the namespace sent on the request");
     }
     meta["namespace"] = ns;
   }
@@ -179,7 +181,8 @@ json ObjectStore::List(const ResourceInfo& r, const std::string& ns, const Label
     list_rv = continue_token.substr(0, bar);
     after = continue_token.substr(bar + 1);
     if (std::stoll(list_rv) < compacted_rv_) {
-      throw StoreError(410, "Expired", "The provided continue parameter is too old to display a consistent list result.");
+      throw StoreError(410, "Expired",
+                       "The provided continue parameter is too old to display a consistent list result.");
     }
   }
   std::string next;
@@ -220,22 +223,25 @@ json ObjectStore::UpdateLocked(const ResourceInfo& r, const std::string& ns, con
   const json& cur_meta = current["metadata"];
   json& meta = object["metadata"];
   if (meta.value("name", name) != name) {
-    throw StoreError(400, "BadRequest", "the name of the object (" + meta.value("name", "") +
-                                            ") does not match the name on the URL (" + name + ")");
+    throw StoreError(
+        400, "BadRequest",
+        "the name of the object (" + meta.value("name", "") + ") does not match the name on the URL (" + name + ")");
   }
   const std::string want_rv = meta.value("resourceVersion", "");
   if (!want_rv.empty() && want_rv != cur_meta.value("resourceVersion", "")) {
     throw StoreError(409, "Conflict", ConflictMessage(r, name));
   }
   if (r.custom && subresource.empty() && want_rv.empty()) {
-    throw StoreError(422, "Invalid", r.kind + " \"" + name +
-                                         "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be "
-                                         "specified for an update");
+    throw StoreError(422, "Invalid",
+                     r.kind + " \"" + name +
+                         "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be "
+                         "specified for an update");
   }
   const std::string want_uid = meta.value("uid", "");
   if (!want_uid.empty() && want_uid != cur_meta.value("uid", "")) {
-    throw StoreError(409, "Conflict", "Precondition failed: UID in precondition: " + want_uid +
-                                          ", UID in object meta: " + cur_meta.value("uid", ""));
+    throw StoreError(
+        409, "Conflict",
+        "Precondition failed: UID in precondition: " + want_uid + ", UID in object meta: " + cur_meta.value("uid", ""));
   }
   json updated;
   if (subresource == "status") {
@@ -248,8 +254,8 @@ json ObjectStore::UpdateLocked(const ResourceInfo& r, const std::string& ns, con
   } else {
     updated = std::move(object);
     // Server-owned metadata survives whatever the client sent.
-    for (const char* key : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                            "generation", "namespace"}) {
+    for (const char* key :
+         {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"}) {
       if (cur_meta.contains(key)) {
         updated["metadata"][key] = cur_meta[key];
       } else {
@@ -325,8 +331,9 @@ json ObjectStore::DeleteLocked(const ResourceInfo& r, const std::string& ns, con
   json& current = MustFind(r, ns, name);
   json& meta = current["metadata"];
   if (!options.precondition_uid.empty() && options.precondition_uid != meta.value("uid", "")) {
-    throw StoreError(409, "Conflict", "Precondition failed: UID in precondition: " + options.precondition_uid +
-                                          ", UID in object meta: " + meta.value("uid", ""));
+    throw StoreError(409, "Conflict",
+                     "Precondition failed: UID in precondition: " + options.precondition_uid +
+                         ", UID in object meta: " + meta.value("uid", ""));
   }
   if (!options.precondition_resource_version.empty() &&
       options.precondition_resource_version != meta.value("resourceVersion", "")) {
@@ -423,7 +430,8 @@ json ObjectStore::UpdateScale(const ResourceInfo& r, const std::string& ns, cons
   if (!r.scale_subresource) throw StoreError(404, "NotFound", "the server could not find the requested resource");
   std::lock_guard<std::recursive_mutex> lock(mu_);
   json object = MustFind(r, ns, name);
-  if (!scale.contains("spec") || !scale["spec"].contains("replicas") || !scale["spec"]["replicas"].is_number_integer()) {
+  if (!scale.contains("spec") || !scale["spec"].contains("replicas") ||
+      !scale["spec"]["replicas"].is_number_integer()) {
     throw StoreError(422, "Invalid", "Scale.spec.replicas: Required value");
   }
   const std::string want_rv = scale.contains("metadata") ? scale["metadata"].value("resourceVersion", "") : "";
@@ -515,8 +523,8 @@ int64_t ObjectStore::Subscribe(const ResourceInfo& r, const std::string& ns, con
       throw StoreError(400, "BadRequest", "invalid resourceVersion \"" + resource_version + "\"");
     }
     if (from < compacted_rv_) {
-      throw StoreError(410, "Expired", "too old resource version: " + resource_version + " (" +
-                                           std::to_string(compacted_rv_) + ")");
+      throw StoreError(410, "Expired",
+                       "too old resource version: " + resource_version + " (" + std::to_string(compacted_rv_) + ")");
     }
     for (const Event& e : history_) {
       if (e.rv <= from) continue;

@@ -46,7 +46,7 @@ struct ResourceInfo {
   std::string plural;
   std::string kind;
   bool namespaced = true;
-  bool custom = false;             // a CRD: no strategic merge patch
+  bool custom = false;  // a CRD: no strategic merge patch
   bool status_subresource = false;
   bool scale_subresource = false;  // replicas at spec.workers / status.workers
   std::string Id() const { return group + "/" + plural; }

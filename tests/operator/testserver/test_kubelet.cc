@@ -113,8 +113,9 @@ std::string ReadHead(const std::string& path, size_t max) {
 TestKubelet::TestKubelet(kubeclient::KubeConfig config, Options options)
     : config_(std::move(config)), options_(std::move(options)) {
   if (options_.work_dir.empty()) {
-    options_.work_dir = (fs::temp_directory_path() / ("headroom-kubelet-" + std::to_string(::getpid()) + "-" +
-                                                      options_.node_name)).string();
+    options_.work_dir =
+        (fs::temp_directory_path() / ("headroom-kubelet-" + std::to_string(::getpid()) + "-" + options_.node_name))
+            .string();
   }
   fs::create_directories(options_.work_dir);
   kubeclient::RestClientOptions client_options;
@@ -193,7 +194,9 @@ void TestKubelet::OnPod(const json& pod) {
   const std::string node = pod["spec"].value("nodeName", "");
   if (node.empty()) {
     if (!options_.claim_unscheduled || pod["metadata"].contains("deletionTimestamp")) return;
-    json binding = {{"apiVersion", "v1"}, {"kind", "Binding"}, {"metadata", {{"name", name}}},
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", name}}},
                     {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}}}};
     Retry("bind", [&] { client_->Request("POST", kubeclient::resources::kPods.Path(ns, name, "binding"), &binding); });
     return;  // the MODIFIED event with nodeName set brings it back here
@@ -242,8 +245,7 @@ void TestKubelet::StartPod(const json& pod) {
       p->exited = true;
       by_uid_[p->uid] = p;
     }
-    PatchStatus(p->ns, p->name,
-                {{"phase", "Failed"}, {"reason", reason}, {"message", message}});
+    PatchStatus(p->ns, p->name, {{"phase", "Failed"}, {"reason", reason}, {"message", message}});
   };
   if (containers.empty()) return fail("NoContainers", "pod has no containers");
   const json& c = containers[0];
@@ -289,9 +291,10 @@ void TestKubelet::StartPod(const json& pod) {
   }
   if (cgroups_enabled_ && limit > 0) {
     try {
-      p->cgroup = std::make_unique<memory::MemoryCgroup>(memory::MemoryCgroup::Create(
-          options_.cgroup_parent + "/" + options_.node_name + "/" + p->ns + "_" + p->name + "_" + p->uid.substr(p->uid.size() - 6),
-          limit));
+      p->cgroup = std::make_unique<memory::MemoryCgroup>(
+          memory::MemoryCgroup::Create(options_.cgroup_parent + "/" + options_.node_name + "/" + p->ns + "_" + p->name +
+                                           "_" + p->uid.substr(p->uid.size() - 6),
+                                       limit));
     } catch (const std::exception& e) {
       return fail("CreateContainerError", std::string("memory cgroup: ") + e.what());
     }
@@ -385,13 +388,11 @@ void TestKubelet::Wait(std::shared_ptr<PodProcess> p) {
   if (stopping_) return;
   json terminated = {{"exitCode", exit_code}, {"reason", reason}, {"startedAt", p->started_at}, {"finishedAt", Now()}};
   if (!message.empty()) terminated["message"] = message;
-  PatchStatus(p->ns, p->name,
-              {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
-               {"containerStatuses",
-                {{{"name", p->container},
-                  {"ready", false},
-                  {"restartCount", 0},
-                  {"state", {{"terminated", terminated}}}}}}});
+  PatchStatus(
+      p->ns, p->name,
+      {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
+       {"containerStatuses",
+        {{{"name", p->container}, {"ready", false}, {"restartCount", 0}, {"state", {{"terminated", terminated}}}}}}});
   if (deleting) Finalize(p->ns, p->name, p->uid);
 }
 

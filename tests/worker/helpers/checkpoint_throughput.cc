@@ -54,11 +54,10 @@ int main(int argc, char** argv) {
   metadata.step = 1;
   auto stats = writer.Save(metadata, {WholeTensor("state", state)}, "");
   const double mb = static_cast<double>(stats.total_bytes) / 1e6;
-  std::printf(
-      "{\"bytes\": %llu, \"checkpoint_seconds\": %.3f, \"checkpoint_mb_per_s\": %.1f, "
-      "\"raw_seconds\": %.3f, \"raw_mb_per_s\": %.1f, \"ratio\": %.2f}\n",
-      static_cast<unsigned long long>(stats.total_bytes), stats.seconds, mb / stats.seconds, raw_seconds,
-      mb / raw_seconds, raw_seconds / stats.seconds);
+  std::printf("{\"bytes\": %llu, \"checkpoint_seconds\": %.3f, \"checkpoint_mb_per_s\": %.1f, "
+              "\"raw_seconds\": %.3f, \"raw_mb_per_s\": %.1f, \"ratio\": %.2f}\n",
+              static_cast<unsigned long long>(stats.total_bytes), stats.seconds, mb / stats.seconds, raw_seconds,
+              mb / raw_seconds, raw_seconds / stats.seconds);
   std::filesystem::remove_all(dir / "checkpoints");
   return 0;
 }

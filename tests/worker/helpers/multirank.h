@@ -29,11 +29,11 @@ using net::FreePort;
 
 struct RankResult {
   int rank = 0;
-  bool exited = false;   // normal exit (else killed by a signal, or by us at the deadline)
+  bool exited = false;  // normal exit (else killed by a signal, or by us at the deadline)
   int exit_code = -1;
   int signal = 0;
-  std::string message;   // what the child wrote to its report pipe (errors, values)
-  double seconds = 0;    // from fork to exit
+  std::string message;  // what the child wrote to its report pipe (errors, values)
+  double seconds = 0;   // from fork to exit
 };
 
 // What a rank's body gets: its rank and a way to report text back to the parent.

@@ -36,7 +36,9 @@ inline torch::Tensor RankLoss(const NamedParams& params, int step, int rank) {
   torch::Tensor loss;
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i].second;
-    auto c = torch::sin(torch::arange(p.numel(), torch::kFloat32) * (step + 1) + rank * 0.37 + static_cast<double>(i)).view(p.sizes()) * scale;
+    auto c = torch::sin(torch::arange(p.numel(), torch::kFloat32) * (step + 1) + rank * 0.37 + static_cast<double>(i))
+                 .view(p.sizes()) *
+             scale;
     auto term = (c * p).sum() + 0.5 * a * (p * p).sum();
     loss = loss.defined() ? loss + term : term;
   }

