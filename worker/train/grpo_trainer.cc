@@ -8,7 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/spec/utf8.h"
+#include "core/base/utf8.h"
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
@@ -341,28 +341,6 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   return result;
 }
 
-namespace {
-
-// A response as JSON can carry it (the step log, the checkpoint manifest): a model may
-// stop inside a multi-byte character; each byte that is not part of a well-formed sequence
-// becomes U+FFFD.
-std::string ValidUtf8(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = spec::Utf8SequenceLength(text, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(text, i, n);
-      i += n;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
   const std::vector<Problem>& held = task_->HeldOut();
   if (held.empty()) return std::nullopt;
@@ -401,7 +379,8 @@ std::optional<HeldOutScore> GrpoTrainer::EvaluateHeldOut() {
       exact += correct ? 1 : 0;
       scored += 1;
       if (static_cast<int>(answers.size()) < protocol::kHeldOutAnswers) {
-        answers.push_back({problem.prompt, ValidUtf8(task_->ResponseText(response, rollout.response_width)), correct});
+        answers.push_back(
+            {problem.prompt, utf8::Lossy(task_->ResponseText(response, rollout.response_width)), correct});
       }
     }
   }
