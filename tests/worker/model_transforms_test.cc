@@ -62,10 +62,11 @@ const bool registered = RegisterModelTransform("test-gate-block-1", [] { return 
 HfCausalLM WithBlockOneSilenced() {
   HfCausalLM model = testing::PresetModel(ThreeBlocks());
   torch::NoGradGuard no_grad;
-  for (auto& [name, p] : model->named_parameters()) {
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
     if (name.find("layers.1.") != std::string::npos &&
         (name.find("o_proj.weight") != std::string::npos || name.find("down_proj.weight") != std::string::npos)) {
-      p.zero_();
+      item.value().zero_();
     }
   }
   return model;
@@ -99,7 +100,7 @@ TEST(ModelTransforms, AWrappedBlockIsSeenByEveryForwardAndByTheParameters) {
   EXPECT_EQ(wrapper->runs[1], 2) << "a cached forward runs through the wrapper too";
 
   bool named = false;
-  for (const auto& [name, p] : model->named_parameters()) named = named || name == "block_wrappers.0.gate";
+  for (const auto& item : model->named_parameters()) named = named || item.key() == "block_wrappers.0.gate";
   EXPECT_TRUE(named) << "the wrapper's parameter is the model's";
   model->forward(tokens).pow(2).mean().backward();
   ASSERT_TRUE(wrapper->gate.grad().defined());
