@@ -195,11 +195,11 @@ struct DebugSpec {
   // leaked. 1 is a leak that never stops; below 1 a warm-up that climbs steeply and levels
   // off at hostLeakBytesPerStep / (1 - decay) (caches and optimizer state filling).
   double host_leak_decay = 1.0;
-  // "hostJumpAtStep" (0 = off) and "hostJumpBytes": from that step on (1-based, as the
-  // step log numbers steps) the worker holds that many more bytes of host memory,
-  // allocated once: a level shift (a first long batch, optimizer state), not a leak.
-  int host_jump_at_step = 0;
-  int64_t host_jump_bytes = 0;
+  // From host_jump_at_step on (1-based, as the step log numbers steps; 0 = off) the worker
+  // holds host_jump_bytes more host memory, allocated once: a level shift (a first long
+  // batch, optimizer state), not a leak.
+  int host_jump_at_step = 0;    // "hostJumpAtStep"
+  int64_t host_jump_bytes = 0;  // "hostJumpBytes"
   bool operator==(const DebugSpec&) const = default;
 };
 
