@@ -88,16 +88,21 @@ class LocalRunSignals : public ::testing::Test {
   }
 };
 
+// The kernel keeps at most one pending SIGINT: a second one sent before the first is
+// delivered merges into it, so this run sees one or two interrupts. Either way the stop
+// must stand; which of drain or kill happened is the next test's business.
 TEST_F(LocalRunSignals, TwoSigintsWithinAMillisecondKeepTheStop) {
   testing::TempDir dir;
-  const Ended e = RunAndSignal(dir, {SIGINT, SIGINT});
-  ExpectStoppedForGood(e, dir);
-  EXPECT_NE(e.output.find("the workers were killed"), std::string::npos) << e.output;
+  ExpectStoppedForGood(RunAndSignal(dir, {SIGINT, SIGINT}), dir);
 }
 
-TEST_F(LocalRunSignals, SigintThenSigtermKeepTheStop) {
+// Two different signals are both delivered, whether or not a poll falls between them:
+// the count reaches two for certain, so the workers are killed and the stop still stands.
+TEST_F(LocalRunSignals, SigintThenSigtermKillTheWorkersAndKeepTheStop) {
   testing::TempDir dir;
-  ExpectStoppedForGood(RunAndSignal(dir, {SIGINT, SIGTERM}), dir);
+  const Ended e = RunAndSignal(dir, {SIGINT, SIGTERM});
+  ExpectStoppedForGood(e, dir);
+  EXPECT_NE(e.output.find("killing the workers"), std::string::npos) << e.output;
 }
 
 TEST_F(LocalRunSignals, SigtermIsNamedAsSigtermNotCtrlC) {
