@@ -24,6 +24,7 @@ void ForEachField(History& h, Fn&& fn) {
   fn("oom_kills", h.oom_kills);
   fn("reshards", h.reshards);
   fn("micro_batch_shrinks", h.micro_batch_shrinks);
+  fn("checkpointing_enabled", h.checkpointing_enabled);
   fn("offload_enabled", h.offload_enabled);
   fn("offload_disabled", h.offload_disabled);
   fn("last_restart_step", h.last_restart_step);
@@ -85,6 +86,10 @@ void GuardHistory::Record(const Decision& decision) {
       break;
     case DecisionAction::kShrinkMicroBatch:
       ++micro_batch_shrinks;
+      last_restart_step = decision.step;
+      break;
+    case DecisionAction::kEnableActivationCheckpointing:
+      ++checkpointing_enabled;
       last_restart_step = decision.step;
       break;
     case DecisionAction::kEnableOffload:

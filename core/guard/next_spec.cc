@@ -57,6 +57,11 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
                      std::to_string(s.grpo.micro_batch_size) + ")";
       return next;
     }
+    case DecisionAction::kEnableActivationCheckpointing:
+      if (before.grpo.activation_checkpointing) return fall_back_to_restart("activation checkpointing is already on");
+      s.grpo.activation_checkpointing = true;
+      next.reason += " (activationCheckpointing off -> on)";
+      return next;
     case DecisionAction::kDisableOffload:
     case DecisionAction::kEnableOffload: break;
   }

@@ -150,10 +150,18 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
   const double per_token_layer =
       kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
-  rows.Add("activations", micro * seq * model.layers * per_token_layer * act_bytes, in.gpu,
-           "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq)) +
-               " x layers x (17 h + 2.5 heads seq)",
-           false);
+  const std::string shape =
+      "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
+  if (s.grpo.activation_checkpointing || in.stage >= 3) {
+    // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
+    // each block's input is kept, and one block's activations exist while backward runs
+    // it again.
+    rows.Add("activations", micro * seq * (model.layers * model.hidden + per_token_layer) * act_bytes, in.gpu,
+             shape + " x (layers x h + one block's 17 h + 2.5 heads seq), blocks recomputed", false);
+  } else {
+    rows.Add("activations", micro * seq * model.layers * per_token_layer * act_bytes, in.gpu,
+             shape + " x layers x (17 h + 2.5 heads seq)", false);
+  }
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
   // (logsumexp forward; the gradient in backward), and on GPU the bf16 product they are
@@ -178,17 +186,19 @@ void AddInferenceWeights(PlanRows& rows, const PlanInputs& in) {
 // GPU autocast casts each weight a matmul reads to bf16 in the update's forward, and the
 // matmul's backward keeps that cast until it runs: at the end of a micro-batch's forward
 // every matmul weight lives twice, fp32 and bf16. The embedding lookup casts nothing (an
-// untied input embedding is left out). Under stage 3 a block is recomputed in backward, so
-// only one block's casts and the outer group's head are held at once.
+// untied input embedding is left out). With blocks recomputed in backward (stage 3,
+// activation checkpointing) the forward keeps no block's casts, so only one block's casts
+// and the head are held at once.
 void AddAutocastWeights(PlanRows& rows, const PlanInputs& in) {
   if (!in.gpu) return;
   const ModelShape& model = in.model;
   const double head = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
-  const double cast = in.stage >= 3 ? static_cast<double>(model.layer_parameters) + head
-                                    : static_cast<double>(model.parameters) - (model.tied_head ? 0.0 : head);
+  const bool recomputed = in.stage >= 3 || in.spec.grpo.activation_checkpointing;
+  const double cast = recomputed ? static_cast<double>(model.layer_parameters) + head
+                                 : static_cast<double>(model.parameters) - (model.tied_head ? 0.0 : head);
   rows.Add("autocast weights", 2 * cast, true,
            std::string("bf16 casts of the matmul weights the update's backward keeps") +
-               (in.stage >= 3 ? ": one recomputed block + head" : ""),
+               (recomputed ? ": one recomputed block + head" : ""),
            true);  // the same every step, whatever its tokens, like the head gradient
 }
 

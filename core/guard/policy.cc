@@ -206,6 +206,37 @@ Candidate TryShrinkMicroBatch(const Situation& s) {
   return c;
 }
 
+// Activation checkpointing lowers the step's activations (and, on a GPU, the weight casts
+// its backward keeps) to what recomputed blocks need. The planner says by how much: the
+// plan with it against the plan without, scaled to the measurement like the other
+// targets, must bring the peak under the threshold with the forecast's margin.
+Candidate TryEnableActivationCheckpointing(const Situation& s) {
+  constexpr const char* kName = "enableActivationCheckpointing";
+  if (s.spec.grpo.activation_checkpointing) return Skip(std::string(kName) + ": already on");
+  if (s.spec.sharding.stage >= 3) return Skip(std::string(kName) + ": ZeRO stage 3 recomputes every block already");
+  if (s.cause == Cause::kLeak) return Skip(std::string(kName) + ": growth from step to step is not the activations");
+  const int64_t planned_now = s.PlanSide(s.baseline);
+  if (planned_now <= 0) return Skip(std::string(kName) + ": the plan puts nothing on the " + s.resource + " side");
+  spec::TrainingJobSpec with = s.spec;
+  with.grpo.activation_checkpointing = true;
+  const int64_t planned_with = s.PlanSide(PlanMemory(with, s.workers, s.plan_options));
+  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
+  const double scale = std::clamp(measured / static_cast<double>(planned_now), 0.25, 4.0);
+  const double after = measured - static_cast<double>(planned_now - planned_with) * scale;
+  const double margin = static_cast<double>(std::max<int64_t>(0, s.rf.forecast_margin_bytes));
+  const std::string numbers = "planned peak " + HumanBytes(after) + " of a " +
+                              HumanBytes(static_cast<double>(s.Threshold())) + " threshold, now " +
+                              HumanBytes(measured);
+  if (after + margin > static_cast<double>(s.Threshold())) {
+    return Skip(std::string(kName) + ": would not fit: " + numbers);
+  }
+  Candidate c;
+  c.ok = true;
+  c.decision.action = DecisionAction::kEnableActivationCheckpointing;
+  c.why = "enable activation checkpointing: " + numbers + " (blocks recomputed in backward)";
+  return c;
+}
+
 Candidate TryOffload(const Situation& s, bool enable) {
   const char* name = enable ? "enableOffload" : "disableOffload";
   const spec::ShardingSpec& sh = s.spec.sharding;
@@ -258,6 +289,7 @@ Candidate TryAction(spec::GuardAction a, const Situation& s) {
     case spec::GuardAction::kRestart: return TryRestart(s);
     case spec::GuardAction::kReshard: return TryReshard(s);
     case spec::GuardAction::kShrinkMicroBatch: return TryShrinkMicroBatch(s);
+    case spec::GuardAction::kEnableActivationCheckpointing: return TryEnableActivationCheckpointing(s);
     case spec::GuardAction::kDisableOffload: return TryOffload(s, /*enable=*/false);
     case spec::GuardAction::kEnableOffload: return TryOffload(s, /*enable=*/true);
   }
@@ -549,6 +581,24 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
         return d;
       }
       skipped.push_back("shrinkMicroBatch: microBatchSize is already 1");
+    } else if (a == spec::GuardAction::kEnableActivationCheckpointing) {
+      // What the planner says recomputed blocks save on the side that ran out.
+      const bool gpu = cause == ExitCause::kGpuOom;
+      spec::TrainingJobSpec with = spec;
+      with.grpo.activation_checkpointing = true;
+      const Plan now = PlanMemory(spec, workers, plan_options), after = PlanMemory(with, workers, plan_options);
+      const int64_t before_bytes = gpu ? now.gpu_total_bytes : now.host_total_bytes;
+      const int64_t after_bytes = gpu ? after.gpu_total_bytes : after.host_total_bytes;
+      if (!spec.grpo.activation_checkpointing && spec.sharding.stage < 3 && after_bytes < before_bytes) {
+        d.action = DecisionAction::kEnableActivationCheckpointing;
+        d.reason = again + ": enable activation checkpointing: planned peak " +
+                   HumanBytes(static_cast<double>(after_bytes)) + " instead of " +
+                   HumanBytes(static_cast<double>(before_bytes)) + " per worker";
+        return d;
+      }
+      skipped.push_back(spec.grpo.activation_checkpointing || spec.sharding.stage >= 3
+                            ? "enableActivationCheckpointing: blocks are recomputed already"
+                            : "enableActivationCheckpointing: the plan saves nothing on that side");
     } else if (a == spec::GuardAction::kRestart) {
       skipped.push_back("restart: the last one bought no progress");
     }

@@ -14,7 +14,9 @@
 // actions:
 //   leak                     restart (a fresh process gets its memory back)
 //   state does not fit       reshard (more workers, each holding less), offload toggles
-//   token-driven spike       shrinkMicroBatch, reshard (fewer sequences per worker)
+//   token-driven spike       shrinkMicroBatch, enableActivationCheckpointing (when the
+//                            planner shows the peak then fits), reshard (fewer sequences
+//                            per worker)
 // Candidates are tried in the order spec.memoryGuard.actions lists them, and only those
 // listed; an action that cannot help (at maxWorkers, micro-batch already 1, offload
 // already in that state, the other side has no room, restarts exhausted or the last restart

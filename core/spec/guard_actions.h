@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
-#define HEADROOM_GUARD_ACTIONS(X)          \
-  X(kRestart, "restart")                   \
-  X(kReshard, "reshard")                   \
-  X(kShrinkMicroBatch, "shrinkMicroBatch") \
-  X(kDisableOffload, "disableOffload")     \
+#define HEADROOM_GUARD_ACTIONS(X)                                    \
+  X(kRestart, "restart")                                             \
+  X(kReshard, "reshard")                                             \
+  X(kShrinkMicroBatch, "shrinkMicroBatch")                           \
+  X(kEnableActivationCheckpointing, "enableActivationCheckpointing") \
+  X(kDisableOffload, "disableOffload")                               \
   X(kEnableOffload, "enableOffload")
 
 // For the enums: `HEADROOM_GUARD_ACTIONS(HEADROOM_GUARD_ACTION_ENUMERATOR)`.

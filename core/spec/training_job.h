@@ -160,6 +160,7 @@ struct GrpoSpec {
   double kl_coef = 0.01;                        // "klCoef"; 0 = no reference model
   std::string loss_aggregation = "token-mean";  // token-mean | seq-mean-token-mean | seq-mean-token-sum-norm
   double temperature = 1.0;
+  bool activation_checkpointing = false;  // "activationCheckpointing": recompute blocks in backward
   bool operator==(const GrpoSpec&) const = default;
 };
 
@@ -184,7 +185,7 @@ struct MemoryGuardSpec {
   int horizon_steps = 2;         // "horizonSteps"
   int max_restarts = 10;         // "maxRestarts"
   std::vector<GuardAction> actions = {GuardAction::kRestart, GuardAction::kReshard, GuardAction::kShrinkMicroBatch,
-                                      GuardAction::kDisableOffload};
+                                      GuardAction::kEnableActivationCheckpointing, GuardAction::kDisableOffload};
   bool operator==(const MemoryGuardSpec&) const = default;
 };
 

@@ -286,6 +286,11 @@ std::vector<FieldDef> GrpoFields() {
       F<&GrpoSpec::loss_aggregation>("lossAggregation", "How per-token losses become the batch loss.")
           .OneOf(LossAggregationNames),
       F<&GrpoSpec::temperature>("temperature", "Sampling temperature of rollouts, greater than 0.").Min(0, true),
+      F<&GrpoSpec::activation_checkpointing>(
+          "activationCheckpointing",
+          "Keep only each block's input for backward and run the block again there: activations drop to one "
+          "block's plus the block boundaries, for a second forward of every block. ZeRO stage 3 does this "
+          "anyway. The guard may switch it on."),
   };
 }
 
@@ -308,7 +313,8 @@ std::vector<FieldDef> MemoryGuardFields() {
                                    "Actions the guard may take, in escalation order, each at most once in the list.")
           .OneOf(GuardActionNames)
           .ItemsDoc("restart (checkpoint and restart at the same size), reshard (more workers), shrinkMicroBatch "
-                    "(halve microBatchSize), disableOffload, enableOffload."),
+                    "(a smaller microBatchSize), enableActivationCheckpointing (recompute blocks in backward, when the "
+                    "planner shows it fits), disableOffload, enableOffload."),
   };
 }
 

@@ -24,6 +24,8 @@ ActionLabels LabelsFor(runtime::ActionType type) {
     case ActionType::kRestart: return {"GuardRestart", "restart", "memoryGuard", false};
     case ActionType::kReshard: return {"Reshard", "reshard", "memoryGuard", false};
     case ActionType::kShrinkMicroBatch: return {"ShrinkMicroBatch", "shrinkMicroBatch", "memoryGuard", false};
+    case ActionType::kEnableActivationCheckpointing:
+      return {"EnableActivationCheckpointing", "enableActivationCheckpointing", "memoryGuard", false};
     case ActionType::kDisableOffload: return {"DisableOffload", "disableOffload", "memoryGuard", false};
     case ActionType::kEnableOffload: return {"EnableOffload", "enableOffload", "memoryGuard", false};
     case ActionType::kRestartAfterOOMKill: return {"OOMKilled", "restart", "oomKill", true};

@@ -73,6 +73,16 @@ TEST(NextSpec, ReshardWithoutRoomFallsBackToRestart) {
   EXPECT_NE(c.reason.find("restarting at the same size"), std::string::npos) << c.reason;
 }
 
+TEST(NextSpec, EnableActivationCheckpointingSwitchesTheLeverOnce) {
+  NextSpec c = ApplyDecision(Job(), Make(DecisionAction::kEnableActivationCheckpointing));
+  EXPECT_EQ(c.applied, DecisionAction::kEnableActivationCheckpointing);
+  EXPECT_TRUE(c.job.spec.grpo.activation_checkpointing);
+  EXPECT_NE(c.reason.find("activationCheckpointing off -> on"), std::string::npos) << c.reason;
+  EXPECT_EQ(spec::RunDefinitionHash(c.job.spec), spec::RunDefinitionHash(Job().spec)) << "the same run";
+  c = ApplyDecision(c.job, Make(DecisionAction::kEnableActivationCheckpointing));
+  EXPECT_EQ(c.applied, DecisionAction::kRestart) << "already on: a plain restart";
+}
+
 TEST(NextSpec, ShrinkMicroBatchTakesTheTargetOrHalves) {
   NextSpec c = ApplyDecision(Job(), Make(DecisionAction::kShrinkMicroBatch));
   EXPECT_EQ(c.applied, DecisionAction::kShrinkMicroBatch);

@@ -118,6 +118,34 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
 
 // A GPU worker keeps bf16 copies of its parameters for the rollout (worker/sharding/
 // inference_weights.h): 2 bytes per parameter it holds, placed with the parameters.
+// Recomputed blocks (activation checkpointing at stages 0-2; stage 3 always) keep each
+// block's input and one block's activations, not every block's; and on a GPU the backward
+// holds one block's bf16 weight casts, not the model's.
+TEST(PlannerTest, RecomputedBlocksKeepTheBoundariesAndOneBlock) {
+  spec::TrainingJobSpec s = Job("small", 2);
+  const int seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  const double micro = s.grpo.micro_batch_size;
+  const ModelShape shape = PresetModelShape(s);
+  const double per_token_layer = 17.0 * shape.hidden + 2.5 * shape.heads * seq;
+  const int64_t kept = HostOf(PlanMemory(s, 2), "activations");
+  EXPECT_EQ(kept, static_cast<int64_t>(micro * seq * shape.layers * per_token_layer * 4));
+  s.grpo.activation_checkpointing = true;
+  const Plan recomputed = PlanMemory(s, 2);
+  EXPECT_EQ(HostOf(recomputed, "activations"),
+            static_cast<int64_t>(micro * seq * (shape.layers * shape.hidden + per_token_layer) * 4));
+  EXPECT_LT(HostOf(recomputed, "activations"), kept / 2);
+  s.grpo.activation_checkpointing = false;
+  s.sharding.stage = 3;  // recomputes around its gather anyway
+  EXPECT_EQ(HostOf(PlanMemory(s, 2), "activations"), HostOf(recomputed, "activations"));
+
+  spec::TrainingJobSpec g = Job("small", 2, /*gpus=*/1);
+  const ModelShape gs = PresetModelShape(g);
+  const int64_t all_casts = GpuOf(PlanMemory(g, 1), "autocast weights");
+  g.grpo.activation_checkpointing = true;
+  EXPECT_EQ(GpuOf(PlanMemory(g, 1), "autocast weights"), 2 * (gs.layer_parameters + gs.vocab * gs.hidden));
+  EXPECT_LT(GpuOf(PlanMemory(g, 1), "autocast weights"), all_casts);
+}
+
 TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
   spec::TrainingJobSpec s = Job("base", 2, /*gpus=*/1);
   const int64_t psi = Psi(s);

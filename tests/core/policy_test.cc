@@ -313,6 +313,59 @@ TEST(PolicyTest, TokenSpikeShrinksTheMicroBatchToWhatFits) {
   EXPECT_NE(d.reason.find("microBatchSize is already 1"), std::string::npos) << d.reason;
 }
 
+// A token-driven spike the planner shows recomputed blocks bring under the threshold:
+// the guard enables activation checkpointing and says the planned peak; where the plan
+// shows it would not fit, it is skipped with the numbers.
+TEST(PolicyTest, TokenSpikeEnablesActivationCheckpointingWhenThePlanShowsItFits) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.memory_guard.actions = {GuardAction::kEnableActivationCheckpointing};
+  const PlanOptions options{80 * kGiB};
+  spec::TrainingJobSpec with = job;
+  with.grpo.activation_checkpointing = true;
+  const Plan off = PlanMemory(job, 1, options), on = PlanMemory(with, 1, options);
+  ASSERT_LT(on.gpu_total_bytes, off.gpu_total_bytes);
+  // Measured as planned: state flat, the activations driven by a 1000-token batch; a limit
+  // whose threshold lies three quarters of the way from the plan with to the plan without.
+  const double per_token = static_cast<double>(off.gpu_activation_bytes) / 1000;
+  const double threshold = on.gpu_total_bytes + 0.75 * static_cast<double>(off.gpu_total_bytes - on.gpu_total_bytes);
+  const auto limit = static_cast<int64_t>(threshold / job.memory_guard.gpu_threshold);
+  Forecast fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, limit);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_EQ(d.action, DecisionAction::kEnableActivationCheckpointing) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  EXPECT_NE(d.reason.find("enable activation checkpointing: planned peak "), std::string::npos) << d.reason;
+
+  // Already on (or stage 3): nothing to enable.
+  d = Decide(fc, with, GuardHistory{}, nullptr, 1, options);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("enableActivationCheckpointing: already on"), std::string::npos) << d.reason;
+
+  // A threshold below even the plan with it: skipped, saying the numbers.
+  const auto tight = static_cast<int64_t>(0.9 * on.gpu_total_bytes / job.memory_guard.gpu_threshold);
+  fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, tight);
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_NE(d.action, DecisionAction::kEnableActivationCheckpointing) << d.reason;
+  EXPECT_NE(d.reason.find("enableActivationCheckpointing: would not fit: planned peak"), std::string::npos) << d.reason;
+}
+
+TEST(PolicyTest, RepeatedGpuOomEnablesActivationCheckpointingWhenListed) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kEnableActivationCheckpointing};
+  GuardHistory h;
+  h.RecordCrashRestart(50, /*oom_kill=*/false);
+  Decision d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1, PlanOptions{80 * kGiB});
+  EXPECT_EQ(d.action, DecisionAction::kEnableActivationCheckpointing) << d.reason;
+  EXPECT_NE(d.reason.find("enable activation checkpointing: planned peak"), std::string::npos) << d.reason;
+  job.sharding.stage = 3;
+  d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1, PlanOptions{80 * kGiB});
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("blocks are recomputed already"), std::string::npos) << d.reason;
+}
+
 TEST(PolicyTest, NormalBatchesWithTheSameStateDoNotAct) {
   spec::TrainingJobSpec job = DefaultJob();
   job.resources.gpus = 1;
@@ -511,8 +564,8 @@ TEST(DecisionTest, BadJsonNamesTheProblem) {
   EXPECT_NE(error("{\"action\":\"restart\",\"step\":\"seven\"}").find("\"step\""), std::string::npos);
   EXPECT_NE(error("[1]").find("expected an object"), std::string::npos);
   EXPECT_NE(error("{").find("not JSON"), std::string::npos);
-  for (const char* name :
-       {"none", "restart", "reshard", "shrinkMicroBatch", "disableOffload", "enableOffload", "fail"}) {
+  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "enableActivationCheckpointing",
+                           "disableOffload", "enableOffload", "fail"}) {
     EXPECT_EQ(DecisionActionName(*DecisionActionFromName(name)), std::string(name));
   }
   EXPECT_EQ(FromGuardAction(GuardAction::kShrinkMicroBatch), DecisionAction::kShrinkMicroBatch);

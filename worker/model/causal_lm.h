@@ -91,6 +91,7 @@ class CausalLMImpl : public torch::nn::Module {
   // nullptr (the default) runs Block() directly. Not owned; clear it before it dies.
   void set_block_executor(BlockExecutor* executor) { executor_ = executor; }
   bool has_block_executor() const { return executor_ != nullptr; }
+  BlockExecutor* block_executor() const { return executor_; }
 
  protected:
   BlockExecutor* executor_ = nullptr;

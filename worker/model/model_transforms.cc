@@ -1,5 +1,7 @@
 #include "worker/model/model_transforms.h"
 
+#include "worker/model/activation_checkpointing.h"
+
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -31,8 +33,12 @@ class BlockWrappers : public torch::nn::Module, public BlockExecutor {
   torch::Tensor RunFrom(size_t outer, CausalLMImpl& model, int64_t layer, const torch::Tensor& x,
                         const torch::Tensor& mask, KvCache* cache) {
     if (outer == 0) return model.Block(layer, x, mask, cache);
-    return wrappers_[outer - 1]->Run(
-        layer, x, [&](const torch::Tensor& inner_x) { return RunFrom(outer - 1, model, layer, inner_x, mask, cache); });
+    // By value: a wrapper may keep `inner` past this call (a recompute in backward); the
+    // model owns these wrappers, so `this` and `model` live as long as it can be called.
+    CausalLMImpl* m = &model;
+    return wrappers_[outer - 1]->Run(layer, x, [this, outer, m, layer, mask, cache](const torch::Tensor& inner_x) {
+      return RunFrom(outer - 1, *m, layer, inner_x, mask, cache);
+    });
   }
 
   std::vector<std::shared_ptr<BlockWrapper>> wrappers_;
@@ -92,14 +98,21 @@ void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& n
   }
 }
 
-std::vector<std::string> ModelTransformsOf(const spec::TrainingJobSpec& /*spec*/) { return {}; }
+std::vector<std::string> ModelTransformsOf(const spec::TrainingJobSpec& spec) {
+  std::vector<std::string> names;
+  // Stage 3 recomputes every block already, around its gather (recomputed_block.h).
+  if (spec.grpo.activation_checkpointing && spec.sharding.stage < 3) names.push_back(kActivationCheckpointing);
+  return names;
+}
 
 void WrapBlocks(CausalLMImpl& model, std::shared_ptr<BlockWrapper> wrapper) {
   std::shared_ptr<BlockWrappers> wrappers = WrappersOf(model);
+  // Another executor (ZeRO stage 3's shards) runs the blocks now and would not know a
+  // wrapper added under it: wrapping comes before sharding.
+  if (model.block_executor() != nullptr && model.block_executor() != wrappers.get()) {
+    throw std::logic_error("model transforms: blocks are wrapped before sharding, not after");
+  }
   if (!wrappers) {
-    if (model.has_block_executor()) {
-      throw std::logic_error("model transforms: blocks are wrapped before sharding, not after");
-    }
     wrappers = model.register_module(kWrappersName, std::make_shared<BlockWrappers>());
     model.set_block_executor(wrappers.get());
   }

@@ -31,7 +31,9 @@
 
 namespace headroom::worker {
 
-// Runs around one block. `inner` runs the wrappers inside this one and then the block.
+// Runs around one block. `inner` runs the wrappers inside this one and then the block; it
+// may be copied and called again later (activation checkpointing recomputes the block in
+// backward) for as long as the model lives.
 class BlockWrapper : public torch::nn::Module {
  public:
   using Inner = std::function<torch::Tensor(const torch::Tensor& x)>;
@@ -55,7 +57,7 @@ std::vector<std::string> RegisteredModelTransforms();
 void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& names);
 
 // The transforms a job's spec asks for, in the order they apply: the one place a spec
-// field turns into a transform (none yet: activation checkpointing and adapters add theirs).
+// field turns into a transform.
 std::vector<std::string> ModelTransformsOf(const spec::TrainingJobSpec& spec);
 
 // Adds `wrapper` (outermost so far) around every block of `model`'s forwards.

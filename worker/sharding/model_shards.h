@@ -23,6 +23,9 @@
 //   - Per mini-batch: Gather -> ZeroGrad -> forward/backward per micro-batch ->
 //     ReduceGradients -> Step. Stage 3 ends the step with nothing gathered.
 //   - `model` outlives this object; the destructor puts back its own wrappers' executor.
+//     Under stage 3 the model keeps what the last call left: after GatherAll() it is whole
+//     (the parameters keep the gathered storage); after a forward or Release() its block
+//     parameters are empty. The destructor runs no collective, so it cannot gather itself.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,9 @@
 #include "worker/sharding/recomputed_block.h"
 
 #include <cstdint>
+#include <optional>
+
+#include "worker/model/bf16_autocast.h"
 
 namespace headroom::worker {
 namespace {
@@ -18,6 +21,9 @@ struct RecomputedBlockFunction : public torch::autograd::Function<RecomputedBloc
     ctx->saved_data["recomputer"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(recomputer));
     ctx->saved_data["layer"] = layer;
     if (mask->defined()) ctx->saved_data["mask"] = *mask;
+    // The forward runs inside the model's autocast scope and backward outside it: the
+    // recompute must multiply in the same dtype to give the same block.
+    ctx->saved_data["autocast"] = CudaAutocastEnabled();
     return recomputer->ForwardNoGrad(layer, x, *mask);
   }
 
@@ -28,6 +34,8 @@ struct RecomputedBlockFunction : public torch::autograd::Function<RecomputedBloc
     const int64_t layer = ctx->saved_data["layer"].toInt();
     const auto it = ctx->saved_data.find("mask");
     const torch::Tensor mask = it == ctx->saved_data.end() ? torch::Tensor() : it->second.toTensor();
+    std::optional<Bf16Autocast> autocast;
+    if (ctx->saved_data["autocast"].toBool()) autocast.emplace(x.device());
     torch::Tensor dx = recomputer->Backward(layer, x, mask, grad_outputs.at(0));
     // One entry per forward input: none for the recomputer, the layer and the mask.
     return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor()};
