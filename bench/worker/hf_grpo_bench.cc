@@ -8,7 +8,7 @@
 //
 //   hf_grpo_bench [--device cpu|cuda] [--layers N] [--response-length N] [--batch N]
 //                 [--micro-batch N] [--steps N] [--warmup N] [--stage 0..3] [--kl F]
-//                 [--vocab N] [--threads N]
+//                 [--vocab N] [--threads N] [--activation-checkpointing 0|1]
 //
 // --batch is the sequences per step (promptsPerStep x groupSize 4). Defaults: the full
 // shape on --device, 64 sequences, micro-batch 8, 3 timed steps after 1 warm-up.
@@ -76,6 +76,7 @@ struct Args {
   int64_t layers = 24, response = 512, batch = 64, micro = 8, vocab = 151936;
   int steps = 3, warmup = 1, stage = 0, threads = 0;
   double kl = 0.001;
+  bool checkpointing = false;
 };
 
 std::string Bytes(int64_t b) { return HumanBytes(static_cast<double>(b)); }
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
     else if (flag == "--stage") a.stage = std::stoi(v);
     else if (flag == "--kl") a.kl = std::stod(v);
     else if (flag == "--threads") a.threads = std::stoi(v);
+    else if (flag == "--activation-checkpointing") a.checkpointing = std::stoi(v) != 0;
     else return Usage(("unknown option " + flag).c_str());
   }
   constexpr int64_t kGroup = 4;
@@ -220,6 +222,7 @@ int main(int argc, char** argv) {
   spec.grpo.learning_rate = 1e-6;
   spec.grpo.kl_coef = a.kl;
   spec.sharding.stage = a.stage;
+  spec.grpo.activation_checkpointing = a.checkpointing;
   spec.resources.gpus = device.is_cuda() ? 1 : 0;
   spec.resources.memory_bytes = 128LL << 30;
 
@@ -281,11 +284,12 @@ int main(int argc, char** argv) {
       MatmulFlops(spec.grpo.micro_batch_size * seq, config.hidden_size, config.intermediate_size, device);
   const double achieved = update > 0 ? update_flops / (update / a.steps) : 0;
 
-  std::printf("hf_grpo_bench: %s, %lld parameters, on %s, stage %d, %lld sequences x (%d prompt + %lld response) "
-              "tokens, micro-batch %d, klCoef %g; model written in %.1f s, loaded in %.1f s\n",
-              trainer.model()->Describe().c_str(), static_cast<long long>(config.ParameterCount()),
-              device.str().c_str(), a.stage, static_cast<long long>(a.batch), spec.grpo.max_prompt_length,
-              static_cast<long long>(a.response), spec.grpo.micro_batch_size, a.kl, write_seconds, load_seconds);
+  std::printf(
+      "hf_grpo_bench: %s, %lld parameters, on %s, stage %d, %lld sequences x (%d prompt + %lld response) "
+      "tokens, micro-batch %d, klCoef %g, activation checkpointing %s; model written in %.1f s, loaded in %.1f s\n",
+      trainer.model()->Describe().c_str(), static_cast<long long>(config.ParameterCount()), device.str().c_str(),
+      a.stage, static_cast<long long>(a.batch), spec.grpo.max_prompt_length, static_cast<long long>(a.response),
+      spec.grpo.micro_batch_size, a.kl, a.checkpointing ? "on" : "off", write_seconds, load_seconds);
   std::printf("step tokens/s          %.1f  (median step %.3f s over %d: rollout %.3f, log-probs %.3f, update %.3f; "
               "%.0f tokens per step)\n",
               per_step_tokens / median, median, a.steps, rollout / a.steps, logprob / a.steps, update / a.steps,

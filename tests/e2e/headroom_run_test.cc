@@ -379,5 +379,36 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithASmallerMicroBatchIsShrunk) {
   EXPECT_EQ(r.summary["steps"], job.spec.grpo.steps);
 }
 
+// The same drill with activation checkpointing as the lever: the guard switches it on
+// (the planner showing the peak then fits) before the step whose activations would
+// cross, and the job finishes with no OOM kill and every step. Both peaks measured.
+TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithRecomputedBlocksSwitchesCheckpointingOn) {
+  SKIP_UNLESS_RUNNABLE();
+  Workspace ws;
+  spec::TrainingJob job = LoadJob(kSource + "/tests/e2e/testdata/microbatch-activations.yaml");
+  job.spec.memory_guard.actions = {spec::GuardAction::kEnableActivationCheckpointing, spec::GuardAction::kRestart};
+  spec::TrainingJob recomputed = job;
+  recomputed.spec.grpo.activation_checkpointing = true;
+  const int64_t big = MeasuredHost(ws, job).peak;
+  const int64_t small = MeasuredHost(ws, recomputed).peak;
+  std::cout << "calibration: host peak " << (big >> 20) << " MiB keeping activations, " << (small >> 20)
+            << " MiB recomputing blocks\n";
+  // As above: 15% over the big peak, and the small one under the threshold.
+  const double threshold = job.spec.memory_guard.host_threshold;
+  const int64_t limit = static_cast<int64_t>(1.15 * std::max<double>(static_cast<double>(big), small / threshold));
+  ASSERT_LT(small / threshold, static_cast<double>(big))
+      << "recomputing blocks does not move the peak enough: adjust the testdata";
+  job.spec.resources.memory_bytes = limit & ~int64_t{(1 << 20) - 1};
+  job.spec.resources.memory = std::to_string(job.spec.resources.memory_bytes >> 20) + "Mi";
+  RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "");
+  ASSERT_FALSE(r.summary.is_null()) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  bool switched = false;
+  for (const auto& a : r.summary["actions"]) switched = switched || a["type"] == "enableActivationCheckpointing";
+  EXPECT_TRUE(switched) << r.summary.dump(2) << r.output;
+  EXPECT_EQ(r.summary["oom_kills"], 0) << r.output;
+  EXPECT_EQ(r.summary["steps"], job.spec.grpo.steps);
+}
+
 }  // namespace
 }  // namespace headroom::e2e
