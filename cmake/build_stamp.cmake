@@ -1,4 +1,4 @@
-# Writes the build stamp `headroom run` checks before it starts a job (operator/local/
+# Writes the build stamp `headroom run` checks before it starts a job (local/
 # build_freshness.h): the source tree it was built from and the SHA-256 of every source
 # file that goes into the runtime binaries. Run as a build step after they link:
 #   cmake -DSOURCE_DIR=<repo> -DSTAMP=<build/bin/headroom.build-stamp> -P build_stamp.cmake
@@ -8,7 +8,7 @@
 #   dirs <folder>...          (searched recursively for the patterns, to spot new files)
 #   patterns <pattern>...
 #   <sha256> <path relative to source-dir>      (one line per file, sorted by path)
-set(_dirs core worker operator cmake)
+set(_dirs core worker operator local cli cmake)
 set(_patterns *.cc *.h *.cmake CMakeLists.txt)
 set(_globs)
 foreach(_dir ${_dirs})

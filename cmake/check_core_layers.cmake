@@ -1,7 +1,8 @@
 # core/'s folders in layers, lowest first (folders of one layer separated by commas) (docs/design.md, "core's layers"): a file may include its own
 # folder and folders of lower layers, never one of its own layer or above, so core/ has
 # no include cycle and each folder builds on a known base. Neither may core/ include
-# worker/, operator/ or LibTorch. Run as a test:
+# worker/, operator/, local/, cli/ (the top folders above it: check_top_layers.cmake) or
+# LibTorch. Run as a test:
 #   cmake -DROOT=<a tree holding core/> -P cmake/check_core_layers.cmake
 # Prints each include against the order as FILE:LINE and fails when there is one.
 
@@ -46,7 +47,7 @@ foreach(_file IN LISTS _files)
     math(EXPR _n "${_n} + 1")
     if(_line MATCHES "^[ \t]*#[ \t]*include[ \t]*[\"<]([^\">]+)[\">]")
       set(_inc "${CMAKE_MATCH_1}")
-      if(_inc MATCHES "^(worker|operator)/" OR _inc MATCHES "^(torch|ATen|c10)/")
+      if(_inc MATCHES "^(worker|operator|local|cli)/" OR _inc MATCHES "^(torch|ATen|c10)/")
         string(APPEND _bad "${_file}:${_n}: core/ includes ${_inc}\n")
       elseif(_inc MATCHES "^core/([^/]+)/")
         set(_to "${CMAKE_MATCH_1}")

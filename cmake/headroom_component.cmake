@@ -1,9 +1,11 @@
-# headroom_component(<target> <folder> [deps...]): the library of one concept folder, its
-# .cc files compiled into a static library (an INTERFACE library while the folder has only
-# headers), with the repository root as include path and <deps> linked publicly. One
-# library per folder, so a half-written file in one never breaks another part's build.
+# headroom_component(<target> <folder> [deps...]): the library of one concept folder
+# (relative to the calling CMakeLists.txt; `.` for the caller's own folder), its .cc files
+# compiled into a static library (an INTERFACE library while the folder has only headers),
+# with the repository root as include path and <deps> linked publicly. One library per
+# folder, so a half-written file in one never breaks another part's build.
 function(headroom_component name dir)
-  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cc)
+  get_filename_component(_dir ${CMAKE_CURRENT_SOURCE_DIR}/${dir} ABSOLUTE)
+  file(GLOB _srcs CONFIGURE_DEPENDS ${_dir}/*.cc)
   if(_srcs)
     add_library(${name} STATIC ${_srcs})
     target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})

@@ -32,7 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/training_job.h"
-#include "operator/local/local_process_backend.h"
+#include "local/local_process_backend.h"
 #include "operator/runtime/job_driver.h"
 #include "operator/runtime/job_reconciler.h"
 

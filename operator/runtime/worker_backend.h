@@ -1,5 +1,5 @@
 // "How workers run": the one seam between the job reconciler (what to do) and the place
-// workers live — local processes in memory cgroups (`headroom run`, operator/local/) or
+// workers live — local processes in memory cgroups (`headroom run`, local/) or
 // pods (the operator, operator/trainingjob/). The reconciler never sees a pid or a pod.
 //
 // A backend runs at most one *generation* of a job at a time: one launch of N ranks from

@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "tests/operator/local_test_support.h"
+#include "tests/local/local_test_support.h"
 
 namespace headroom::e2e {
 

@@ -1,5 +1,5 @@
 // The TrainingJob controller against the in-process API server and test kubelet, with the
-// fake worker (tests/operator/fake_worker/) in the pods: children and ownership, the
+// fake worker (tests/helpers/fake_worker/) in the pods: children and ownership, the
 // status and Events of a guard restart, invalid specs, zero writes per resync, suspend
 // and resume, kubectl scale, deletion, and an operator restart mid-job.
 #include <gtest/gtest.h>

@@ -1,0 +1,156 @@
+// `headroom plan JOB.yaml [--workers N] [--gpu-memory QUANTITY] [--json]`: the planner's
+// per-worker memory estimate (core/guard/planner.h) for the job's model (its preset, or the
+// config.json of spec.model.path), sharding stage, offload settings and worker count, by
+// component, with host and GPU totals against the limits the guard protects.
+//
+//   exit 0: printed (whether or not it fits: the verdict is in the output)
+//   exit 2: invalid spec (every problem, as `headroom validate` prints them), bad options, or
+//           a spec.model.path whose config.json cannot be read or used here
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "core/base/human_bytes.h"
+#include "core/hf/hf_config.h"
+#include "core/guard/planner.h"
+#include "core/spec/quantity.h"
+#include "core/spec/training_job.h"
+#include "cli/command_registry.h"
+
+namespace headroom::cli {
+namespace {
+
+struct PlanArgs {
+  std::string path;
+  int workers = 0;
+  std::string gpu_memory;
+  bool json = false;
+};
+
+std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : HumanBytes(static_cast<double>(bytes)); }
+
+// `--json`: the plan as one object (components, totals, limits, thresholds, verdicts).
+void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
+                   bool fits, bool worker_count_ok) {
+  const spec::MemoryGuardSpec& g = job.spec.memory_guard;
+  nlohmann::ordered_json j;
+  j["job"] = job.metadata.name;
+  j["workers"] = workers;
+  j["model"] = shape.source;
+  j["parameters"] = plan.parameters;
+  j["stage"] = job.spec.sharding.stage;
+  j["gpus_per_worker"] = job.spec.resources.gpus;
+  nlohmann::ordered_json comps = nlohmann::ordered_json::array();
+  for (const guard::PlanComponent& c : plan.components) {
+    comps.push_back({{"name", c.name}, {"host_bytes", c.host_bytes}, {"gpu_bytes", c.gpu_bytes}, {"note", c.note}});
+  }
+  j["components"] = comps;
+  j["host_total_bytes"] = plan.host_total_bytes;
+  j["gpu_total_bytes"] = plan.gpu_total_bytes;
+  j["host_limit_bytes"] = plan.host_limit_bytes;
+  j["gpu_limit_bytes"] = plan.gpu_limit_bytes;
+  j["host_fraction_of_limit"] =
+      plan.host_limit_bytes > 0 ? static_cast<double>(plan.host_total_bytes) / plan.host_limit_bytes : 0.0;
+  j["gpu_fraction_of_limit"] =
+      plan.gpu_limit_bytes > 0 ? static_cast<double>(plan.gpu_total_bytes) / plan.gpu_limit_bytes : 0.0;
+  j["host_threshold"] = g.host_threshold;
+  j["gpu_threshold"] = g.gpu_threshold;
+  j["fits"] = fits;
+  j["worker_count_divides_batch"] = worker_count_ok;
+  std::cout << j.dump(2) << "\n";
+}
+
+// The plan as a table a person reads, with a verdict and, when it does not fit, the
+// smallest worker count that would.
+void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
+                    bool fits, bool worker_count_ok, const guard::PlanOptions& options) {
+  const spec::MemoryGuardSpec& g = job.spec.memory_guard;
+  std::printf("%s: %s, %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
+              job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s",
+              job.spec.sharding.stage, job.spec.sharding.offload_params ? "on" : "off",
+              job.spec.sharding.offload_optimizer ? "on" : "off", job.spec.resources.gpus,
+              job.spec.resources.gpus == 1 ? "" : "s", std::to_string(plan.parameters).c_str());
+  std::printf("%-18s %14s %14s  %s\n", "component", "host", "GPU", "how");
+  for (const guard::PlanComponent& c : plan.components) {
+    std::printf("%-18s %14s %14s  %s\n", c.name.c_str(), Cell(c.host_bytes).c_str(), Cell(c.gpu_bytes).c_str(),
+                c.note.c_str());
+  }
+  std::printf("%-18s %14s %14s\n", "total per worker", Cell(plan.host_total_bytes).c_str(),
+              Cell(plan.gpu_total_bytes).c_str());
+  std::printf("host: %s of the %s limit (%s; threshold %s)\n", HumanBytes(plan.host_total_bytes).c_str(),
+              HumanBytes(plan.host_limit_bytes).c_str(), Percent(plan.host_total_bytes, plan.host_limit_bytes).c_str(),
+              Percent(g.host_threshold, 1).c_str());
+  if (job.spec.resources.gpus > 0) {
+    if (plan.gpu_limit_bytes > 0) {
+      std::printf("gpu:  %s of %s (%s; threshold %s)\n", HumanBytes(plan.gpu_total_bytes).c_str(),
+                  HumanBytes(plan.gpu_limit_bytes).c_str(), Percent(plan.gpu_total_bytes, plan.gpu_limit_bytes).c_str(),
+                  Percent(g.gpu_threshold, 1).c_str());
+    } else {
+      std::printf("gpu:  %s (device size unknown: pass --gpu-memory 80Gi to compare)\n",
+                  HumanBytes(plan.gpu_total_bytes).c_str());
+    }
+  }
+  std::printf("verdict: %s", fits ? "fits below the guard thresholds" : "does NOT fit below the guard thresholds");
+  if (!fits) {
+    int w = guard::SmallestFittingWorkers(job.spec, 1, options);
+    if (w > 0) std::printf("; %d worker%s would", w, w == 1 ? "" : "s");
+  }
+  if (!worker_count_ok) std::printf("; %d workers do not divide the batch evenly", workers);
+  std::printf("\n");
+}
+
+int RunPlan(const PlanArgs& args) {
+  spec::ParseResult parsed = spec::ParseTrainingJobFile(args.path);
+  if (!parsed.ok()) {
+    for (const spec::SpecError& e : parsed.errors) std::cerr << e.ToString() << "\n";
+    return 2;
+  }
+  const spec::TrainingJob& job = *parsed.job;
+  const int workers = args.workers > 0 ? args.workers : job.spec.workers;
+  guard::PlanOptions options;
+  if (!args.gpu_memory.empty()) {
+    std::string error;
+    auto bytes = spec::ParseQuantityBytes(args.gpu_memory, &error);
+    if (!bytes || *bytes <= 0) {
+      std::cerr << "--gpu-memory: " << (error.empty() ? "must be > 0" : error) << "\n";
+      return 2;
+    }
+    options.gpu_total_bytes = *bytes;
+  }
+  try {
+    options.model = guard::JobModelShape(job.spec);
+  } catch (const hf::HfConfigError& e) {
+    std::cerr << (job.spec.model.path.empty() ? "spec.model.hub: " : "spec.model.path: ") << e.what()
+              << " (the plan needs the model's config.json)\n";
+    return 2;
+  }
+  const guard::ModelShape& shape = *options.model;
+  const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
+  const bool fits = guard::PlanFits(plan, job.spec.memory_guard);
+  const bool worker_count_ok = spec::WorkerCountFits(job.spec.grpo, workers);
+
+  if (args.json) {
+    PrintPlanJson(job, workers, shape, plan, fits, worker_count_ok);
+  } else {
+    PrintPlanTable(job, workers, shape, plan, fits, worker_count_ok, options);
+  }
+  return 0;
+}
+
+const bool kRegistered =
+    RegisterCommand({"plan", "Estimate per-worker host and GPU memory by component for a TrainingJob",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto args = std::make_shared<PlanArgs>();
+                       sub.add_option("JOB", args->path, "TrainingJob YAML file")->required();
+                       sub.add_option("--workers", args->workers, "plan for this many workers instead of spec.workers")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--gpu-memory", args->gpu_memory, "device memory per GPU (quantity, e.g. 80Gi)");
+                       sub.add_flag("--json", args->json, "print the plan as JSON");
+                       return [args] { return RunPlan(*args); };
+                     }});
+
+}  // namespace
+}  // namespace headroom::cli

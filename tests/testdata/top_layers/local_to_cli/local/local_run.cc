@@ -1,0 +1,2 @@
+// The local runtime reaching up for the command line: the check must refuse it.
+#include "cli/command_registry.h"

@@ -1,0 +1,2 @@
+// Beside it, the operator including core, a lower layer: allowed.
+#include "core/spec/training_job.h"
