@@ -353,6 +353,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.tokens = result.sequences * (prompts.batch.longest + spec_.grpo.max_response_length);
   result.generated_tokens = rollout.rollout.generated_tokens;
   result.update_sequences = update.stats.sequences_run;
+  result.update_tokens = update.stats.padded_tokens;
   result.rollout_seconds = rollout.seconds;
   result.logprob_seconds = update.logprob_seconds;
   result.update_seconds = update.seconds;
