@@ -144,30 +144,36 @@ void AddShardedState(PlanRows& rows, const PlanInputs& in) {
 void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const spec::TrainingJobSpec& s = in.spec;
   const ModelShape& model = in.model;
-  // Activations: one micro-batch of full-length sequences kept for backward.
+  // Activations: one micro-batch of full-length sequences kept for backward. Under a token
+  // budget (micro_batches.h) a micro-batch holds at most that many padded tokens, whose
+  // rows are at most seq long: the budget replaces micro x seq when it is the smaller.
   const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
   const double micro = std::max(1, s.grpo.micro_batch_size);
+  const double budget = s.grpo.max_tokens_per_micro_batch;
+  const bool budgeted = budget > 0 && budget < micro * seq;
+  const double tokens = budgeted ? budget : micro * seq;
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
   const double per_token_layer =
       kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
-  const std::string shape =
-      "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
+  const std::string shape = budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
+                                     : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " +
+                                           std::to_string(static_cast<int>(seq));
   if (s.grpo.activation_checkpointing || in.stage >= 3) {
     // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
     // each block's input is kept, and one block's activations exist while backward runs
     // it again.
-    rows.Add("activations", micro * seq * (model.layers * model.hidden + per_token_layer) * act_bytes, in.gpu,
+    rows.Add("activations", tokens * (model.layers * model.hidden + per_token_layer) * act_bytes, in.gpu,
              shape + " x (layers x h + one block's 17 h + 2.5 heads seq), blocks recomputed", false);
   } else {
-    rows.Add("activations", micro * seq * model.layers * per_token_layer * act_bytes, in.gpu,
+    rows.Add("activations", tokens * model.layers * per_token_layer * act_bytes, in.gpu,
              shape + " x layers x (17 h + 2.5 heads seq)", false);
   }
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
   // (logsumexp forward; the gradient in backward), and on GPU the bf16 product they are
   // converted from. A micro-batch smaller than a chunk is one chunk of its own size.
-  const double chunk =
-      std::min(micro * s.grpo.max_response_length, static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
+  const double response_tokens = std::min(micro * s.grpo.max_response_length, tokens);
+  const double chunk = std::min(response_tokens, static_cast<double>(memory::LogitsChunkTokens(model.vocab)));
   rows.Add("logits", (in.gpu ? 2.5 : 2.0) * chunk * model.vocab * 4, in.gpu,
            "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
                std::to_string(model.vocab) + ", fp32 logits and exponentials" + (in.gpu ? " + bf16 product" : ""),

@@ -306,6 +306,10 @@ const char* CelRulesYaml(const std::string& path) {
   message: "must be >= maxPromptLength + maxResponseLength (or 0 for exactly that)"
   fieldPath: .model.maxSeqLen
   reason: FieldValueInvalid
+- rule: "!has(self.grpo.maxTokensPerMicroBatch) || self.grpo.maxTokensPerMicroBatch == 0 || self.grpo.maxTokensPerMicroBatch >= self.grpo.maxPromptLength + self.grpo.maxResponseLength"
+  message: "must be 0 (off) or >= maxPromptLength + maxResponseLength"
+  fieldPath: .grpo.maxTokensPerMicroBatch
+  reason: FieldValueInvalid
 - rule: "!has(self.task.dataset.path) || self.task.dataset.path == '' || (has(self.model.path) && self.model.path != '') || has(self.model.hub)"
   message: "requires spec.model.path or spec.model.hub: a text task's tokenizer (and chat special tokens) come from the model directory"
   fieldPath: .task.dataset.path

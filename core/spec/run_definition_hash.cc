@@ -27,6 +27,7 @@ std::string RunDefinitionHash(const TrainingJobSpec& spec) {
   const nlohmann::json full = ToJsonValue(job);
   nlohmann::json grpo = full["spec"]["grpo"];
   grpo.erase("microBatchSize");           // the guard may shrink it; the math is unchanged
+  grpo.erase("maxTokensPerMicroBatch");   // the same: a memory lever, the loss does not depend on it
   grpo.erase("activationCheckpointing");  // a memory lever: the same gradients
   // Only the fields the task reads: a generated task ignores dataset, prompt and reward
   // (so its hash is what it was before text tasks existed, and its checkpoints resume),

@@ -153,6 +153,7 @@ struct GrpoSpec {
   int max_prompt_length = 16;                   // "maxPromptLength", tokens
   int max_response_length = 8;                  // "maxResponseLength"
   int micro_batch_size = 64;                    // "microBatchSize": sequences per chunk, per worker
+  int max_tokens_per_micro_batch = 0;           // "maxTokensPerMicroBatch": padded tokens per chunk; 0 = off
   int updates_per_step = 1;                     // "updatesPerStep"
   double learning_rate = 3.0e-4;                // "learningRate"
   double clip_low = 0.2;                        // "clipLow"
@@ -273,11 +274,12 @@ nlohmann::json ToJsonValue(const TrainingJob& job);
 
 // A stable hash of everything that defines the run (model, task, seed, GRPO
 // hyper-parameters) and nothing the guard may change (workers, microBatchSize,
-// sharding stage/offload, resources, checkpoint, memoryGuard, debug, suspend, template,
-// metadata).
+// maxTokensPerMicroBatch, sharding stage/offload, resources, checkpoint, memoryGuard,
+// debug, suspend, template, metadata).
 // Covered: every spec.model field (dims, init source, seed), the spec.task fields the
 // task reads (a generated task: name, digits, seed; a text task: seed, dataset, prompt,
-// reward), and spec.grpo except microBatchSize, all after defaults. 16 lowercase hex digits (FNV-1a 64 over the
+// reward), and spec.grpo except microBatchSize and maxTokensPerMicroBatch, all after
+// defaults. 16 lowercase hex digits (FNV-1a 64 over the
 // canonical JSON of those fields), stable across builds and machines.
 // A checkpoint stores it; a resume with a different hash is refused.
 std::string RunDefinitionHash(const TrainingJobSpec& spec);

@@ -270,6 +270,12 @@ std::vector<FieldDef> GrpoFields() {
       F<&GrpoSpec::micro_batch_size>("microBatchSize",
                                      "Sequences per forward/backward chunk, per worker. The guard may shrink it.")
           .Min(1),
+      F<&GrpoSpec::max_tokens_per_micro_batch>(
+          "maxTokensPerMicroBatch",
+          "Padded tokens per forward/backward chunk, per worker (rows x longest prompt + longest response, rows "
+          "sorted by length); 0 = off. With it, microBatchSize still caps the rows. At least maxPromptLength + "
+          "maxResponseLength.")
+          .Min(0),
       F<&GrpoSpec::updates_per_step>("updatesPerStep",
                                      "Optimizer steps (mini-batches) per rollout batch; must divide promptsPerStep.")
           .Min(1),

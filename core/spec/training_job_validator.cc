@@ -339,6 +339,17 @@ void GrpoRule(Checker& c, const Context& x) {
     }
   }
 
+  // A token budget below one whole sequence: the longest prompt with the longest response
+  // would run over it alone (micro_batches.h lets such a row go alone; refused here so the
+  // budget is the bound the planner counts).
+  const int64_t sequence = int64_t{g.max_prompt_length} + g.max_response_length;
+  if (g.max_tokens_per_micro_batch > 0 && g.max_tokens_per_micro_batch < sequence) {
+    c.Fail("spec.grpo.maxTokensPerMicroBatch", "must be 0 (off) or >= maxPromptLength + maxResponseLength (" +
+                                                   Num(int64_t{g.max_prompt_length}) + " + " +
+                                                   Num(int64_t{g.max_response_length}) + " = " + Num(sequence) +
+                                                   "), got " + Num(int64_t{g.max_tokens_per_micro_batch}));
+  }
+
   // Each rollout batch is cut into updatesPerStep mini-batches whose prompts split evenly
   // over the ranks (see WorkerCountFits).
   if (g.prompts_per_step >= 1 && g.updates_per_step >= 1) {

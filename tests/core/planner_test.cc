@@ -116,6 +116,32 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   EXPECT_EQ(PlanMemory(s, workers).host_activation_bytes * 2, p.host_activation_bytes);
 }
 
+// A token budget (grpo.maxTokensPerMicroBatch) bounds a micro-batch's padded tokens: it
+// replaces micro x seq in the activations and caps the logits' response tokens, and a
+// budget above micro x seq changes nothing (microBatchSize still caps the rows).
+TEST(PlannerTest, TokenBudgetLowersThePlannedActivations) {
+  spec::TrainingJobSpec s = Job("tiny", 2);
+  s.grpo.max_prompt_length = 16;
+  s.grpo.max_response_length = 8;
+  s.grpo.micro_batch_size = 64;
+  const int layers = 2, hidden = 64, heads = 4, seq = 24, workers = 2;
+  const Plan rows = PlanMemory(s, workers);
+  s.grpo.max_tokens_per_micro_batch = 384;  // a quarter of 64 x 24
+  const Plan budget = PlanMemory(s, workers);
+  EXPECT_EQ(HostOf(budget, "activations"),
+            static_cast<int64_t>(384.0 * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
+  EXPECT_LT(HostOf(budget, "activations"), HostOf(rows, "activations"));
+  EXPECT_NE(budget.Find("activations")->note.find("budget 384 tokens"), std::string::npos)
+      << budget.Find("activations")->note;
+  // At most 384 response tokens (of 64 x 8 = 512) go through the head at once.
+  EXPECT_EQ(HostOf(budget, "logits"), 2LL * 384 * spec::kVocabSize * 4);
+  EXPECT_LT(budget.host_total_bytes, rows.host_total_bytes);
+  s.grpo.max_tokens_per_micro_batch = 64 * seq;
+  EXPECT_EQ(HostOf(PlanMemory(s, workers), "activations"), HostOf(rows, "activations"));
+  s.grpo.max_tokens_per_micro_batch = 1 << 20;
+  EXPECT_EQ(PlanMemory(s, workers).host_total_bytes, rows.host_total_bytes);
+}
+
 // A GPU worker keeps bf16 copies of its parameters for the rollout (worker/sharding/
 // inference_weights.h): 2 bytes per parameter it holds, placed with the parameters.
 // Recomputed blocks (activation checkpointing at stages 0-2; stage 3 always) keep each

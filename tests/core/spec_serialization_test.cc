@@ -100,6 +100,7 @@ TEST(RunDefinitionHash, IgnoresWhatTheGuardMayChange) {
   const std::string hash = RunDefinitionHash(base);
   std::vector<void (*)(TrainingJobSpec&)> guard_changes = {
       [](TrainingJobSpec& s) { s.grpo.micro_batch_size = 8; },
+      [](TrainingJobSpec& s) { s.grpo.max_tokens_per_micro_batch = 4096; },
       [](TrainingJobSpec& s) { s.workers = 4; },
       [](TrainingJobSpec& s) {
     s.min_workers = 2;

@@ -239,6 +239,35 @@ TEST(SpecValidator, TaskShapesMustFit) {
   EXPECT_TRUE(Validate(job).empty()) << AllErrors({std::nullopt, Validate(job)});
 }
 
+// A token budget must hold one whole sequence (maxPromptLength 16 + maxResponseLength 8
+// in kGoodJob); the refusal is one line naming the field, with the numbers.
+TEST(SpecValidator, TokenBudgetHoldsOneWholeSequence) {
+  ParseResult r = ParseTrainingJob(
+      GoodJobWith("    microBatchSize: 64\n", "    microBatchSize: 64\n    maxTokensPerMicroBatch: 23\n"));
+  ASSERT_EQ(r.errors.size(), 1u) << AllErrors(r);
+  EXPECT_EQ(r.errors[0].path, "spec.grpo.maxTokensPerMicroBatch");
+  EXPECT_EQ(r.errors[0].message, "must be 0 (off) or >= maxPromptLength + maxResponseLength (16 + 8 = 24), got 23");
+  const std::string line = r.errors[0].ToString();
+  EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  EXPECT_EQ(line.rfind("spec.grpo.maxTokensPerMicroBatch: ", 0), 0u) << line;
+  EXPECT_NE(line.find("(line "), std::string::npos) << line;
+
+  TrainingJob job = Good();
+  for (int budget : {0, 24, 4096}) {
+    job.spec.grpo.max_tokens_per_micro_batch = budget;
+    EXPECT_TRUE(Validate(job).empty()) << budget << ": " << AllErrors({std::nullopt, Validate(job)});
+  }
+  job.spec.grpo.max_tokens_per_micro_batch = -1;
+  EXPECT_EQ(PathsOf(Validate(job)), Paths{"spec.grpo.maxTokensPerMicroBatch"});
+  // The rule follows the lengths: a longer response needs a larger budget.
+  job.spec.grpo.max_tokens_per_micro_batch = 24;
+  job.spec.grpo.max_response_length = 9;
+  job.spec.model.max_seq_len = 0;
+  ApplyDefaults(job);
+  EXPECT_EQ(MessageAt(Validate(job), "spec.grpo.maxTokensPerMicroBatch"),
+            "must be 0 (off) or >= maxPromptLength + maxResponseLength (16 + 9 = 25), got 24");
+}
+
 TEST(SpecValidator, DuplicateActionsInABuiltJob) {
   TrainingJob job = Good();
   job.spec.memory_guard.actions = {GuardAction::kRestart, GuardAction::kReshard, GuardAction::kRestart};

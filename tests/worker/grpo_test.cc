@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "worker/comm/communicator.h"
 #include "worker/grpo/advantages.h"
 #include "worker/grpo/log_probs.h"
+#include "worker/grpo/micro_batch_rows.h"
 #include "worker/grpo/policy_loss.h"
 #include "worker/grpo/policy_update.h"
 #include "tests/worker/helpers/preset_model.h"
@@ -127,12 +129,13 @@ testing::ModelDims TinyConfig() {
   return c;
 }
 
-// Runs PolicyUpdater on `batch` with micro-batches of 2, lr 0 and no clip, so the
+// Runs PolicyUpdater on `batch` with micro-batches of `micro` rows, lr 0 and no clip, so the
 // accumulated gradient stays on `model`'s parameters to inspect.
-PolicyUpdateStats UpdateWithoutStepping(HfCausalLM& model, const PolicyBatch& batch, PolicyUpdateConfig config) {
+PolicyUpdateStats UpdateWithoutStepping(HfCausalLM& model, const PolicyBatch& batch, PolicyUpdateConfig config,
+                                        int64_t micro = 2) {
   auto comm = MakeLocalCommunicator();
   ModelShards shards(model, *comm, Stage0(), Frozen());
-  config.micro_batch_size = 2;
+  config.micro_batch_size = micro;
   config.max_grad_norm = 1e9;
   PolicyUpdater updater(model, shards, config);
   return updater.Update(batch);
@@ -382,6 +385,155 @@ TEST(PolicyUpdater, MetricsReadOnceEqualAReadPerMicroBatch) {
     if (kl_coef > 0) EXPECT_GT(kl, 0.0);
     EXPECT_EQ(stats.sequences_run, kl_coef > 0 ? 8 : 2 + 1 + 1 + 2);
   }
+}
+
+// --- token-budget micro-batches ------------------------------------------------------
+
+// Rows of different prompt and response lengths: prompts left-padded to P = 5 (padding
+// 0, 2, 1, 3, 0, 4), responses of 6, 2, 4, 1, 3, 5 tokens in a width of R = 6, pad
+// token 0 wherever a row has no token.
+constexpr int64_t kBudgetP = 5, kBudgetR = 6, kBudgetRows = 6;
+
+PolicyBatch UnevenBatch(uint64_t seed) {
+  torch::manual_seed(seed);
+  const std::vector<int64_t> padding = {0, 2, 1, 3, 0, 4}, response = {6, 2, 4, 1, 3, 5};
+  PolicyBatch batch;
+  batch.prompt_length = kBudgetP;
+  batch.sequences = torch::randint(3, 16, {kBudgetRows, kBudgetP + kBudgetR}, torch::kInt64);
+  batch.response_mask = torch::zeros({kBudgetRows, kBudgetR});
+  for (int64_t i = 0; i < kBudgetRows; ++i) {
+    batch.sequences[i].narrow(0, 0, padding[i]).fill_(0);
+    batch.sequences[i].narrow(0, kBudgetP + response[i], kBudgetR - response[i]).fill_(0);
+    batch.response_mask[i].narrow(0, 0, response[i]).fill_(1);
+  }
+  batch.prompt_padding = torch::tensor(padding, torch::kInt64);
+  batch.advantages = torch::randn({kBudgetRows});
+  batch.old_logp = -torch::rand({kBudgetRows, kBudgetR}) * 3;  // ratios far from 1: some clipped
+  batch.ref_logp = -torch::rand({kBudgetRows, kBudgetR}) * 3;
+  return batch;
+}
+
+testing::ModelDims BudgetModel() {
+  testing::ModelDims c = TinyConfig();
+  c.max_seq_len = kBudgetP + kBudgetR;
+  return c;
+}
+
+// How far two fp32 evaluations of the same sum may drift when only the grouping of rows
+// (and so the shapes the kernels see) changes: each term's rounding is at most eps per
+// operation along its longest chain of dependent sums, here the attention over P + R
+// positions, the hidden and ffn widths and the vocabulary of each layer, then the sum
+// over every token of the batch; the bound is that depth times eps times the scale.
+double SummationTolerance(const testing::ModelDims& d, double scale) {
+  const double eps = std::numeric_limits<float>::epsilon();
+  const double depth = d.layers * (kBudgetP + kBudgetR + d.hidden + d.ffn_hidden) + spec::kVocabSize +
+                       kBudgetRows * (kBudgetP + kBudgetR);
+  return depth * eps * scale;
+}
+
+double MaxAbs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
+
+// One update over rows of uneven lengths with micro-batches of 2 rows (the fixed split,
+// untrimmed) and with a 30-token budget (rows sorted by length and trimmed: micro-batches
+// of 2, 3 and 1 rows, two of them narrower than R): the same loss and gradient in every
+// aggregation mode, with KL on and with zero-advantage rows left out. A per-micro-batch
+// normalisation (each micro-batch's own mean, or sum-norm over its own width, averaged)
+// would move the loss by far more than the tolerance: checked below, so the comparison
+// can tell.
+TEST(PolicyUpdater, TokenBudgetGivesTheFixedSplitsLossAndGradient) {
+  for (const double kl_coef : {0.1, 0.0}) {
+    for (auto mode :
+         {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean, LossAggregation::kSeqMeanTokenSumNorm}) {
+      const std::string what = "mode " + std::to_string(static_cast<int>(mode)) + " klCoef " + std::to_string(kl_coef);
+      PolicyBatch batch = UnevenBatch(11);
+      if (kl_coef == 0) batch.advantages[4] = 0;  // left out of the budget's micro-batch {1, 4, 5}
+      PolicyUpdateConfig config;
+      config.kl_coef = kl_coef;
+      config.aggregation = mode;
+
+      HfCausalLM fixed = testing::PresetModel(BudgetModel());
+      const auto by_rows = UpdateWithoutStepping(fixed, batch, config);
+      EXPECT_EQ(by_rows.micro_batches, 3) << what;
+      EXPECT_EQ(by_rows.padded_tokens, (kl_coef > 0 ? 6 : 5) * (kBudgetP + kBudgetR)) << what;
+
+      HfCausalLM budget = testing::PresetModel(BudgetModel());
+      config.max_tokens_per_micro_batch = 30;
+      const auto by_tokens = UpdateWithoutStepping(budget, batch, config, /*micro=*/64);
+      // With KL: {0, 2} 2 x 11, {1, 4, 5} 3 x (5 + 5), {3} 1 x 3. Without, row 4 is left
+      // out: {0, 2} 22, {1, 3, 5} 3 x (3 + 5) = 24.
+      EXPECT_EQ(by_tokens.micro_batches, kl_coef > 0 ? 3 : 2) << what;
+      EXPECT_EQ(by_tokens.padded_tokens, kl_coef > 0 ? 22 + 30 + 3 : 22 + 24) << what;
+      EXPECT_EQ(by_tokens.sequences_run, kl_coef > 0 ? 6 : 5) << what;
+
+      const testing::ModelDims d = BudgetModel();
+      const double loss_tol = SummationTolerance(d, std::max(1.0, std::abs(by_rows.loss)));
+      EXPECT_NEAR(by_tokens.loss, by_rows.loss, loss_tol) << what;
+      EXPECT_NEAR(by_tokens.clip_fraction, by_rows.clip_fraction, loss_tol) << what;
+      EXPECT_NEAR(by_tokens.kl, by_rows.kl, loss_tol) << what;
+      EXPECT_GT(by_rows.clip_fraction, 0.0) << what;
+      auto a = fixed->OrderedParameters(), b = budget->OrderedParameters();
+      ASSERT_EQ(a.size(), b.size());
+      double largest = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const torch::Tensor ga = a[i].second.grad(), gb = b[i].second.grad();
+        const double tol = SummationTolerance(d, MaxAbs(ga));
+        largest = std::max(largest, MaxAbs(ga));
+        EXPECT_LE(MaxAbs(gb - ga), tol) << a[i].first << " " << what;
+      }
+      EXPECT_GT(largest, 0.0) << what;
+
+      // What per-micro-batch normalisation would have reported: each micro-batch's own
+      // AggregateLoss over its trimmed rows, averaged over the micro-batches.
+      HfCausalLM probe = testing::PresetModel(BudgetModel());
+      const auto lengths = SequenceLengths(batch.response_mask, batch.prompt_padding, kBudgetP);
+      std::vector<int64_t> kept;
+      for (int64_t r = 0; r < kBudgetRows; ++r) {
+        if (kl_coef > 0 || batch.advantages[r].item<float>() != 0) kept.push_back(r);
+      }
+      const MicroBatchPlan plan = PlanMicroBatches(lengths, 64, 30, kept);
+      double per_micro = 0;
+      for (const auto& g : plan.groups) {
+        const TrimmedRows t = TrimRows(batch.sequences, batch.prompt_padding, kBudgetP, lengths, g);
+        auto logp = ResponseLogProbs(probe, t.sequences, t.prompt_length, 1.0, {}, t.prompt_padding).detach();
+        auto cols = [&](const torch::Tensor& x) { return x.index_select(0, t.index).narrow(1, 0, t.response_width); };
+        auto loss_mat = ClippedSurrogate(logp, cols(batch.old_logp), batch.advantages.index_select(0, t.index),
+                                         config.clip_low, config.clip_high)
+                            .loss;
+        if (kl_coef > 0) loss_mat = loss_mat + kl_coef * KlK3(logp, cols(batch.ref_logp));
+        per_micro += AggregateLoss(loss_mat, cols(batch.response_mask), mode).item<double>() /
+                     static_cast<double>(plan.groups.size());
+      }
+      EXPECT_GT(std::abs(per_micro - by_rows.loss), 10 * loss_tol) << what;
+    }
+  }
+}
+
+// The passes without gradient (old and reference log-probs) in the budget's micro-batches:
+// every response token's log-prob is the fixed split's, positions past a micro-batch's
+// longest response hold 0, and extra runs that keep ranks in step change nothing.
+TEST(PolicyUpdater, TokenBudgetLogProbsWithoutGradientMatchTheFixedSplit) {
+  const PolicyBatch batch = UnevenBatch(12);
+  HfCausalLM model = testing::PresetModel(BudgetModel());
+  const auto fixed = ResponseLogProbsNoGrad(model, batch.sequences, kBudgetP, 1.0, 2, {}, batch.prompt_padding);
+  const auto lengths = SequenceLengths(batch.response_mask, batch.prompt_padding, kBudgetP);
+  ASSERT_EQ(lengths.size(), static_cast<size_t>(kBudgetRows));
+  EXPECT_EQ(lengths[1].prompt, 3);
+  EXPECT_EQ(lengths[1].response, 2);
+  MicroBatchPlan plan = PlanMicroBatches(lengths, 64, 30);
+  EXPECT_EQ(plan.groups, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 4, 5}, {3}}));
+  EXPECT_EQ(plan.filler, 3);
+  const auto budget =
+      ResponseLogProbsNoGrad(model, batch.sequences, kBudgetP, 1.0, plan, lengths, {}, batch.prompt_padding);
+  ASSERT_EQ(budget.sizes(), fixed.sizes());
+  const double tol = SummationTolerance(BudgetModel(), MaxAbs(fixed * batch.response_mask));
+  EXPECT_LE(MaxAbs((budget - fixed) * batch.response_mask), tol);
+  // Row 3 ran alone, one response token wide; rows 1, 4 and 5 five wide.
+  EXPECT_EQ(MaxAbs(budget[3].narrow(0, 1, kBudgetR - 1)), 0.0);
+  EXPECT_EQ(budget[4][5].item<float>(), 0.0f);
+  EXPECT_NE(budget[0][5].item<float>(), 0.0f);
+  plan.runs += 2;
+  EXPECT_TRUE(torch::equal(
+      ResponseLogProbsNoGrad(model, batch.sequences, kBudgetP, 1.0, plan, lengths, {}, batch.prompt_padding), budget));
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ class MixedLengthReverse : public Task {
   std::vector<std::unique_ptr<Task>> tasks_;
 };
 
-spec::TrainingJobSpec Job(int stage) {
+spec::TrainingJobSpec Job(int stage, int max_tokens_per_micro_batch = 0) {
   spec::TrainingJobSpec spec;
   spec.model.path = (fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/hf/qwen2").string();
   spec.task.name = "reverse";
@@ -52,14 +52,16 @@ spec::TrainingJobSpec Job(int stage) {
   spec.grpo.updates_per_step = 2;  // old log-probs computed before the first update
   spec.grpo.learning_rate = 1e-2;
   spec.grpo.kl_coef = 0.05;  // reference log-probs, padded too
+  spec.grpo.max_tokens_per_micro_batch = max_tokens_per_micro_batch;
   spec.sharding.stage = stage;
   return spec;
 }
 
 // The parameters after `steps` GRPO steps at `stage`, flattened.
-torch::Tensor Train(int stage, int steps, torch::Tensor* init = nullptr) {
+torch::Tensor Train(int stage, int steps, torch::Tensor* init = nullptr, int max_tokens_per_micro_batch = 0,
+                    int64_t* update_tokens = nullptr) {
   auto comm = MakeLocalCommunicator();
-  const spec::TrainingJobSpec spec = Job(stage);
+  const spec::TrainingJobSpec spec = Job(stage, max_tokens_per_micro_batch);
   GrpoTrainer trainer(spec, *comm, torch::kCPU, std::make_unique<MixedLengthReverse>(spec.task.seed));
   auto flat = [&] {
     trainer.shards().GatherAll();
@@ -86,6 +88,7 @@ torch::Tensor Train(int stage, int steps, torch::Tensor* init = nullptr) {
         << "stage " << stage << " step " << step << ": loss " << r.loss << ", kl " << r.kl << ", grad norm "
         << r.grad_norm;
     EXPECT_EQ(r.tokens, trainer.TokensPerStep()) << "the longest prompt (5 tokens) is in every step";
+    if (update_tokens) *update_tokens += r.update_tokens;
   }
   return flat();
 }
@@ -110,6 +113,34 @@ TEST(TrainerPadding, MixedPromptLengthsUnderZero3MatchStage0) {
   EXPECT_LE(beyond_rounding, stage0.numel() / 1000)
       << beyond_rounding << " of " << stage0.numel() << " parameters differ by more than 1e-5";
   EXPECT_LT(apart, 0.1 * Job(0).grpo.learning_rate) << "max |stage 3 - stage 0| = " << apart;
+}
+
+// A token budget of 20 (two or three rows of at most 5 + 4 tokens, sorted by length and
+// trimmed) in the update, the old and the reference log-prob passes, at stage 0 and at
+// stage 3: the parameters the fixed split of 5 rows trains, to the rounding the test
+// above allows (AdamW turns a near-zero gradient's rounding into up to one lr step).
+TEST(TrainerPadding, TokenBudgetTrainsWhatTheFixedSplitTrains) {
+  torch::Tensor init;
+  int64_t fixed_tokens = 0;
+  const torch::Tensor fixed = Train(0, 3, &init, 0, &fixed_tokens);
+  for (int stage : {0, 3}) {
+    int64_t budget_tokens = 0;
+    const torch::Tensor budget = Train(stage, 3, nullptr, 20, &budget_tokens);
+    // The budget's micro-batches ran trimmed: fewer padded tokens than 12 rows x 9 a step.
+    EXPECT_EQ(fixed_tokens, 3 * 2 * 6 * 9);
+    EXPECT_LT(budget_tokens, fixed_tokens) << "stage " << stage;
+    std::printf("update tokens over 3 steps: fixed split %lld, budget %lld\n", static_cast<long long>(fixed_tokens),
+                static_cast<long long>(budget_tokens));
+    ASSERT_TRUE(torch::isfinite(budget).all().item<bool>()) << "stage " << stage;
+    const torch::Tensor apart_each = (budget - fixed).abs();
+    const int64_t beyond_rounding = (apart_each > 1e-5).sum().item<int64_t>();
+    std::printf("stage %d, budget 20: differs from the fixed split by up to %.3g (%lld beyond 1e-5)\n", stage,
+                apart_each.max().item<double>(), static_cast<long long>(beyond_rounding));
+    EXPECT_LE(beyond_rounding, fixed.numel() / 1000)
+        << "stage " << stage << ": " << beyond_rounding << " of " << fixed.numel() << " differ by more than 1e-5";
+    EXPECT_LT(apart_each.max().item<double>(), 0.1 * Job(0).grpo.learning_rate) << "stage " << stage;
+  }
+  EXPECT_GT((fixed - init).abs().max().item<double>(), 1e-3);
 }
 
 }  // namespace

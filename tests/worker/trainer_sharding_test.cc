@@ -29,6 +29,7 @@
 #include "worker/comm/communicator_factory.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/checkpoint_writer.h"
+#include "worker/grpo/micro_batch_rows.h"
 #include "worker/model/model_source.h"
 #include "worker/train/grpo_trainer.h"
 #include "worker/train/training_state.h"
@@ -55,7 +56,7 @@ constexpr int kSteps = 3;
 constexpr double kAtol = 1e-4;
 constexpr double kRtol = 1e-4;
 
-spec::TrainingJobSpec Job(int stage, bool offload) {
+spec::TrainingJobSpec Job(int stage, bool offload, int max_tokens_per_micro_batch = 0) {
   spec::TrainingJobSpec spec;
   spec.model.preset = "tiny";
   spec.task = {"reverse", 2, 3};
@@ -67,6 +68,7 @@ spec::TrainingJobSpec Job(int stage, bool offload) {
   spec.grpo.updates_per_step = 2;
   spec.grpo.learning_rate = 3e-3;
   spec.grpo.kl_coef = 0.05;
+  spec.grpo.max_tokens_per_micro_batch = max_tokens_per_micro_batch;
   spec.sharding.stage = stage;
   spec.sharding.offload_params = offload;
   spec.sharding.offload_optimizer = offload;
@@ -106,9 +108,11 @@ class TrainerShardingTest : public ::testing::Test {
 
   // Runs `world` ranks at `stage` over `leg`; returns rank 0's parameters before (init or
   // as resumed) and after, flattened in model order.
-  std::pair<std::vector<float>, std::vector<float>> Train(int world, int stage, bool offload = false, Leg leg = {}) {
+  std::pair<std::vector<float>, std::vector<float>> Train(int world, int stage, bool offload = false, Leg leg = {},
+                                                          int max_tokens_per_micro_batch = 0) {
     const std::string name = std::to_string(world) + "-" + std::to_string(stage) + (offload ? "-offload" : "") + "-" +
-                             std::to_string(leg.first_step) + "-" + std::to_string(leg.last_step);
+                             std::to_string(leg.first_step) + "-" + std::to_string(leg.last_step) + "-" +
+                             std::to_string(max_tokens_per_micro_batch);
     const fs::path before = dir_ / (name + ".init"), after = dir_ / (name + ".final");
     const fs::path checkpoints = dir_ / "checkpoints";
     const int port = FreePort();
@@ -118,7 +122,7 @@ class TrainerShardingTest : public ::testing::Test {
       torch::set_num_threads(1);
       auto comm =
           world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
-      GrpoTrainer trainer(Job(stage, offload), *comm, torch::kCPU);
+      GrpoTrainer trainer(Job(stage, offload, max_tokens_per_micro_batch), *comm, torch::kCPU);
       auto& shards = trainer.shards();
       // All ranks gather (collective at stage 3); rank 0 writes.
       auto dump = [&](const fs::path& path) {
@@ -218,6 +222,59 @@ TEST_F(TrainerShardingTest, EveryStageOnOneAndTwoRanksMatchesStageZeroOnOneRank)
                 NameOf(cmp.at).c_str());
     EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
   }
+}
+
+// A token budget of 12 (prompts of 4 tokens, responses of 1 to 4: one to two rows a
+// micro-batch, as many as the rank's response lengths allow) on 2 ranks at stages 0 and 3
+// ends where the fixed split on 1 rank at stage 0 does. At stage 3 every forward is
+// collective: ranks whose rows split into fewer micro-batches run extra ones (a row with
+// no token counted), or the ranks would wait on each other until the timeout.
+TEST_F(TrainerShardingTest, TokenBudgetOnTwoRanksMatchesTheFixedSplitOnOne) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const auto [init, reference] = Train(1, 0);
+  if (HasFailure()) return;
+  for (const int stage : {0, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const auto [start, got] = Train(2, stage, false, {}, 12);
+    if (HasFailure()) return;
+    ASSERT_EQ(start, init);
+    ASSERT_EQ(got.size(), reference.size());
+    const Comparison cmp = Compare(got, reference);
+    std::printf("budget 12, stage %d, 2 ranks: max |param - reference| = %.3g (%.2f of the tolerance)\n", stage,
+                cmp.max_abs, cmp.worst);
+    EXPECT_LE(cmp.worst, 1.0) << "max |param - reference| = " << cmp.max_abs << ", worst at " << NameOf(cmp.at);
+  }
+}
+
+// Ranks with different numbers of micro-batches agree on the most (one all_reduce for
+// every mini-batch's plan); one rank alone keeps its own.
+TEST_F(TrainerShardingTest, RanksKeepTheirMicroBatchRunsInStep) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const int port = FreePort();
+  auto results = RunRanks(
+      2,
+      [&](const RankContext& ctx) {
+    auto comm = MakeCommunicator("gloo", ctx.rank, 2, "127.0.0.1", port, 30s);
+    MicroBatchPlan a, b;
+    a.groups.resize(static_cast<size_t>(2 + ctx.rank));      // 2 on rank 0, 3 on rank 1
+    b.groups.resize(static_cast<size_t>(4 - 3 * ctx.rank));  // 4 on rank 0, 1 on rank 1
+    a.runs = static_cast<int64_t>(a.groups.size());
+    b.runs = static_cast<int64_t>(b.groups.size());
+    KeepRunsInStep({&a, &b}, *comm);
+    Expect(a.runs == 3 && b.runs == 4, "rank " + std::to_string(ctx.rank) + ": runs " + std::to_string(a.runs) + ", " +
+                                           std::to_string(b.runs) + ", want 3, 4");
+    auto local = MakeLocalCommunicator();
+    MicroBatchPlan alone;
+    alone.runs = 2;
+    KeepRunsInStep({&alone}, *local);
+    Expect(alone.runs == 2, "one rank keeps its runs");
+      },
+      60s);
+  for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(results);
 }
 
 // Stage 3's per-block parameter groups and stage 0's single group name every tensor the

@@ -63,8 +63,8 @@ void CheckpointReader::RequireSpecHash(const std::string& expected) const {
   throw CheckpointError("checkpoint " + dir_.string() + " belongs to a different run: it was saved with spec hash " +
                         manifest_.spec_hash + ", this job's spec hash is " + expected +
                         ". The hash covers what defines the run (model, task, seed and the GRPO "
-                        "hyper-parameters); a resume may change only workers, microBatchSize, sharding stage "
-                        "and offload. Restore the original spec, or use a new checkpoint directory.");
+                        "hyper-parameters); a resume may change only workers, microBatchSize, maxTokensPerMicroBatch, "
+                        "sharding stage and offload. Restore the original spec, or use a new checkpoint directory.");
 }
 
 const TensorEntry& CheckpointReader::Entry(const std::string& name) const {

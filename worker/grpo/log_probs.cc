@@ -44,4 +44,25 @@ torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequen
   return torch::cat(parts, 0);
 }
 
+torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
+                                     double temperature, const MicroBatchPlan& plan,
+                                     const std::vector<memory::SequenceLength>& lengths,
+                                     const torch::Tensor& logit_bias, const torch::Tensor& prompt_padding) {
+  torch::NoGradGuard no_grad;
+  const int64_t width = sequences.size(1) - prompt_length;
+  torch::Tensor out;
+  for (int64_t k = 0; k < plan.runs; ++k) {
+    const bool extra = k >= static_cast<int64_t>(plan.groups.size());
+    const TrimmedRows rows = TrimRows(sequences, prompt_padding, prompt_length, lengths,
+                                      extra ? std::vector<int64_t>{plan.filler} : plan.groups[static_cast<size_t>(k)]);
+    auto logp =
+        ResponseLogProbs(model, rows.sequences, rows.prompt_length, temperature, logit_bias, rows.prompt_padding);
+    if (extra) continue;
+    if (!out.defined()) out = torch::zeros({sequences.size(0), width}, logp.options());
+    out.index_copy_(0, rows.index.to(out.device()), torch::constant_pad_nd(logp, {0, width - rows.response_width}));
+  }
+  if (!out.defined()) out = torch::zeros({sequences.size(0), width}, torch::TensorOptions().device(sequences.device()));
+  return out;
+}
+
 }  // namespace headroom::worker

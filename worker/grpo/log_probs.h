@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include "worker/grpo/micro_batch_rows.h"
 #include "worker/model/causal_lm.h"
 
 namespace headroom::worker {
@@ -29,5 +30,14 @@ torch::Tensor ResponseLogProbs(CausalLM model, const torch::Tensor& sequences, i
 torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
                                      double temperature, int64_t micro_batch, const torch::Tensor& logit_bias = {},
                                      const torch::Tensor& prompt_padding = {});
+
+// Without autograd, in the micro-batches of `plan` (micro_batch_rows.h: each trimmed to
+// its rows' longest prompt and response; `lengths` are SequenceLengths of the batch).
+// Returns [B, R]; a row's positions past its micro-batch's longest response, masked in
+// every loss, hold 0. Makes plan.runs forwards (the extra ones' results are dropped).
+torch::Tensor ResponseLogProbsNoGrad(CausalLM model, const torch::Tensor& sequences, int64_t prompt_length,
+                                     double temperature, const MicroBatchPlan& plan,
+                                     const std::vector<memory::SequenceLength>& lengths,
+                                     const torch::Tensor& logit_bias = {}, const torch::Tensor& prompt_padding = {});
 
 }  // namespace headroom::worker

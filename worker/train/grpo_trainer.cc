@@ -178,6 +178,7 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   uc.kl_coef = g.kl_coef;
   uc.aggregation = ParseLossAggregation(g.loss_aggregation);
   uc.micro_batch_size = g.micro_batch_size;
+  uc.max_tokens_per_micro_batch = g.max_tokens_per_micro_batch;
   uc.updates_per_step = g.updates_per_step;
   uc.temperature = g.temperature;
   uc.logit_bias = response_bias_;
@@ -290,15 +291,32 @@ GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollou
   // update per rollout the policy being updated is the one that sampled, so the update's
   // own log-probs serve as the old ones (policy_update.h) and this forward is skipped.
   auto t0 = std::chrono::steady_clock::now();
+  // Under a token budget these passes run in its micro-batches too (micro_batch_rows.h).
+  const bool budget = g.max_tokens_per_micro_batch > 0 && (g.updates_per_step > 1 || has_reference_model());
+  std::vector<memory::SequenceLength> lengths;
+  MicroBatchPlan plan;
+  if (budget) {
+    lengths = SequenceLengths(batch.response_mask, batch.prompt_padding, batch.prompt_length);
+    plan = PlanMicroBatches(lengths, g.micro_batch_size, g.max_tokens_per_micro_batch);
+  }
   if (g.updates_per_step > 1) {
     InferenceWeightsScope bf16_weights(*shards_);
     shards_->Gather();
-    batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
-                                            g.micro_batch_size, response_bias_, batch.prompt_padding);
+    if (budget) {
+      MicroBatchPlan in_step = plan;  // stage 3: the policy's forwards are collective
+      if (shards_->per_layer()) KeepRunsInStep({&in_step}, comm_);
+      batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature, in_step,
+                                              lengths, response_bias_, batch.prompt_padding);
+    } else {
+      batch.old_logp = ResponseLogProbsNoGrad(model_, batch.sequences, batch.prompt_length, g.temperature,
+                                              g.micro_batch_size, response_bias_, batch.prompt_padding);
+    }
   }
   if (has_reference_model()) {
-    batch.ref_logp = ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
-                                            g.micro_batch_size, response_bias_, batch.prompt_padding);
+    batch.ref_logp = budget ? ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
+                                                     plan, lengths, response_bias_, batch.prompt_padding)
+                            : ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
+                                                     g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
   out.logprob_seconds = SecondsSince(t0);
 
@@ -335,6 +353,7 @@ StepResult GrpoTrainer::RunStep(int64_t step) {
   result.tokens = result.sequences * (prompts.batch.longest + spec_.grpo.max_response_length);
   result.generated_tokens = rollout.rollout.generated_tokens;
   result.update_sequences = update.stats.sequences_run;
+  result.update_tokens = update.stats.padded_tokens;
   result.rollout_seconds = rollout.seconds;
   result.logprob_seconds = update.logprob_seconds;
   result.update_seconds = update.seconds;

@@ -59,6 +59,7 @@ struct StepResult {
   int64_t tokens = 0;            // padded tokens processed: sequences * (longest prompt + maxResponse)
   int64_t generated_tokens = 0;  // response tokens actually sampled (EOS included)
   int64_t update_sequences = 0;  // rows the update ran forward/backward (advantage-0 rows skipped)
+  int64_t update_tokens = 0;     // tokens those forwards ran over, padding included (token budget: trimmed)
   double rollout_seconds = 0;
   double logprob_seconds = 0;
   double update_seconds = 0;
