@@ -15,6 +15,7 @@
 //      at 500 jobs, < 256 MiB at 5,000.
 // Usage: operator_scale_bench [jobs...]   (default: 500 2000; e.g. 500 5000 for the big run)
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <atomic>
 #include <string>
@@ -51,6 +53,30 @@ json Job(int i) {
                {{"workers", 1},
                 {"resources", {{"cpu", "1"}, {"memory", "1Gi"}}},
                 {"grpo", {{"steps", 10}, {"promptsPerStep", 8}, {"groupSize", 4}}}}}};
+}
+
+// CPU seconds (user + system) a process has used, from /proc/<pid>/stat.
+double CpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::atoll(field.c_str());
+    if (i == 15) stime = std::atoll(field.c_str());
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds this process (the test API server, in it) has used.
+double OwnCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 long RssKiB(pid_t pid) {
@@ -88,6 +114,8 @@ struct RunResult {
   double baseline_s = 0;
   int64_t resync_writes = 0;
   long rss_kib = 0;
+  double operator_cpu_ms = 0;  // per job, first pass
+  double server_cpu_ms = 0;    // per job, first pass (this process: the API server)
   bool ok = false;
 };
 
@@ -175,6 +203,7 @@ RunResult RunOnce(const std::string& operator_bin, int jobs) {
   };
 
   const auto start = Clock::now();
+  const double server_cpu_start = OwnCpuSeconds();
   pid_t pid = start_operator(nullptr);
   while (pods_created < static_cast<size_t>(jobs) && Seconds(Clock::now() - start) < give_up_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -187,6 +216,10 @@ RunResult RunOnce(const std::string& operator_bin, int jobs) {
   const int64_t first_pass_requests = server.requests();
   const int64_t first_pass_writes = server.write_requests();
   out.rss_kib = RssKiB(pid);
+  // CPU per job over the first pass, which the machine's other load does not inflate the
+  // way it does wall time: flat per job from size to size means linear work.
+  out.operator_cpu_ms = CpuSeconds(pid) * 1000 / jobs;
+  out.server_cpu_ms = (OwnCpuSeconds() - server_cpu_start) * 1000 / jobs;
   const int first_exit = stop_operator(pid);
 
   // A restarted operator with a short resync: it picks every job up, then re-checks each
@@ -260,12 +293,13 @@ int main(int argc, char** argv) {
   // The growth in one table: a ratio that rises with N means some step costs more per job
   // the more jobs there are.
   std::printf("\nscale (operator time / bare pod creates of the same run; goal: flat, at most ~6x):\n");
-  std::printf("  %7s %10s %10s %8s %10s %12s\n", "jobs", "operator", "baseline", "ratio", "RSS MiB", "resync wr.");
+  std::printf("  %7s %10s %10s %8s %10s %12s %16s %14s\n", "jobs", "operator", "baseline", "ratio", "RSS MiB",
+              "resync wr.", "op. CPU ms/job", "srv CPU ms/job");
   bool ok = true;
   for (const RunResult& r : runs) {
-    std::printf("  %7d %9.2fs %9.2fs %7.2fx %10.1f %12lld%s\n", r.jobs, r.reconcile_s, r.baseline_s,
+    std::printf("  %7d %9.2fs %9.2fs %7.2fx %10.1f %12lld %16.2f %14.2f%s\n", r.jobs, r.reconcile_s, r.baseline_s,
                 r.reconcile_s / r.baseline_s, r.rss_kib / 1024.0, static_cast<long long>(r.resync_writes),
-                r.ok ? "" : "  (incomplete)");
+                r.operator_cpu_ms, r.server_cpu_ms, r.ok ? "" : "  (incomplete)");
     ok = ok && r.ok;
   }
   if (runs.size() >= 2) {
