@@ -1,8 +1,9 @@
 // The real kubectl against headroom-test-apiserver (the in-process test API server as a
 // process, with the TrainingJob controller inside): the server every operator test relies
 // on must answer what a real client asks (discovery, OpenAPI v3 field-validation support,
-// the Table form with the CRD's printer columns, the scale subresource, field selectors on
-// Events, cascading deletion). Skipped where kubectl is not installed.
+// the Table form with the CRD's printer columns, strict field validation against the CRD's
+// schema, the scale subresource, field selectors on Events, cascading deletion). Skipped
+// where kubectl is not installed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -142,6 +143,16 @@ TEST_F(KubectlTest, AppliesGetsScalesDescribesAndDeletesATrainingJob) {
   o = Kubectl("apply -f " + job_file);
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_TRUE(Contains(o.text, "trainingjob.headroom.dev/demo created")) << o.text;
+
+  // Fields the CRD's schema does not declare: kubectl asks for strict field validation
+  // and the server refuses, naming the field.
+  const std::string bad_file = dir_ + "/bad.yaml";
+  std::ofstream(bad_file) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: bad}\n"
+                          << "spec: {workers: 1, notAField: 1}\n";
+  o = Kubectl("apply -f " + bad_file);
+  EXPECT_NE(o.code, 0) << o.text;
+  EXPECT_TRUE(Contains(o.text, "unknown field \"spec.notAField\"")) << o.text;
+  EXPECT_TRUE(Names("trainingjobs").size() == 1) << Kubectl("get trainingjobs").text;
 
   // The operator inside the server made the job's children.
   const std::string selector = std::string(" -l ") + manifests::kLabelJobName + "=demo";

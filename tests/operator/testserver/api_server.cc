@@ -344,6 +344,21 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     if (parsed.is_discarded()) throw StoreError(400, "BadRequest", "request body is not valid JSON");
     return parsed;
   };
+  // A custom resource's body (or merge patch) decoded as a real server does: fields its
+  // CRD's schema does not declare are dropped, or refused under fieldValidation=Strict.
+  auto decoded = [&](json object) {
+    const std::string content_type = req.headers().content_type();
+    if (!r.custom || content_type.rfind("application/json-patch+json", 0) == 0) return object;
+    const std::vector<std::string> unknown = PruneUnknownFields(object, server->store_.CrdOf(r), r.version);
+    if (!unknown.empty() && query["fieldValidation"] == "Strict") {
+      std::string fields;
+      for (const std::string& f : unknown) fields += (fields.empty() ? "" : ", ") + ("unknown field \"" + f + "\"");
+      throw StoreError(400, "BadRequest",
+                       r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind +
+                           ": strict decoding error: " + fields);
+    }
+    return object;
+  };
   const bool write = method != "GET";
   if (write) ++server->write_requests_;
   ObjectStore& store = server->store_;
@@ -394,7 +409,7 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
   } else if (method == "GET" && sub == "status") {
     ok(200, store.Get(r, ns, name));
   } else if (method == "POST" && name.empty()) {
-    ok(201, store.Create(r, ns, body()));
+    ok(201, store.Create(r, ns, decoded(body())));
   } else if (method == "POST" && sub == "binding") {
     json binding = body();
     std::string node = binding.contains("target") ? binding["target"].value("name", "") : "";
@@ -421,10 +436,10 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     }
     ok(200, store.UpdateScale(r, ns, name, scale));
   } else if (method == "PUT" && !name.empty()) {
-    ok(200, store.Update(r, ns, name, body(), sub));
+    ok(200, store.Update(r, ns, name, decoded(body()), sub));
   } else if (method == "PATCH" && !name.empty() && sub != "scale") {
     std::string type = req.headers().content_type();
-    ok(200, store.Patch(r, ns, name, body(), type, sub));
+    ok(200, store.Patch(r, ns, name, decoded(body()), type, sub));
   } else if (method == "DELETE" && !name.empty() && sub.empty()) {
     json opts = body();
     StoreDeleteOptions d;

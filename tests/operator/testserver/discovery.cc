@@ -180,6 +180,48 @@ std::optional<json> OpenApiV3Document(const std::vector<ResourceInfo>& resources
               {"components", {{"schemas", json::object()}}}};
 }
 
+namespace {
+
+void Prune(json& value, const json& schema, const std::string& path, std::vector<std::string>& unknown) {
+  if (!schema.is_object() || schema.value("x-kubernetes-preserve-unknown-fields", false)) return;
+  if (value.is_object()) {
+    const auto props = schema.find("properties");
+    const auto additional = schema.find("additionalProperties");
+    if (props != schema.end() && props->is_object()) {
+      for (auto it = value.begin(); it != value.end();) {
+        const std::string field = path.empty() ? it.key() : path + "." + it.key();
+        if (props->contains(it.key())) {
+          if (field != "metadata") Prune(it.value(), (*props)[it.key()], field, unknown);
+          ++it;
+        } else if (path.empty() && (it.key() == "apiVersion" || it.key() == "kind" || it.key() == "metadata")) {
+          ++it;
+        } else {
+          unknown.push_back(field);
+          it = value.erase(it);
+        }
+      }
+    } else if (additional != schema.end() && additional->is_object()) {
+      for (auto& [key, child] : value.items()) Prune(child, *additional, path + "." + key, unknown);
+    }
+  } else if (value.is_array() && schema.contains("items")) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      Prune(value[i], schema["items"], path + "[" + std::to_string(i) + "]", unknown);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> PruneUnknownFields(json& object, const json& crd, const std::string& version) {
+  std::vector<std::string> unknown;
+  if (!crd.is_object() || !object.is_object()) return unknown;
+  for (const json& v : crd["spec"].value("versions", json::array())) {
+    if (v.value("name", "") != version || !v.contains("schema")) continue;
+    Prune(object, v["schema"].value("openAPIV3Schema", json::object()), "", unknown);
+  }
+  return unknown;
+}
+
 bool WantsTable(const std::string& accept) { return accept.find("as=Table") != std::string::npos; }
 
 json ToTable(const ResourceInfo& r, const std::vector<json>& objects, const json& crd,

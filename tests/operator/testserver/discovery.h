@@ -36,6 +36,14 @@ nlohmann::json OpenApiV3Root(const std::vector<ResourceInfo>& resources);
 std::optional<nlohmann::json> OpenApiV3Document(const std::vector<ResourceInfo>& resources, const std::string& group,
                                                 const std::string& version);
 
+// A custom resource's fields checked against its CRD's openAPIV3Schema for `version`, as
+// a real server decodes one: fields the schema does not declare are pruned (metadata is
+// ObjectMeta's, not the schema's; x-kubernetes-preserve-unknown-fields keeps a subtree).
+// Returns the paths pruned ("spec.foo"); with fieldValidation=Strict the caller refuses the
+// request when there is one. `object` may be a whole object or a merge patch of one.
+std::vector<std::string> PruneUnknownFields(nlohmann::json& object, const nlohmann::json& crd,
+                                            const std::string& version);
+
 // True when an Accept header asks for the Table form.
 bool WantsTable(const std::string& accept);
 // `objects`: a list's items, or the one object of a get. `crd`: CrdOf(r) (may be null).
