@@ -30,8 +30,14 @@ void WorkQueue::AddAfter(const std::string& key, Clock::Duration delay) {
   }
   const auto due = clock_->Now() + delay;
   auto it = waiting_.find(key);
-  if (it != waiting_.end() && it->second <= due) return;  // an earlier wake-up already stands
-  waiting_[key] = due;
+  if (it != waiting_.end()) {
+    if (it->second <= due) return;  // an earlier wake-up already stands
+    due_order_.erase({it->second, key});
+    it->second = due;
+  } else {
+    waiting_.emplace(key, due);
+  }
+  due_order_.emplace(due, key);
   cv_.notify_all();  // a sleeping Get may need to wake sooner
 }
 
@@ -40,23 +46,16 @@ void WorkQueue::Forget(const std::string& key) { limiter_->Forget(key); }
 int WorkQueue::NumRequeues(const std::string& key) { return limiter_->NumRequeues(key); }
 
 std::optional<Clock::TimePoint> WorkQueue::PromoteDueLocked() {
-  if (waiting_.empty()) return std::nullopt;
+  if (due_order_.empty()) return std::nullopt;
   const auto now = clock_->Now();
-  std::optional<Clock::TimePoint> next;
   // Due keys go in in due-time order, so the longest-waiting key is served first.
-  std::vector<std::pair<Clock::TimePoint, std::string>> due;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->second <= now) {
-      due.emplace_back(it->second, it->first);
-      it = waiting_.erase(it);
-    } else {
-      if (!next || it->second < *next) next = it->second;
-      ++it;
-    }
+  while (!due_order_.empty() && due_order_.begin()->first <= now) {
+    auto node = due_order_.extract(due_order_.begin());
+    waiting_.erase(node.value().second);
+    AddLocked(node.value().second);
   }
-  std::sort(due.begin(), due.end());
-  for (auto& [when, key] : due) AddLocked(key);
-  return next;
+  if (due_order_.empty()) return std::nullopt;
+  return due_order_.begin()->first;
 }
 
 std::optional<std::string> WorkQueue::PopLocked() {
@@ -105,6 +104,7 @@ void WorkQueue::ShutDown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;
   waiting_.clear();  // delayed keys are dropped: nobody will process them
+  due_order_.clear();
   cv_.notify_all();
 }
 

@@ -66,6 +66,9 @@ class WorkQueue {
   std::set<std::string> dirty_;                      // needs processing (queued, or re-added while processing)
   std::set<std::string> processing_;                 // handed out, not yet Done
   std::map<std::string, Clock::TimePoint> waiting_;  // delayed key -> when it is due
+  // The same keys by due time: promoting what is due costs the keys promoted, not every
+  // delayed key (a running job is requeued every few seconds, so all of them wait here).
+  std::set<std::pair<Clock::TimePoint, std::string>> due_order_;
   bool shutting_down_ = false;
 };
 

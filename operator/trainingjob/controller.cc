@@ -120,17 +120,26 @@ void TrainingJobController::OnPod(const json& pod, bool deleted) {
 }
 
 void TrainingJobController::SetPhase(const std::string& key, const std::string& phase) {
+  // Counts kept as phases change, not recounted over every job: this runs once per
+  // reconcile, and recounting made a reconcile's cost grow with the number of jobs.
   std::map<std::string, int> counts;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (phase.empty()) {
-      phases_.erase(key);
+    auto it = phases_.find(key);
+    if (it != phases_.end() && it->second == phase) return;
+    if (it == phases_.end() && phase.empty()) return;
+    if (it != phases_.end()) {
+      if (--phase_counts_[it->second] == 0) phase_counts_.erase(it->second);
+      if (phase.empty()) {
+        phases_.erase(it);
+      } else {
+        it->second = phase;
+      }
     } else {
-      auto [it, inserted] = phases_.try_emplace(key, phase);
-      if (!inserted && it->second == phase) return;
-      it->second = phase;
+      phases_.emplace(key, phase);
     }
-    for (const auto& [k, p] : phases_) ++counts[p];
+    if (!phase.empty()) ++phase_counts_[phase];
+    counts = phase_counts_;
   }
   metrics_->SetJobsByPhase(counts);
 }
@@ -138,12 +147,11 @@ void TrainingJobController::SetPhase(const std::string& key, const std::string& 
 controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
   std::optional<json> object = jobs_->Get(key);
   if (!object || object->at("metadata").contains("deletionTimestamp")) {
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_.erase(key);  // children go with the owner (ownerReferences -> GC)
-    phases_.erase(key);
-    std::map<std::string, int> counts;
-    for (const auto& [k, p] : phases_) ++counts[p];
-    metrics_->SetJobsByPhase(counts);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entries_.erase(key);  // children go with the owner (ownerReferences -> GC)
+    }
+    SetPhase(key, "");
     return {};
   }
   spec::ParseResult parsed = spec::ParseTrainingJobJson(*object);

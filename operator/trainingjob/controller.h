@@ -100,6 +100,7 @@ class TrainingJobController {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<JobEntry>> entries_;
   std::map<std::string, std::string> phases_;  // key -> phase, for headroom_operator_jobs
+  std::map<std::string, int> phase_counts_;    // phase -> jobs in it, kept with phases_
 };
 
 }  // namespace headroom::trainingjob

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "operator/controllerkit/controller.h"
@@ -55,6 +56,29 @@ TEST(WorkQueueTest, AddAfterWaitsForTheClockAndEarliestWins) {
   EXPECT_FALSE(q.TryGet().has_value());
   clock->Advance(2s);
   EXPECT_EQ(q.TryGet(), "b");
+  EXPECT_EQ(q.Waiting(), 0u);
+}
+
+TEST(WorkQueueTest, DelayedKeysComeDueInTimeOrderAndAReplacedTimeLeavesNothingBehind) {
+  auto clock = MakeClock();
+  WorkQueue q(clock);
+  // Added in the reverse of their due order, and not in key order either.
+  for (int i = 0; i < 50; ++i) q.AddAfter("k" + std::to_string(i), std::chrono::seconds(100 - i));
+  q.AddAfter("k0", 1s);  // the last to fall due moves to the front
+  clock->Advance(1s);
+  EXPECT_EQ(q.TryGet(), "k0");
+  q.Done("k0");
+  clock->Advance(50s);  // t=51: k49 (due 51) only
+  EXPECT_EQ(q.TryGet(), "k49");
+  q.Done("k49");
+  EXPECT_FALSE(q.TryGet().has_value());
+  clock->Advance(48s);  // t=99: k48 .. k1, earliest first
+  for (int i = 48; i >= 1; --i) {
+    ASSERT_EQ(q.TryGet(), "k" + std::to_string(i));
+    q.Done("k" + std::to_string(i));
+  }
+  clock->Advance(10s);  // past k0's replaced time (100): nothing of it was left behind
+  EXPECT_FALSE(q.TryGet().has_value());
   EXPECT_EQ(q.Waiting(), 0u);
 }
 

@@ -79,6 +79,9 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
             std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Succeeded"} 1)"), std::string::npos) << metrics;
+  // The phases it passed through count it no more (counts follow each change of phase).
+  EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Running"} 0)"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Restarting"} 0)"), std::string::npos) << metrics;
 }
 
 TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
@@ -262,6 +265,11 @@ TEST(TrainingJobController, DeletingTheJobRemovesItsChildren) {
       },
       20s));
   EXPECT_TRUE(c.WaitUntil([&] { return c.op().jobs_tracked() == 0; }, 5s)) << "the in-memory reconciler is dropped";
+  const std::string metrics = c.metrics().Render();
+  for (const char* phase : {"Pending", "Running", "Succeeded", "Failed"}) {
+    EXPECT_NE(metrics.find(std::string("headroom_operator_jobs{phase=\"") + phase + "\"} 0"), std::string::npos)
+        << "a deleted job is counted in no phase: " << metrics;
+  }
 }
 
 TEST(TrainingJobController, PicksUpARunningJobAfterAnOperatorRestart) {

@@ -1,6 +1,7 @@
 #include "tests/operator/testserver/api_server.h"
 
 #include "core/net/free_port.h"
+#include "tests/operator/testserver/discovery.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -172,8 +173,9 @@ void TestApiServer::Start() {
     });
   }
   std::string last_error;
-  for (int attempt = 0; attempt < 20 && !impl_->listener; ++attempt) {
-    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(net::FreePort());
+  for (int attempt = 0; attempt < (options_.port > 0 ? 1 : 20) && !impl_->listener; ++attempt) {
+    const int port = options_.port > 0 ? options_.port : net::FreePort();
+    const std::string url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
     auto listener = std::make_unique<http_listener>(url, config);
     listener->support([impl = impl_.get()](http::http_request req) { impl->Route(std::move(req)); });
     try {
@@ -278,6 +280,29 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     throw StoreError(429, "TooManyRequests", "injected fault: too many requests");
   }
 
+  auto ok = [&req](int code, const json& object) { req.reply(code, object.dump(), "application/json"); };
+  const std::string accept = req.headers().has("Accept") ? req.headers().find("Accept")->second : "";
+  // Discovery: what clients such as kubectl read to map a kind or a short name to a path.
+  if (method == "GET") {
+    const std::vector<ResourceInfo> kinds = server->store_.Resources();
+    if (parts.size() == 1 && parts[0] == "version") return ok(200, VersionInfo());
+    if (parts.size() == 1 && parts[0] == "api")
+      return ok(200, ApiVersions(server->url_.substr(server->url_.find("//") + 2)));
+    if (parts.size() == 1 && parts[0] == "apis") return ok(200, ApiGroupList(kinds));
+    std::optional<json> doc;
+    if (parts.size() == 2 && parts[0] == "api") doc = ApiResourceList(kinds, "", parts[1]);
+    if (parts.size() == 2 && parts[0] == "apis") doc = ApiGroup(kinds, parts[1]);
+    if (parts.size() == 3 && parts[0] == "apis") doc = ApiResourceList(kinds, parts[1], parts[2]);
+    if (parts.size() == 2 && parts[0] == "openapi" && parts[1] == "v3") doc = OpenApiV3Root(kinds);
+    if (parts.size() == 4 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "api") {
+      doc = OpenApiV3Document(kinds, "", parts[3]);
+    }
+    if (parts.size() == 5 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "apis") {
+      doc = OpenApiV3Document(kinds, parts[3], parts[4]);
+    }
+    if (doc) return ok(200, *doc);
+  }
+
   // /api/v1/... or /apis/<group>/<version>/...
   size_t i = 0;
   std::string group, version;
@@ -319,7 +344,21 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     if (parsed.is_discarded()) throw StoreError(400, "BadRequest", "request body is not valid JSON");
     return parsed;
   };
-  auto ok = [&req](int code, const json& object) { req.reply(code, object.dump(), "application/json"); };
+  // A custom resource's body (or merge patch) decoded as a real server does: fields its
+  // CRD's schema does not declare are dropped, or refused under fieldValidation=Strict.
+  auto decoded = [&](json object) {
+    const std::string content_type = req.headers().content_type();
+    if (!r.custom || content_type.rfind("application/json-patch+json", 0) == 0) return object;
+    const std::vector<std::string> unknown = PruneUnknownFields(object, server->store_.CrdOf(r), r.version);
+    if (!unknown.empty() && query["fieldValidation"] == "Strict") {
+      std::string fields;
+      for (const std::string& f : unknown) fields += (fields.empty() ? "" : ", ") + ("unknown field \"" + f + "\"");
+      throw StoreError(400, "BadRequest",
+                       r.kind + " in version \"" + r.version + "\" cannot be handled as a " + r.kind +
+                           ": strict decoding error: " + fields);
+    }
+    return object;
+  };
   const bool write = method != "GET";
   if (write) ++server->write_requests_;
   ObjectStore& store = server->store_;
@@ -351,15 +390,26 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     } catch (const std::invalid_argument& e) {
       throw StoreError(400, "BadRequest", e.what());
     }
-    ok(200, store.List(r, ns, labels, fields, limit, query["continue"]));
+    json list = store.List(r, ns, labels, fields, limit, query["continue"]);
+    if (WantsTable(accept)) {
+      json table = ToTable(r, list["items"].get<std::vector<json>>(), store.CrdOf(r),
+                           list["metadata"].value("resourceVersion", ""));
+      if (list["metadata"].contains("continue")) table["metadata"]["continue"] = list["metadata"]["continue"];
+      return ok(200, table);
+    }
+    ok(200, list);
   } else if (method == "GET" && sub.empty()) {
-    ok(200, store.Get(r, ns, name));
+    json object = store.Get(r, ns, name);
+    if (WantsTable(accept)) {
+      return ok(200, ToTable(r, {object}, store.CrdOf(r), object["metadata"].value("resourceVersion", "")));
+    }
+    ok(200, object);
   } else if (method == "GET" && sub == "scale") {
     ok(200, store.GetScale(r, ns, name));
   } else if (method == "GET" && sub == "status") {
     ok(200, store.Get(r, ns, name));
   } else if (method == "POST" && name.empty()) {
-    ok(201, store.Create(r, ns, body()));
+    ok(201, store.Create(r, ns, decoded(body())));
   } else if (method == "POST" && sub == "binding") {
     json binding = body();
     std::string node = binding.contains("target") ? binding["target"].value("name", "") : "";
@@ -368,11 +418,28 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     ok(201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
   } else if (method == "PUT" && sub == "scale") {
     ok(200, store.UpdateScale(r, ns, name, body()));
+  } else if (method == "PATCH" && sub == "scale") {
+    // A patch of the Scale object (what `kubectl scale` sends), applied to the current one.
+    json scale = store.GetScale(r, ns, name);
+    const std::string type = req.headers().content_type();
+    if (type.rfind("application/json-patch+json", 0) == 0) {
+      try {
+        scale = scale.patch(body());
+      } catch (const std::exception& e) {
+        throw StoreError(422, "Invalid", std::string("json patch failed: ") + e.what());
+      }
+    } else if (type.rfind("application/merge-patch+json", 0) == 0 ||
+               type.rfind("application/strategic-merge-patch+json", 0) == 0) {
+      scale.merge_patch(body());
+    } else {
+      throw StoreError(415, "UnsupportedMediaType", "unsupported patch type " + type);
+    }
+    ok(200, store.UpdateScale(r, ns, name, scale));
   } else if (method == "PUT" && !name.empty()) {
-    ok(200, store.Update(r, ns, name, body(), sub));
+    ok(200, store.Update(r, ns, name, decoded(body()), sub));
   } else if (method == "PATCH" && !name.empty() && sub != "scale") {
     std::string type = req.headers().content_type();
-    ok(200, store.Patch(r, ns, name, body(), type, sub));
+    ok(200, store.Patch(r, ns, name, decoded(body()), type, sub));
   } else if (method == "DELETE" && !name.empty() && sub.empty()) {
     json opts = body();
     StoreDeleteOptions d;

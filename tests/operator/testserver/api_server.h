@@ -45,6 +45,7 @@ struct TestApiServerOptions {
   std::string required_token;     // when set, requests must carry "Bearer <token>" (else 401)
   size_t history_window = 10000;  // watch history kept; older revisions are 410 Gone
   std::chrono::milliseconds bookmark_interval{1000};
+  int port = 0;  // 0: a free port
 };
 
 class TestApiServer {
@@ -54,7 +55,8 @@ class TestApiServer {
   TestApiServer(const TestApiServer&) = delete;
   TestApiServer& operator=(const TestApiServer&) = delete;
 
-  // Binds a free port on 127.0.0.1 and starts serving. Throws when it cannot.
+  // Binds options.port (or a free port) on 127.0.0.1 and starts serving. Throws when it
+  // cannot.
   void Start();
   // Ends every watch and stops listening. Idempotent.
   void Stop();

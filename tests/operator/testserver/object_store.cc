@@ -59,12 +59,72 @@ bool HasFinalizers(const json& object) {
 ObjectStore::ObjectStore(size_t history_window) : history_window_(history_window) {}
 
 void ObjectStore::RegisterDefaults() {
-  Register({"", "v1", "pods", "Pod", true, false, true, false});
-  Register({"", "v1", "services", "Service", true, false, true, false});
-  Register({"", "v1", "configmaps", "ConfigMap", true, false, false, false});
-  Register({"", "v1", "events", "Event", true, false, false, false});
-  Register({"coordination.k8s.io", "v1", "leases", "Lease", true, false, false, false});
-  Register({"headroom.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, true, true, true});
+  Register({"", "v1", "pods", "Pod", true, false, true, false, "pod", {"po"}, {"all"}});
+  Register({"", "v1", "services", "Service", true, false, true, false, "service", {"svc"}, {"all"}});
+  Register({"", "v1", "configmaps", "ConfigMap", true, false, false, false, "configmap", {"cm"}, {}});
+  Register({"", "v1", "events", "Event", true, false, false, false, "event", {"ev"}, {}});
+  Register({"coordination.k8s.io", "v1", "leases", "Lease", true, false, false, false, "lease", {}, {}});
+  Register({"apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            false,
+            true,
+            false,
+            "customresourcedefinition",
+            {"crd", "crds"},
+            {}});
+  Register({"headroom.dev",
+            "v1alpha1",
+            "trainingjobs",
+            "TrainingJob",
+            true,
+            true,
+            true,
+            true,
+            "trainingjob",
+            {"tj"},
+            {"headroom", "all"}});
+}
+
+std::vector<ResourceInfo> ObjectStore::Resources() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::vector<ResourceInfo> out;
+  for (const auto& [id, info] : resources_) out.push_back(info);
+  return out;
+}
+
+json ObjectStore::CrdOf(const ResourceInfo& r) const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto bucket = objects_.find("apiextensions.k8s.io/customresourcedefinitions");
+  if (!r.custom || bucket == objects_.end()) return nullptr;
+  auto it = bucket->second.find(KeyOf("", r.plural + "." + r.group));
+  return it == bucket->second.end() ? json(nullptr) : it->second;
+}
+
+void ObjectStore::ServeCrdLocked(const ResourceInfo& r, const json& object) {
+  if (r.Id() != "apiextensions.k8s.io/customresourcedefinitions" || !object.contains("spec")) return;
+  const json& spec = object["spec"];
+  const json names = spec.value("names", json::object());
+  for (const json& v : spec.value("versions", json::array())) {
+    if (!v.value("served", true)) continue;
+    ResourceInfo info;
+    info.group = spec.value("group", "");
+    info.version = v.value("name", "");
+    info.plural = names.value("plural", "");
+    info.kind = names.value("kind", "");
+    info.namespaced = spec.value("scope", "Namespaced") == "Namespaced";
+    info.custom = true;
+    const json sub = v.value("subresources", json::object());
+    info.status_subresource = sub.contains("status");
+    info.scale_subresource = sub.contains("scale");
+    info.singular = names.value("singular", "");
+    info.short_names = names.value("shortNames", std::vector<std::string>{});
+    info.categories = names.value("categories", std::vector<std::string>{});
+    if (info.group.empty() || info.version.empty() || info.plural.empty() || info.kind.empty()) continue;
+    resources_[info.Id()] = info;
+  }
 }
 
 void ObjectStore::Register(const ResourceInfo& info) {
@@ -155,6 +215,7 @@ json ObjectStore::Create(const ResourceInfo& r, const std::string& ns, json obje
   meta["resourceVersion"] = std::to_string(Bump());
   bucket[key] = object;
   Record(r, "ADDED", nullptr, object);
+  ServeCrdLocked(r, object);
   return object;
 }
 
@@ -291,6 +352,7 @@ json ObjectStore::UpdateLocked(const ResourceInfo& r, const std::string& ns, con
   json old = current;
   current = updated;
   Record(r, "MODIFIED", old, updated);
+  ServeCrdLocked(r, updated);
   return updated;
 }
 

@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,10 @@ struct ResourceInfo {
   bool custom = false;  // a CRD: no strategic merge patch
   bool status_subresource = false;
   bool scale_subresource = false;  // replicas at spec.workers / status.workers
+  // Discovery (what `kubectl` resolves names with): singular, short names, categories.
+  std::string singular;
+  std::vector<std::string> short_names;
+  std::vector<std::string> categories;
   std::string Id() const { return group + "/" + plural; }
   std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
   std::string QualifiedName() const { return group.empty() ? plural : plural + "." + group; }
@@ -73,6 +78,11 @@ class ObjectStore {
   void RegisterDefaults();
   void Register(const ResourceInfo& info);
   const ResourceInfo* Find(const std::string& group, const std::string& version, const std::string& plural) const;
+  // Every kind served, for discovery.
+  std::vector<ResourceInfo> Resources() const;
+  // The CustomResourceDefinition object that defines `r` (null for a built-in kind or a
+  // kind registered without one): its printer columns shape `kubectl get`'s table.
+  nlohmann::json CrdOf(const ResourceInfo& r) const;
 
   nlohmann::json Create(const ResourceInfo& r, const std::string& ns, nlohmann::json object);
   nlohmann::json Get(const ResourceInfo& r, const std::string& ns, const std::string& name) const;
@@ -135,6 +145,9 @@ class ObjectStore {
   nlohmann::json DeleteLocked(const ResourceInfo& r, const std::string& ns, const std::string& name,
                               const StoreDeleteOptions& options);
   void RemoveLocked(const ResourceInfo& r, const std::string& key, const std::string& policy);
+  // A CustomResourceDefinition written: its kind is served from now on, as a real server's
+  // apiextensions controller does (the kind stays served after the CRD goes, here).
+  void ServeCrdLocked(const ResourceInfo& r, const nlohmann::json& object);
   void CollectGarbageLocked(const std::string& owner_uid, const std::string& policy);
   void Record(const ResourceInfo& r, const std::string& type, const nlohmann::json& old_object,
               const nlohmann::json& object);
