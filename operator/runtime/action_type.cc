@@ -17,6 +17,7 @@ constexpr WireName kWireNames[] = {
     {ActionType::kRestartAfterGpuOOM, "restartAfterGpuOOM"},
     {ActionType::kRestartAfterCrash, "restartAfterCrash"},
     {ActionType::kResume, "resume"},
+    {ActionType::kResumeAfterDisruption, "resumeAfterDisruption"},
     {ActionType::kSuspend, "suspend"},
     {ActionType::kUnsuspend, "unsuspend"},
     {ActionType::kScale, "scale"},

@@ -24,6 +24,9 @@ enum class ActionType {
   kRestartAfterGpuOOM,   // "restartAfterGpuOOM": CUDA out of memory (exit 77)
   kRestartAfterCrash,    // "restartAfterCrash": any other crash
   kResume,               // "resume": drained (exit 75) without a stop request
+  // "resumeAfterDisruption": a rank's place was taken from outside (preempted, evicted:
+  // RankExit::disruption); not a restart, so memoryGuard.maxRestarts does not count it.
+  kResumeAfterDisruption,
   // The user's.
   kSuspend,    // "suspend": drained to a checkpoint on request
   kUnsuspend,  // "unsuspend": a suspended job resumed

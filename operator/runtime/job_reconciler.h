@@ -20,8 +20,14 @@
 //                                      OOM counts as one, on the GPU) and the steps lost
 //                                      (newest step reached - checkpoint step resumed from).
 //   - 2, invalid spec               -> Failed (relaunching cannot help).
-//   Relaunches that were not asked for by the user count against memoryGuard.maxRestarts;
-//   the one that would exceed it fails the job instead, with the reason.
+//   - a rank disrupted from outside (RankExit::disruption: preempted, evicted), with no
+//     out-of-memory or guard stop among the ranks and no stop requested
+//                                   -> resumeAfterDisruption: relaunch from the checkpoint,
+//                                      the cause in the reason; the steps lost counted as
+//                                      for a crash when a rank did not drain, but neither
+//                                      status.restarts nor memoryGuard.maxRestarts counts it.
+//   Relaunches that were not asked for by the user count against memoryGuard.maxRestarts
+//   (disruptions excepted); the one that would exceed it fails the job instead, with the reason.
 // When some ranks have ended and others have not: a crash kills the rest at once; a
 // clean end (0/75/76) waits peer_exit_timeout for the others to agree, then kills them.
 //
@@ -106,7 +112,12 @@ class JobReconciler {
   // guard on an escalation when it repeats at the same step.
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
   NextStep OnGuardStop(const RankObservation& stopped);
-  NextStep Relaunch(int64_t step, ActionType type, const std::string& reason, bool counts_as_restart, bool reshard);
+  // A rank's place was taken from outside: a resume that costs no restart.
+  NextStep OnDisruption(const Observation& observed, const RankObservation& disrupted, bool some_rank_crashed);
+  // counts_as_restart: against memoryGuard.maxRestarts; counted: in status.restarts (or
+  // status.reshards), which every relaunch is but a disruption's.
+  NextStep Relaunch(int64_t step, ActionType type, const std::string& reason, bool counts_as_restart, bool reshard,
+                    bool counted = true);
   void Ingest(const Observation& observed);
   // The memory part of the status: worst_rank_memory.h.
   void UpdateMemoryStatus();

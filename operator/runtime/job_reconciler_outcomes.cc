@@ -11,7 +11,7 @@
 namespace headroom::runtime {
 
 NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::string& reason, bool counts_as_restart,
-                                 bool reshard) {
+                                 bool reshard, bool counted) {
   if (counts_as_restart) {
     const int max = job_.spec.memory_guard.max_restarts;
     if (unrequested_relaunches_ >= max) {
@@ -21,8 +21,8 @@ NextStep JobReconciler::Relaunch(int64_t step, ActionType type, const std::strin
     }
     ++unrequested_relaunches_;
   }
-  if (reshard) ++status_.reshards;
-  else ++status_.restarts;
+  if (counted && reshard) ++status_.reshards;
+  if (counted && !reshard) ++status_.restarts;
   Record(step, type, reason);
   status_.phase = reshard ? JobPhase::kResharding : JobPhase::kRestarting;
   // A planned stop checkpointed the step it stopped at: the next generation should
@@ -35,8 +35,10 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   int finished = 0, oom = 0;
   const RankObservation* guard_stop = nullptr;
   const RankObservation* crashed = nullptr;
+  const RankObservation* disrupted = nullptr;
   for (const RankObservation& r : observed.ranks) {
     const RankExit& e = *r.exit;
+    if (!e.disruption.empty() && !disrupted) disrupted = &r;
     if (e.exit_code == protocol::kExitInvalidSpec) {
       // The cause first: it is the line a user reads (progress view, summary, status).
       const std::string cause = ReasonTheWorkerGave(e);
@@ -61,6 +63,14 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     // the workers' progress (a fast worker can do dozens between scrapes).
     status_.step = std::max(status_.step, status_.total_steps);
     return Finish(JobPhase::kSucceeded, "all " + std::to_string(status_.total_steps) + " steps done");
+  }
+  // A rank taken away from outside explains the end unless the memory did (an
+  // out-of-memory end or a guard stop is the job's own, and the guard must see it) or the
+  // user stopped the job anyway. A drain for a scale request that a disruption met stays
+  // the reshard: neither costs a restart.
+  const bool scale_pending = workers_requested_ && *workers_requested_ != job_.spec.workers;
+  if (disrupted && oom == 0 && !guard_stop && !stop_requested_ && !(scale_pending && !crashed)) {
+    return OnDisruption(observed, *disrupted, crashed != nullptr);
   }
   if (crashed) return OnCrash(observed, *crashed, oom);
   if (stop_requested_) {
@@ -92,6 +102,21 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   }
   return Relaunch(status_.step, ActionType::kResume,
                   "workers drained (exit 75) without a stop request; resuming from the checkpoint", true, false);
+}
+
+NextStep JobReconciler::OnDisruption(const Observation& observed, const RankObservation& disrupted,
+                                     bool some_rank_crashed) {
+  // A rank that did not drain (killed at the end of its grace period, or its peers after
+  // it) loses the steps since the checkpoint, counted as for a crash; ranks that drained
+  // checkpointed the step they stopped at (Relaunch's ExpectResumeAfter settles the rest).
+  const std::string resumed = some_rank_crashed ? crashes_.CountStepsLost(observed, status_)
+                                                : "; drained to the checkpoint at step " +
+                                                      std::to_string(observed.checkpoint_step.value_or(status_.step)) +
+                                                      ", resuming from it";
+  const std::string reason = "rank " + std::to_string(disrupted.rank) + ": " + disrupted.exit->disruption + resumed +
+                             " (not counted as a restart)";
+  return Relaunch(status_.step, ActionType::kResumeAfterDisruption, reason, /*counts_as_restart=*/false,
+                  /*reshard=*/false, /*counted=*/false);
 }
 
 NextStep JobReconciler::OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills) {

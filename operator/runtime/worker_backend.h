@@ -16,6 +16,8 @@
 //     0 finished, 2 invalid spec, 75 drained, 76 guard stop and 77 GPU out of memory
 //     (their JSON in termination_message), 1 failure, and 128+signal for a rank killed
 //     by a signal (137 = SIGKILL).
+//   - A rank whose place was taken from outside (preemption, eviction) carries the cause
+//     in RankExit::disruption; its exit code is still how it ended (75 when it drained).
 //   - Drain() asks every live rank to checkpoint and stop (SIGTERM / pod deletion with a
 //     grace period); a rank still alive after `grace` is killed by the backend.
 //   - Kill() stops every live rank now (no checkpoint).
@@ -49,6 +51,12 @@ struct RankExit {
   std::string reason;       // protocol::ExitReason: "Completed", "GuardStop", "GpuOOM", "OOMKilled", "Signal 9", ...
   std::string termination_message;  // what the worker wrote (core/protocol/termination_message.h)
   std::string last_output = {};     // its output's reason line (protocol::CrashReasonLine), for crash reasons
+  // Set when the rank's place was taken from outside the job, not by anything it or the
+  // supervisor did: on Kubernetes a pod preempted, evicted or deleted by someone else (its
+  // DisruptionTarget condition, or a deletion the operator did not make). What happened,
+  // in words ("preempted by the scheduler for a higher-priority pod (PreemptionByScheduler)").
+  // The reconciler resumes such a generation without counting a restart. Empty otherwise.
+  std::string disruption = {};
 };
 
 struct RankObservation {

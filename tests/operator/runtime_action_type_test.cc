@@ -21,6 +21,7 @@ constexpr ActionType kAll[] = {
     ActionType::kRestartAfterGpuOOM,
     ActionType::kRestartAfterCrash,
     ActionType::kResume,
+    ActionType::kResumeAfterDisruption,
     ActionType::kSuspend,
     ActionType::kUnsuspend,
     ActionType::kScale,

@@ -487,6 +487,101 @@ TEST(JobReconciler, UnrequestedDrainResumes) {
   EXPECT_EQ(rec.status().actions.back().type, ActionType::kResume);
 }
 
+RankExit Disrupted(RankExit e, const std::string& why) {
+  e.disruption = why;
+  return e;
+}
+
+// A pod preempted or evicted drains its ranks to a checkpoint (75): the job resumes from
+// it, the cause in the action, and neither status.restarts nor maxRestarts counts it.
+TEST(JobReconciler, ADisruptionResumesWithoutCountingARestart) {
+  spec::TrainingJob job = MakeJob(2);
+  job.spec.memory_guard.max_restarts = 0;  // a counted relaunch would fail the job
+  JobReconciler rec(job, Options());
+  rec.Reconcile(Observation{});
+  Script g1{.generation = 1, .ranks = 2};
+  rec.Reconcile(g1.Running({1, 2, 3, 4}));
+  NextStep next =
+      rec.Reconcile(g1.Ended({Disrupted(Exit(75), "pod unit-worker-0 was preempted by the scheduler"), Exit(75)}, 4));
+  ASSERT_EQ(next.kind, Kind::kLaunch) << rec.status().message;
+  EXPECT_EQ(next.launch.job.spec.workers, 2);
+  EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_EQ(rec.status().reshards, 0);
+  EXPECT_EQ(rec.status().steps_lost, 0);
+  EXPECT_EQ(rec.status().phase, JobPhase::kRestarting);
+  ASSERT_TRUE(rec.status().last_action);
+  const ActionRecord& a = *rec.status().last_action;
+  EXPECT_EQ(a.type, ActionType::kResumeAfterDisruption);
+  EXPECT_STREQ(ToWireName(a.type), "resumeAfterDisruption");
+  EXPECT_EQ(a.step, 4);
+  EXPECT_NE(a.reason.find("rank 0: pod unit-worker-0 was preempted by the scheduler"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("checkpoint at step 4"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("not counted as a restart"), std::string::npos) << a.reason;
+
+  // The next generation resumes right after the checkpoint: nothing lost. A second
+  // disruption (an eviction this time) is free too.
+  Script g2{.generation = 2, .ranks = 2};
+  rec.Reconcile(g2.Running({5, 6}));
+  EXPECT_EQ(rec.status().steps_lost, 0);
+  next = rec.Reconcile(g2.Ended({Exit(75), Disrupted(Exit(75), "pod unit-worker-1 was evicted by a node drain")}, 6));
+  ASSERT_EQ(next.kind, Kind::kLaunch) << rec.status().message;
+  EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_NE(rec.status().last_action->reason.find("rank 1: pod unit-worker-1 was evicted by a node drain"),
+            std::string::npos)
+      << rec.status().last_action->reason;
+  EXPECT_EQ(rec.Reconcile(Script{.generation = 3, .ranks = 2}.Ended({Exit(0), Exit(0)})).kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kSucceeded);
+  EXPECT_EQ(rec.status().restarts, 0);
+
+  // The same drain without a cause is a restart, which maxRestarts 0 does not allow.
+  JobReconciler plain(job, Options());
+  plain.Reconcile(Observation{});
+  EXPECT_EQ(plain.Reconcile(g1.Ended({Exit(75), Exit(75)}, 4)).kind, Kind::kFinished);
+  EXPECT_EQ(plain.status().phase, JobPhase::kFailed);
+}
+
+// A disrupted rank killed before it drained (its grace period ran out, or its pod vanished
+// without an end): the steps since the checkpoint are lost and counted, still no restart.
+TEST(JobReconciler, ADisruptionThatKilledARankCountsTheStepsLostButNoRestart) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  rec.Reconcile(s.Running({1, 2, 3, 4, 5, 6, 7}));
+  RankExit gone{protocol::kExitKilled, false, "PodDeleted", "the pod was deleted before its container reported"};
+  NextStep next = rec.Reconcile(
+      s.Ended({Disrupted(gone, "pod unit-worker-0 was evicted by a node drain"), Exit(protocol::kExitKilled)}, 5));
+  ASSERT_EQ(next.kind, Kind::kLaunch) << rec.status().message;
+  EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_EQ(rec.status().oom_kills, 0);
+  EXPECT_EQ(rec.status().steps_lost, 2);  // 7 reached, 5 checkpointed
+  EXPECT_EQ(rec.status().last_action->type, ActionType::kResumeAfterDisruption);
+  EXPECT_NE(rec.status().last_action->reason.find("2 step(s) lost"), std::string::npos)
+      << rec.status().last_action->reason;
+  EXPECT_EQ(next.launch.job, MakeJob(2)) << "a disruption changes nothing in the spec";
+}
+
+// An out-of-memory end beside a disruption is the job's own: the guard's restart, counted.
+// A stop the user asked for still ends Suspended.
+TEST(JobReconciler, OutOfMemoryAndStopRequestsOutweighADisruption) {
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  Script s{.generation = 1, .ranks = 2};
+  rec.Reconcile(s.Running({1, 2}));
+  NextStep next =
+      rec.Reconcile(s.Ended({Disrupted(Exit(75), "pod unit-worker-0 was preempted"), Exit(137, "", true)}, 2));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().last_action->type, ActionType::kRestartAfterOOMKill);
+  EXPECT_EQ(rec.status().restarts, 1);
+
+  JobReconciler stopping(MakeJob(2), Options());
+  stopping.Reconcile(Observation{});
+  stopping.RequestStop("spec.suspend is true");
+  stopping.Reconcile(s.Running({1}));
+  stopping.Reconcile(s.Ended({Disrupted(Exit(75), "pod unit-worker-1 was preempted"), Exit(75)}, 1));
+  EXPECT_EQ(stopping.status().phase, JobPhase::kSuspended);
+  EXPECT_EQ(stopping.status().actions.back().type, ActionType::kSuspend);
+}
+
 TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
   JobReconciler rec(MakeJob(1), Options());
   rec.Reconcile(Observation{});
