@@ -32,6 +32,8 @@ ActionLabels LabelsFor(runtime::ActionType type) {
     case ActionType::kRestartAfterGpuOOM: return {"GpuOutOfMemory", "restart", "gpuOom", true};
     case ActionType::kRestartAfterCrash: return {"CrashRestart", "restart", "crash", true};
     case ActionType::kResume: return {"Resumed", "restart", "drained", false};
+    // The cluster took a pod away (preemption, eviction): no restart, no fault of the job.
+    case ActionType::kResumeAfterDisruption: return {"Disrupted", "resume", "disruption", false};
     case ActionType::kScale: return {"Reshard", "reshard", "scale", false};
     case ActionType::kSuspend: return {"Suspended", "suspend", "user", false};
     case ActionType::kUnsuspend: return {"Resumed", "resume", "user", false};

@@ -73,6 +73,36 @@ std::optional<runtime::RankExit> PodExit(const json& pod) {
   return std::nullopt;
 }
 
+std::string PodDisruption(const json& pod) {
+  if (!pod.is_object() || !pod.contains("status") || !pod["status"].is_object()) return "";
+  const json& conditions = pod["status"].contains("conditions") ? pod["status"]["conditions"] : json::array();
+  if (!conditions.is_array()) return "";
+  for (const json& c : conditions) {
+    if (!c.is_object() || c.value("type", "") != "DisruptionTarget" || c.value("status", "") != "True") continue;
+    const std::string reason = c.value("reason", "");
+    const std::string message = c.value("message", "");
+    std::string what;
+    // The reasons Kubernetes sets (the pod disruption conditions); the scheduler's was
+    // PreemptionByKubeScheduler before 1.27.
+    if (reason == "PreemptionByScheduler" || reason == "PreemptionByKubeScheduler") {
+      what = "preempted by the scheduler for a higher-priority pod";
+    } else if (reason == "EvictionByEvictionAPI") {
+      what = "evicted by a node drain (the Eviction API)";
+    } else if (reason == "DeletionByTaintManager") {
+      what = "deleted by the taint manager (a NoExecute taint on its node)";
+    } else if (reason == "DeletionByPodGC") {
+      what = "deleted by the pod garbage collector (its node is gone)";
+    } else if (reason == "TerminationByKubelet") {
+      what = "terminated by the kubelet (node pressure or a node shutdown)";
+    } else {
+      what = "disrupted";
+    }
+    return what + " (DisruptionTarget " + (reason.empty() ? "with no reason" : reason) +
+           (message.empty() ? "" : ": " + message) + ")";
+  }
+  return "";
+}
+
 PodBackend::PodBackend(kubeclient::RestClient& client, spec::TrainingJob owner, std::string ns,
                        PodBackendOptions options)
     : client_(&client), ns_(std::move(ns)), options_(std::move(options)), owner_(std::move(owner)) {}
@@ -110,7 +140,7 @@ void PodBackend::Adopt(int generation, int workers) {
   ranks_.clear();
   pods_to_create_.clear();
   assumed_exit_.reset();
-  for (int r = 0; r < workers; ++r) ranks_[r];
+  for (int r = 0; r < workers; ++r) ranks_[r].adopted = true;
 }
 
 void PodBackend::AdoptEnded(int generation, int workers, const runtime::RankExit& ended) {
@@ -126,11 +156,31 @@ void PodBackend::OnPodEvent(const json& pod, bool deleted) {
   const std::string name = kubeclient::Name(pod);
   if (gen == generation_ && generation_ > 0 && rank >= 0 && rank < workers_) {
     RankPod& rp = ranks_[rank];
+    // An adopted pod already being deleted when first seen may be the earlier operator's
+    // own drain or kill: only its DisruptionTarget condition says it was taken away.
+    const bool adopted_first_sight = rp.adopted && !rp.seen;
     rp.seen = true;
     rp.name = name;
+    const bool ended_before = rp.exit.has_value();
     // Keep the last state that says how the container ended: a deletion event may carry
     // an older copy when the watch was down (a relist synthesises it from the cache).
     if (std::optional<runtime::RankExit> e = PodExit(pod)) rp.exit = std::move(e);
+    // Taken away from outside: the cluster says so (DisruptionTarget), or someone else
+    // deleted it while it ran (it then drains: 75, or is killed: 128+signal).
+    const bool deleting = deleted || pod["metadata"].contains("deletionTimestamp");
+    if (rp.disruption.empty()) {
+      if (std::string why = PodDisruption(pod); !why.empty()) {
+        rp.disruption = "pod " + name + " was " + why;
+        rp.disruption_from_condition = true;
+      } else if (deleting && !adopted_first_sight && !ended_before &&
+                 (!rp.exit || rp.exit->exit_code == protocol::kExitDrained || rp.exit->exit_code >= 128)) {
+        NoteForeignDeletion(rp);
+      }
+    } else if (rp.disruption_from_condition && !deleting && !rp.exit && PodDisruption(pod).empty()) {
+      // The condition went (the pod GC resets one whose deletion never came): it still runs.
+      rp.disruption.clear();
+      rp.disruption_from_condition = false;
+    }
     const json empty = json::object();
     const json& status = pod.contains("status") ? pod["status"] : empty;
     rp.ip = status.value("podIP", "");
@@ -155,6 +205,13 @@ void PodBackend::OnPodEvent(const json& pod, bool deleted) {
   }
 }
 
+void PodBackend::NoteForeignDeletion(RankPod& rp) {
+  if (rp.deleted_by_us || !rp.disruption.empty()) return;
+  rp.disruption = "pod " + rp.name +
+                  " was deleted by someone other than the operator (no DisruptionTarget condition: kubectl delete "
+                  "pod, or another controller)";
+}
+
 void PodBackend::Sync(const std::vector<json>& cached_pods) {
   std::set<std::string> cached;
   for (const json& pod : cached_pods) {
@@ -163,7 +220,10 @@ void PodBackend::Sync(const std::vector<json>& cached_pods) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [rank, rp] : ranks_) {
-    if (rp.seen && !rp.deleted && !cached.count(rp.name)) rp.deleted = true;
+    if (rp.seen && !rp.deleted && !cached.count(rp.name)) {
+      rp.deleted = true;
+      if (!rp.exit && !rp.adopted) NoteForeignDeletion(rp);  // its deletion event was missed
+    }
   }
   for (auto it = other_pods_.begin(); it != other_pods_.end();) {
     it = cached.count(it->first) ? std::next(it) : other_pods_.erase(it);
@@ -346,12 +406,14 @@ std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observat
       ro.running = true;  // being created, or created and not yet seen: starting
     } else if (rp.exit) {
       ro.exit = *rp.exit;
+      ro.exit->disruption = rp.disruption;
       if (std::optional<int64_t> c = protocol::CheckpointedStep(rp.exit->exit_code, rp.exit->termination_message)) {
         checkpoint_step_ = std::max(checkpoint_step_.value_or(0), *c);
       }
     } else if (rp.deleted) {
       ro.exit = runtime::RankExit{protocol::kExitKilled, false, "PodDeleted",
                                   "the pod was deleted before its container reported how it ended"};
+      ro.exit->disruption = rp.disruption;
     } else {
       ro.running = true;
       if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
@@ -402,7 +464,8 @@ void PodBackend::DeletePods(std::optional<int64_t> grace_seconds) {
   std::vector<std::string> names;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [rank, rp] : ranks_) {
+    for (auto& [rank, rp] : ranks_) {
+      rp.deleted_by_us = true;  // before the request: its deletion event may come first
       if (!rp.deleted) names.push_back(manifests::WorkerPodName(owner_.metadata.name, rank));
       // A rank not created yet must not be created any more.
       if (!rp.seen) pods_to_create_.erase(rank);

@@ -16,7 +16,10 @@
 //             port in its prometheus.io/port annotation (each step reported once, per
 //             rank; all ranks scraped at once, so one Observe waits at most one
 //             scrape_timeout); a rank whose pod vanished without a recorded end reads as killed
-//             (137, "PodDeleted").
+//             (137, "PodDeleted"). A pod the cluster took away carries the cause in its
+//             end's RankExit::disruption: its DisruptionTarget condition (preemption, the
+//             eviction API, the taint manager, the kubelet), else a deletion this backend
+//             did not ask for, seen before the container ended on its own.
 //   Drain   = delete the generation's pods with gracePeriodSeconds = grace (the kubelet
 //             sends SIGTERM, the workers checkpoint and exit 75).
 //   Kill    = delete them with grace 0.
@@ -94,9 +97,13 @@ class PodBackend : public runtime::WorkerBackend {
     bool scrapable = false;                 // phase Running with a pod IP
     std::string ip;
     int metrics_port = 0;
-    bool deleted = false;         // seen gone
-    bool pending_create = false;  // not created yet (the name was still taken)
-    int64_t last_step = 0;        // newest step reported from its /metrics
+    bool deleted = false;                    // seen gone
+    bool pending_create = false;             // not created yet (the name was still taken)
+    bool deleted_by_us = false;              // this backend asked for its deletion (Drain, Kill)
+    bool adopted = false;                    // of a generation an earlier operator launched (Adopt)
+    std::string disruption;                  // why it was taken away from outside (RankExit::disruption)
+    bool disruption_from_condition = false;  // read from DisruptionTarget (not a deletion)
+    int64_t last_step = 0;                   // newest step reported from its /metrics
   };
 
   struct ScrapeTarget {
@@ -117,6 +124,8 @@ class PodBackend : public runtime::WorkerBackend {
   // Creates rank's pod; returns false when an older generation's pod still holds the name.
   bool CreatePod(int rank);
   void DeletePods(std::optional<int64_t> grace_seconds);
+  // rp's pod is going or gone and this backend did not ask: the cause, unless one is known.
+  void NoteForeignDeletion(RankPod& rp);
 
   kubeclient::RestClient* client_;
   std::string ns_;
@@ -136,5 +145,9 @@ class PodBackend : public runtime::WorkerBackend {
 
 // How a pod's container ended, from its status (nullopt while it has not ended).
 std::optional<runtime::RankExit> PodExit(const nlohmann::json& pod);
+
+// Why the cluster is taking the pod away, in words, from its DisruptionTarget condition
+// (status True: preemption, eviction, taint manager, kubelet, pod GC); "" when it has none.
+std::string PodDisruption(const nlohmann::json& pod);
 
 }  // namespace headroom::trainingjob

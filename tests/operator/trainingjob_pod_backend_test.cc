@@ -1,6 +1,7 @@
 // PodBackend against the test API server (no kubelet: pod states are written by the test,
 // as a kubelet would): launches are idempotent and never duplicate a pod, a new
-// generation frees the old one's names, exits come from containerStatuses, drains delete.
+// generation frees the old one's names, exits come from containerStatuses, drains delete,
+// and a pod taken away from outside says why.
 #include <gtest/gtest.h>
 
 #include "core/spec/training_job.h"
@@ -171,6 +172,60 @@ TEST_F(PodBackendTest, DeletedPodWithoutAnExitReadsAsKilled) {
   ASSERT_TRUE(o.ranks[0].exit);
   EXPECT_EQ(o.ranks[0].exit->exit_code, protocol::kExitKilled);
   EXPECT_EQ(o.ranks[0].exit->reason, "PodDeleted");
+  EXPECT_EQ(o.ranks[0].exit->disruption, "") << "the backend's own kill is no disruption";
+}
+
+// A pod the cluster takes away says why: its DisruptionTarget condition (set before the
+// deletion, as the scheduler and the eviction API do), else a deletion the backend did
+// not make. Ranks that only drained along with it carry no cause.
+TEST_F(PodBackendTest, DisruptionsComeFromTheConditionOrAForeignDeletion) {
+  auto backend = Backend();
+  backend->Launch(Request(1, 2));
+  backend->Sync(ListPods());
+  Pods().PatchStatus("default", "pb-worker-0",
+                     json{{"status",
+                           {{"conditions",
+                             {{{"type", "DisruptionTarget"},
+                               {"status", "True"},
+                               {"reason", "PreemptionByScheduler"},
+                               {"message", "preempting to accommodate a higher priority pod"}}}}}}});
+  backend->Sync(ListPods());
+  runtime::Observation o = backend->Observe();
+  EXPECT_TRUE(o.ranks[0].running) << "the condition alone ends nothing";
+  Terminate("pb-worker-0", 75, "Error", "");
+  Terminate("pb-worker-1", 75, "Error", "");
+  backend->Sync(ListPods());
+  o = backend->Observe();
+  ASSERT_TRUE(o.ranks[0].exit && o.ranks[1].exit);
+  EXPECT_EQ(o.ranks[0].exit->disruption,
+            "pod pb-worker-0 was preempted by the scheduler for a higher-priority pod (DisruptionTarget "
+            "PreemptionByScheduler: preempting to accommodate a higher priority pod)");
+  EXPECT_EQ(o.ranks[1].exit->disruption, "");
+
+  // The next generation's rank 0 is deleted by someone else while it runs.
+  backend->Launch(Request(2, 1));
+  backend->Observe();  // creates rank 0 if the old pod still held its name
+  backend->Sync(ListPods());
+  ASSERT_EQ(ListPods().size(), 1u);
+  ASSERT_EQ(kubeclient::Label(ListPods()[0], manifests::kLabelGeneration), "2");
+  Pods().Delete("default", "pb-worker-0");
+  backend->Sync(ListPods());  // gone from the cache: its deletion event was missed
+  o = backend->Observe();
+  ASSERT_TRUE(o.ranks[0].exit);
+  EXPECT_EQ(o.ranks[0].exit->reason, "PodDeleted");
+  EXPECT_NE(o.ranks[0].exit->disruption.find("pod pb-worker-0 was deleted by someone other than the operator"),
+            std::string::npos)
+      << o.ranks[0].exit->disruption;
+
+  EXPECT_EQ(PodDisruption(json{{"status", {{"conditions", {{{"type", "DisruptionTarget"}, {"status", "False"}}}}}}}),
+            "")
+      << "a condition that is not True says nothing";
+  EXPECT_NE(PodDisruption(
+                json{{"status",
+                      {{"conditions",
+                        {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"}}}}}}})
+                .find("evicted by a node drain"),
+            std::string::npos);
 }
 
 }  // namespace
