@@ -1,7 +1,8 @@
 // The TrainingJob controller against the in-process API server and test kubelet, with the
 // fake worker (tests/helpers/fake_worker/) in the pods: children and ownership, the
 // status and Events of a guard restart, invalid specs, zero writes per resync, suspend
-// and resume, kubectl scale, deletion, and an operator restart mid-job.
+// and resume, kubectl scale, preemption and eviction, deletion, and an operator restart
+// mid-job.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -245,6 +246,97 @@ TEST(TrainingJobController, ScaleSubresourceReshards) {
   EXPECT_EQ(status.value("workers", 0), 2);
   EXPECT_EQ(status["lastAction"].value("type", ""), "scale");
   EXPECT_TRUE(Has(c.EventReasons("grow"), "Reshard")) << c.EventMessages("grow");
+}
+
+// The cluster takes the worker's pod away three ways, each as Kubernetes does it: the
+// scheduler preempts it (DisruptionTarget PreemptionByScheduler by a strategic merge patch
+// of its status, then a deletion with a grace period), a node drain evicts it (the
+// pods/eviction subresource), and someone deletes it by hand (no condition). Each time the
+// worker drains to a checkpoint (SIGTERM) and the job resumes, with the cause in
+// lastAction and a Disrupted Event, and none is a restart: maxRestarts 0 would fail the job
+// on the first.
+TEST(TrainingJobController, PreemptionEvictionAndForeignDeletionResumeWithoutARestart) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "bumped";
+  shape.steps = 400;
+  shape.checkpoint_every = 1000;  // only the drains write checkpoints
+  shape.max_restarts = 0;
+  c.Create(JobObject(shape));
+  const std::string pod = manifests::WorkerPodName("bumped", 0);
+  // Generation g's pod runs and the job has stepped past `after`.
+  auto stepping = [&](int g, int64_t after) {
+    return c.WaitUntil(
+        [&] {
+      const std::vector<json> pods = c.PodsOf("bumped");
+      return pods.size() == 1 && pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == std::to_string(g) &&
+             pods[0]["status"].value("phase", "") == "Running" && c.Status("bumped").value("step", 0) > after;
+        },
+        20s);
+  };
+  auto resumed = [&](int g, const std::string& cause) {
+    return c.WaitForJob(
+        "bumped",
+        [&](const json& j) {
+      const json s = j.value("status", json::object());
+      return s.value("generation", 0) == g &&
+             s.value("lastAction", json::object()).value("type", "") == "resumeAfterDisruption" &&
+             s["lastAction"].value("reason", "").find(cause) != std::string::npos;
+        },
+        30s, "generation " + std::to_string(g) + " after '" + cause + "'");
+  };
+  kubeclient::ResourceClient pods = c.Pods();
+  kubeclient::DeleteOptions grace;
+  grace.grace_period_seconds = 10;
+
+  // Preempted.
+  ASSERT_TRUE(stepping(1, 0)) << c.Status("bumped").dump();
+  const json preempting = {{"status",
+                            {{"conditions",
+                              {{{"type", "DisruptionTarget"},
+                                {"status", "True"},
+                                {"reason", "PreemptionByScheduler"},
+                                {"message", "default-scheduler: preempting to accommodate a higher priority pod"}}}}}}};
+  pods.rest().Request("PATCH", pods.type().Path("default", pod, "status"), &preempting,
+                      "application/strategic-merge-patch+json");
+  pods.Delete("default", pod, grace);
+  ASSERT_TRUE(resumed(2, "preempted by the scheduler"));
+
+  // Evicted by a node drain (kubectl drain calls the eviction subresource).
+  ASSERT_TRUE(stepping(2, c.Status("bumped").value("step", 0))) << c.Status("bumped").dump();
+  const json eviction = {{"apiVersion", "policy/v1"},
+                         {"kind", "Eviction"},
+                         {"metadata", {{"name", pod}, {"namespace", "default"}}},
+                         {"deleteOptions", {{"gracePeriodSeconds", 10}}}};
+  pods.rest().Request("POST", pods.type().Path("default", pod, "eviction"), &eviction);
+  ASSERT_TRUE(resumed(3, "evicted by a node drain"));
+
+  // Deleted by hand: no condition, a deletion the operator did not make.
+  ASSERT_TRUE(stepping(3, c.Status("bumped").value("step", 0))) << c.Status("bumped").dump();
+  pods.Delete("default", pod, grace);
+  ASSERT_TRUE(resumed(4, "deleted by someone other than the operator"));
+
+  ASSERT_TRUE(c.WaitForPhase("bumped", "Succeeded", 60s));
+  const json status = c.Status("bumped");
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  EXPECT_EQ(status.value("stepsLost", -1), 0) << "every disruption drained to a checkpoint: " << status.dump();
+  EXPECT_EQ(status.value("generation", 0), 4);
+  ASSERT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("bumped"), "Succeeded"); }, 5s)) << c.EventMessages("bumped");
+  const std::vector<std::string> reasons = c.EventReasons("bumped");
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Disrupted"), 3) << c.EventMessages("bumped");
+  const std::string messages = c.EventMessages("bumped");
+  for (const char* cause : {"preempted by the scheduler for a higher-priority pod (DisruptionTarget "
+                            "PreemptionByScheduler: default-scheduler: preempting",
+                            "evicted by a node drain (the Eviction API) (DisruptionTarget EvictionByEvictionAPI",
+                            "deleted by someone other than the operator", "not counted as a restart"}) {
+    EXPECT_NE(messages.find(cause), std::string::npos) << cause << "\n" << messages;
+  }
+  const std::string metrics = c.metrics().Render();
+  EXPECT_NE(metrics.find(R"(headroom_operator_guard_actions_total{action="resume",reason="disruption"} 3)"),
+            std::string::npos)
+      << metrics;
 }
 
 TEST(TrainingJobController, DeletingTheJobRemovesItsChildren) {

@@ -333,7 +333,7 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     throw StoreError(404, "NotFound", "namespaced resource " + r.plural + " needs a namespace in the path");
   }
   if (!sub.empty() && !((sub == "status" && r.status_subresource) || (sub == "scale" && r.scale_subresource) ||
-                        (sub == "binding" && r.plural == "pods" && r.group.empty()))) {
+                        ((sub == "binding" || sub == "eviction") && r.plural == "pods" && r.group.empty()))) {
     throw StoreError(404, "NotFound", "the server could not find the requested resource (" + sub + ")");
   }
 
@@ -416,6 +416,16 @@ void TestApiServer::Impl::Serve(http::http_request& req) {
     if (node.empty()) throw StoreError(422, "Invalid", "Binding.target.name: Required value");
     store.Bind(ns, name, node);
     ok(201, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
+  } else if (method == "POST" && sub == "eviction") {
+    // policy/v1 Eviction: {metadata: {name}, deleteOptions: {gracePeriodSeconds, ...}}.
+    json eviction = body();
+    StoreDeleteOptions d;
+    if (eviction.contains("deleteOptions") && eviction["deleteOptions"].is_object()) {
+      const json& o = eviction["deleteOptions"];
+      if (o.contains("gracePeriodSeconds")) d.grace_period_seconds = o["gracePeriodSeconds"].get<int64_t>();
+      if (o.contains("preconditions")) d.precondition_uid = o["preconditions"].value("uid", "");
+    }
+    ok(201, store.Evict(ns, name, d));
   } else if (method == "PUT" && sub == "scale") {
     ok(200, store.UpdateScale(r, ns, name, body()));
   } else if (method == "PATCH" && sub == "scale") {

@@ -1,5 +1,6 @@
 #include "tests/operator/testserver/object_store.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -369,7 +370,26 @@ json ObjectStore::Patch(const ResourceInfo& r, const std::string& ns, const std:
                        "the body of the request was in an unknown format - accepted media types include: "
                        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
     }
-    patched.merge_patch(patch);  // close enough for the fields headroom touches
+    // Close enough for the fields headroom touches, but conditions merge by type (what a
+    // scheduler adding DisruptionTarget to a pod relies on).
+    json merged = patch;
+    if (patch.contains("status") && patch["status"].is_object() && patch["status"].contains("conditions") &&
+        patch["status"]["conditions"].is_array() && current.contains("status") &&
+        current["status"].contains("conditions") && current["status"]["conditions"].is_array()) {
+      json conditions = current["status"]["conditions"];
+      for (const json& c : patch["status"]["conditions"]) {
+        auto same = std::find_if(conditions.begin(), conditions.end(), [&](const json& have) {
+          return c.is_object() && have.is_object() && have.value("type", "") == c.value("type", "");
+        });
+        if (same != conditions.end()) {
+          same->merge_patch(c);
+        } else {
+          conditions.push_back(c);
+        }
+      }
+      merged["status"]["conditions"] = conditions;
+    }
+    patched.merge_patch(merged);
   } else if (content_type.rfind("application/json-patch+json", 0) == 0) {
     try {
       patched = current.patch(patch);
@@ -516,6 +536,30 @@ json ObjectStore::Bind(const std::string& ns, const std::string& name, const std
   pod["metadata"]["resourceVersion"] = std::to_string(Bump());
   Record(pods, "MODIFIED", old, pod);
   return pod;
+}
+
+json ObjectStore::Evict(const std::string& ns, const std::string& name, const StoreDeleteOptions& options) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  const ResourceInfo& pods = resources_.at("/pods");
+  json pod = MustFind(pods, ns, name);
+  const std::string phase = pod.contains("status") ? pod["status"].value("phase", "") : "";
+  if (phase != "Succeeded" && phase != "Failed" && !pod["metadata"].contains("deletionTimestamp")) {
+    json status = pod.value("status", json::object());
+    json conditions = json::array();
+    for (const json& c : status.value("conditions", json::array())) {
+      if (c.value("type", "") != "DisruptionTarget") conditions.push_back(c);
+    }
+    conditions.push_back({{"type", "DisruptionTarget"},
+                          {"status", "True"},
+                          {"reason", "EvictionByEvictionAPI"},
+                          {"message", "Eviction API: evicting"},
+                          {"lastTransitionTime", kubeclient::FormatTime(std::chrono::system_clock::now())}});
+    status["conditions"] = std::move(conditions);
+    pod["status"] = std::move(status);
+    UpdateLocked(pods, ns, name, std::move(pod), "status");
+  }
+  DeleteLocked(pods, ns, name, options);
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}};
 }
 
 // --- history and watches ----------------------------------------------------------------

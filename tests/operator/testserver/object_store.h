@@ -7,7 +7,8 @@
 //   - status subresource: the main update ignores .status, the status update changes only
 //     .status; scale subresource (TrainingJobs: .spec.workers / .status.workers);
 //   - merge patch (and JSON patch); strategic merge patch is refused for custom resources
-//     (415) as a real server does, and treated as a merge patch for built-in kinds;
+//     (415) as a real server does, and treated as a merge patch for built-in kinds, except
+//     that status.conditions merge by type (their patchMergeKey), as a real server's do;
 //   - graceful deletion of pods bound to a node (deletionTimestamp, then the kubelet
 //     finalises with grace 0), finalizers, ownerReference garbage collection (background
 //     and orphan propagation);
@@ -102,6 +103,12 @@ class ObjectStore {
                              const nlohmann::json& scale);
   // pods/<name>/binding: sets spec.nodeName once.
   nlohmann::json Bind(const std::string& ns, const std::string& name, const std::string& node);
+  // pods/<name>/eviction (what `kubectl drain` calls), as a real server with the pod
+  // disruption conditions (on by default since 1.26) does it: a pod still running first
+  // gets status.conditions DisruptionTarget (reason EvictionByEvictionAPI), then is deleted
+  // with the eviction's options (its grace period, else the pod's). There are no
+  // PodDisruptionBudgets here, so every eviction is allowed. Returns the Status.
+  nlohmann::json Evict(const std::string& ns, const std::string& name, const StoreDeleteOptions& options);
 
   // Starts a watch on `r` in `ns` ("" = all) from `resource_version` ("" or "0": the current
   // objects as ADDED first). Throws StoreError 410 when that revision was compacted away.
