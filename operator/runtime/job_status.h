@@ -55,7 +55,7 @@ struct JobStatus {
   int64_t total_steps = 0;  // spec.grpo.steps
   int workers = 0;
   int micro_batch_size = 0;  // of the running generation (the guard may shrink it)
-  int restarts = 0;          // relaunches at the same size (guard, crash, OOM kill, drain)
+  int restarts = 0;          // relaunches at the same size (guard, crash, OOM kill, drain; no disruption)
   int reshards = 0;
   int oom_kills = 0;                   // out-of-memory ends: the kernel's kills and CUDA OOMs (exit 77)
   int gpu_oom_kills = 0;               // of which CUDA out-of-memory (not in the Kubernetes status)
