@@ -155,9 +155,9 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
   const double per_token_layer =
       kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
-  const std::string shape = budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
-                                     : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " +
-                                           std::to_string(static_cast<int>(seq));
+  const std::string shape =
+      budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
+               : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
   if (s.grpo.activation_checkpointing || in.stage >= 3) {
     // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
     // each block's input is kept, and one block's activations exist while backward runs

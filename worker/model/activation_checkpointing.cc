@@ -23,13 +23,18 @@ struct KeptInner : torch::CustomClassHolder {
 struct RecomputedInBackward : public torch::autograd::Function<RecomputedInBackward> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const BlockWrapper::Inner* inner) {
-    // apply() runs this with autograd off: the block's intermediates are freed as it goes.
     ctx->save_for_backward({x});
     ctx->saved_data["inner"] = c10::IValue::make_capsule(c10::make_intrusive<KeptInner>(*inner));
     // The forward runs inside the model's autocast scope and backward outside it: the
     // recompute must multiply in the same dtype to give the same block.
     ctx->saved_data["autocast"] = CudaAutocastEnabled();
-    return (*inner)(x);
+    // apply() runs this with autograd off, but the block's kernels are chosen by whether
+    // autograd records (fused Functions, stacked projections): run it as the recompute will,
+    // under autograd on a detached input, so forward and recompute give the same bits, then
+    // drop the graph, and with it the block's intermediates, at once.
+    torch::AutoGradMode autograd(true);
+    torch::Tensor input = x.detach().requires_grad_(true);
+    return (*inner)(input).detach();
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
