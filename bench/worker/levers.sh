@@ -39,6 +39,6 @@ print(f"activation checkpointing: step {med('1', 'step'):.3f} s vs {med('0', 'st
       f"{med('1', 'update') / med('0', 'update'):.2f}x")
 for ac, name in (("0", "off"), ("1", "on")):
     last = runs[ac][-1]
-    print(f"  {name:>3}: activations+logits measured {last.get('measured', '?')}, planned "
+    print(f"  {name}: activations+logits measured {last.get('measured', '?')}, planned "
           f"{last.get('planned', '?')} (planner error {last.get('error', '?')})")
 PY
