@@ -12,57 +12,13 @@ namespace headroom::local {
 
 namespace {
 
-constexpr double kWidth = 980, kHeight = 520;
-constexpr double kLeft = 70, kRight = 200, kTop = 70, kBottom = 55;
 const char* const kRankColors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
                                    "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
 std::string Bytes(int64_t b) {
   char buf[32];
   if (b >= (1LL << 30)) std::snprintf(buf, sizeof buf, "%.3g GiB", b / double(1LL << 30));
   else std::snprintf(buf, sizeof buf, "%.3g MiB", b / double(1LL << 20));
   return buf;
-}
-
-double NiceStep(double range, int ticks) {
-  const double raw = range / ticks;
-  const double mag = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * mag >= raw) return m * mag;
-  }
-  return 10 * mag;
-}
-
-bool IsTrouble(runtime::ActionType type) { return runtime::IsUnplannedEnd(type) || type == runtime::ActionType::kFail; }
-
-// A crash happens during the step after the last one completed: say which.
-std::string ActionLabel(const runtime::ActionRecord& a) {
-  switch (a.type) {
-    case runtime::ActionType::kRestartAfterOOMKill: return "OOM kill in step " + std::to_string(a.step + 1);
-    case runtime::ActionType::kRestartAfterGpuOOM: return "GPU OOM in step " + std::to_string(a.step + 1);
-    case runtime::ActionType::kRestartAfterCrash: return "crash in step " + std::to_string(a.step + 1);
-    default: return std::string(runtime::ToWireName(a.type)) + " @" + std::to_string(a.step);
-  }
 }
 
 std::string Pct(double v) {
@@ -74,13 +30,10 @@ std::string Pct(double v) {
 // Steps and percentages of the limit to canvas coordinates. The x axis runs to the
 // job's last step (or the newest record beyond it), the y axis to the highest percentage
 // seen plus a margin, rounded up to 10%.
-struct Scale {
-  double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  int64_t max_step = 1;
+struct Scale : StepAxis {
   double y_max = 100;
   bool any_gpu = false;  // some record has GPU memory: thresholds, lines and legend for it
-  double X(double step) const { return kLeft + plot_w * step / static_cast<double>(max_step); }
-  double Y(double pct) const { return kTop + plot_h * (1 - pct / y_max); }
+  double Y(double pct) const { return kPlotTop + plot_h * (1 - pct / y_max); }
 };
 
 double HostPct(const protocol::StepRecord& r, int64_t default_limit) {
@@ -109,79 +62,45 @@ Scale FitScale(const MemoryChartInput& in) {
 }
 
 void DrawTitle(std::ostream& svg, const MemoryChartInput& in) {
-  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight
-      << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"26\" font-size=\"16\" font-weight=\"bold\">" << Escape(in.title)
-      << "</text>\n"
-      << "<text x=\"" << kLeft << "\" y=\"46\" fill=\"#555\">memory per worker as % of its limit"
-      << (in.host_limit_bytes > 0 ? " (" + Bytes(in.host_limit_bytes) + " host)" : std::string())
-      << "; a restarted worker starts a new line where it resumed</text>\n";
+  BeginSvg(svg, in.title,
+           "memory per worker as % of its limit" +
+               (in.host_limit_bytes > 0 ? " (" + Bytes(in.host_limit_bytes) + " host)" : std::string()) +
+               "; a restarted worker starts a new line where it resumed");
 }
 
 void DrawGridAndAxes(std::ostream& svg, const Scale& sc) {
+  std::vector<std::pair<double, std::string>> ticks;
   const double y_tick = NiceStep(sc.y_max, 6);
   for (double p = 0; p <= sc.y_max + 1e-9; p += y_tick) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(p)) << "\" y2=\""
-        << Num(sc.Y(p)) << "\" stroke=\"#e5e5e5\"/>\n"
-        << "<text x=\"" << kLeft - 8 << "\" y=\"" << Num(sc.Y(p) + 4) << "\" text-anchor=\"end\">" << p << "%</text>\n";
+    std::ostringstream label;
+    label << p << '%';
+    ticks.emplace_back(sc.Y(p), label.str());
   }
-  const double x_tick = std::max(1.0, NiceStep(static_cast<double>(sc.max_step), 10));
-  for (double s = 0; s <= sc.max_step + 1e-9; s += x_tick) {
-    svg << "<line x1=\"" << Num(sc.X(s)) << "\" x2=\"" << Num(sc.X(s)) << "\" y1=\"" << kTop << "\" y2=\""
-        << kTop + sc.plot_h << "\" stroke=\"#f0f0f0\"/>\n"
-        << "<text x=\"" << Num(sc.X(s)) << "\" y=\"" << kTop + sc.plot_h + 18 << "\" text-anchor=\"middle\">" << s
-        << "</text>\n";
-  }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << sc.plot_w << "\" height=\"" << sc.plot_h
-      << "\" fill=\"none\" stroke=\"#888\"/>\n"
-      << "<text x=\"" << kLeft + sc.plot_w / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">step</text>\n"
-      << "<text transform=\"translate(18," << kTop + sc.plot_h / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">% of memory limit</text>\n";
+  DrawStepGrid(svg, sc, ticks, "% of memory limit");
 }
 
 void DrawLimitAndThresholds(std::ostream& svg, const Scale& sc, const MemoryChartInput& in) {
   auto hline = [&](double pct, const char* color, const char* dash, const std::string& label) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + sc.plot_w << "\" y1=\"" << Num(sc.Y(pct)) << "\" y2=\""
-        << Num(sc.Y(pct)) << "\" stroke=\"" << color << "\" stroke-width=\"1.5\""
+    svg << "<line x1=\"" << kPlotLeft << "\" x2=\"" << kPlotLeft + sc.plot_w << "\" y1=\"" << SvgNum(sc.Y(pct))
+        << "\" y2=\"" << SvgNum(sc.Y(pct)) << "\" stroke=\"" << color << "\" stroke-width=\"1.5\""
         << (dash[0] ? std::string(" stroke-dasharray=\"") + dash + "\"" : std::string()) << "/>\n"
-        << "<text x=\"" << kLeft + sc.plot_w + 6 << "\" y=\"" << Num(sc.Y(pct) + 4) << "\" fill=\"" << color << "\">"
-        << Escape(label) << "</text>\n";
+        << "<text x=\"" << kPlotLeft + sc.plot_w + 6 << "\" y=\"" << SvgNum(sc.Y(pct) + 4) << "\" fill=\"" << color
+        << "\">" << SvgEscape(label) << "</text>\n";
   };
   hline(100, "#000", "", "limit 100%");
   hline(in.host_threshold * 100, "#d62728", "6 4", "host threshold " + Pct(in.host_threshold * 100));
   if (sc.any_gpu) hline(in.gpu_threshold * 100, "#ff7f0e", "6 4", "GPU threshold " + Pct(in.gpu_threshold * 100));
 }
 
-// One mark per run of the same action at the same step (a crash loop), with its count.
-struct Mark {
-  const runtime::ActionRecord* action;
-  int count;
-};
-
-std::vector<Mark> GroupRepeats(const std::vector<runtime::ActionRecord>& actions) {
-  std::vector<Mark> marks;
-  for (const runtime::ActionRecord& a : actions) {
-    if (!marks.empty() && marks.back().action->step == a.step && marks.back().action->type == a.type) {
-      ++marks.back().count;
-    } else {
-      marks.push_back({&a, 1});
-    }
-  }
-  return marks;
-}
-
 void DrawActions(std::ostream& svg, const Scale& sc, const std::vector<runtime::ActionRecord>& actions) {
   DrawActionMarks(
-      svg, actions, [&](double step) { return sc.X(step); }, kTop, kTop + sc.plot_h);
+      svg, actions, [&](double step) { return sc.X(step); }, kPlotTop, kPlotTop + sc.plot_h);
 }
 
 // One polyline per (generation, rank) and resource; returns the ranks drawn.
 std::set<int> DrawMemoryLines(std::ostream& svg, const Scale& sc, const MemoryChartInput& in) {
   auto point = [&](const protocol::StepRecord& r, double pct) {
-    return Num(sc.X(static_cast<double>(r.step))) + ',' + Num(sc.Y(pct)) + ' ';
+    return SvgNum(sc.X(static_cast<double>(r.step))) + ',' + SvgNum(sc.Y(pct)) + ' ';
   };
   std::map<std::pair<int, int>, std::vector<const protocol::StepRecord*>> lines;
   for (const auto& r : in.records) lines[{r.generation, r.rank}].push_back(&r);
@@ -198,8 +117,8 @@ std::set<int> DrawMemoryLines(std::ostream& svg, const Scale& sc, const MemoryCh
     svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"" << host
         << "\"><title>rank " << rank << ", generation " << key.first << ", host</title></polyline>\n";
     if (recs.size() == 1) {
-      svg << "<circle cx=\"" << Num(sc.X(static_cast<double>(recs[0]->step))) << "\" cy=\""
-          << Num(sc.Y(HostPct(*recs[0], in.host_limit_bytes))) << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
+      svg << "<circle cx=\"" << SvgNum(sc.X(static_cast<double>(recs[0]->step))) << "\" cy=\""
+          << SvgNum(sc.Y(HostPct(*recs[0], in.host_limit_bytes))) << "\" r=\"2.5\" fill=\"" << color << "\"/>\n";
     }
     if (!gpu.empty()) {
       svg << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" stroke-dasharray=\"5 3\" points=\""
@@ -210,8 +129,8 @@ std::set<int> DrawMemoryLines(std::ostream& svg, const Scale& sc, const MemoryCh
 }
 
 void DrawLegend(std::ostream& svg, const Scale& sc, const std::set<int>& ranks) {
-  const double x = kLeft + sc.plot_w;
-  double ly = kTop + sc.plot_h - 20.0 * (ranks.size() + (sc.any_gpu ? 2 : 1)) - 10;
+  const double x = kPlotLeft + sc.plot_w;
+  double ly = kPlotTop + sc.plot_h - 20.0 * (ranks.size() + (sc.any_gpu ? 2 : 1)) - 10;
   for (const int rank : ranks) {
     svg << "<line x1=\"" << x + 8 << "\" x2=\"" << x + 30 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\""
         << kRankColors[rank % 8] << "\" stroke-width=\"2\"/>"
@@ -229,29 +148,6 @@ void DrawLegend(std::ostream& svg, const Scale& sc, const std::set<int>& ranks) 
 }
 
 }  // namespace
-
-std::string SvgEscape(const std::string& text) { return Escape(text); }
-
-// Vertical lines, labels stacked in lanes so neighbours do not overlap.
-void DrawActionMarks(std::ostream& svg, const std::vector<runtime::ActionRecord>& actions,
-                     const std::function<double(double)>& x_of_step, double top, double bottom) {
-  double last_x = -1e9;
-  int lane = 0;
-  for (const Mark& m : GroupRepeats(actions)) {
-    const runtime::ActionRecord& a = *m.action;
-    const double x = x_of_step(static_cast<double>(a.step));
-    lane = (x - last_x < 110) ? std::min(lane + 1, 5) : 0;
-    last_x = x;
-    const char* color = IsTrouble(a.type) ? "#d62728" : "#1f4e9c";
-    const std::string label = ActionLabel(a) + (m.count > 1 ? " (x" + std::to_string(m.count) + ")" : "");
-    svg << "<g><title>"
-        << Escape("step " + std::to_string(a.step) + " " + runtime::ToWireName(a.type) + ": " + a.reason) << "</title>"
-        << "<line x1=\"" << Num(x) << "\" x2=\"" << Num(x) << "\" y1=\"" << top << "\" y2=\"" << bottom
-        << "\" stroke=\"" << color << "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"/>"
-        << "<text x=\"" << Num(x + 3) << "\" y=\"" << top + 14 + 14 * lane << "\" fill=\"" << color
-        << "\" font-weight=\"bold\">" << Escape(label) << "</text></g>\n";
-  }
-}
 
 std::string RenderMemoryChartSvg(const MemoryChartInput& in) {
   const Scale scale = FitScale(in);

@@ -4,7 +4,7 @@
 // guard's threshold and the limit as horizontal lines, and every action as a labelled
 // vertical line at its step (guard actions in blue, OOM kills and crashes in red).
 //
-// Plain SVG 1.1 written by hand: no dependencies, opens in any browser.
+// Plain SVG 1.1 written by hand (svg_chart.h): no dependencies, opens in any browser.
 #pragma once
 
 #include <functional>
@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "operator/runtime/job_status.h"
 #include "core/protocol/step_record.h"
+#include "local/svg_chart.h"
+#include "operator/runtime/job_status.h"
 
 namespace headroom::local {
 
@@ -28,14 +29,5 @@ struct MemoryChartInput {
 };
 
 std::string RenderMemoryChartSvg(const MemoryChartInput& input);
-
-// What the charts share (training_chart.h marks actions the same way).
-std::string SvgEscape(const std::string& text);
-// Every action as a dashed vertical line from y = top to y = bottom at x_of_step(step),
-// labelled ("restart @40", "OOM kill in step 41") in lanes so neighbours do not overlap,
-// repeats of one action at one step drawn once with their count; guard actions in blue,
-// OOM kills and crashes in red.
-void DrawActionMarks(std::ostream& svg, const std::vector<runtime::ActionRecord>& actions,
-                     const std::function<double(double)>& x_of_step, double top, double bottom);
 
 }  // namespace headroom::local
