@@ -35,6 +35,7 @@ void ForEachField(D& d, Fn&& fn) {
   fn("restart_reclaimed_nothing", d.restart_reclaimed_nothing);
   fn("target_workers", d.target_workers);
   fn("target_micro_batch_size", d.target_micro_batch_size);
+  fn("target_max_tokens_per_micro_batch", d.target_max_tokens_per_micro_batch);
   fn("target_offload_params", d.target_offload_params);
   fn("target_offload_optimizer", d.target_offload_optimizer);
 }

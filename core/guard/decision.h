@@ -3,7 +3,7 @@
 // The worker puts Decision::ToJson() in its termination message when it exits 76; the
 // local runtime and the operator parse it with Decision::FromJson() and turn it into the
 // next generation's spec with ApplyDecision() (next_spec.h: restart from the checkpoint,
-// relaunch with target_workers, a new microBatchSize or offload setting). The same JSON feeds status.lastAction and Events.
+// relaunch with target_workers, a new microBatchSize, token budget or offload setting). The same JSON feeds status.lastAction and Events.
 //
 // JSON (keys fixed; `null`/absent targets mean "unchanged"):
 //   {"action":"restart","resource":"host","reason":"host working set 812 MiB of 1 GiB ...",
@@ -11,6 +11,7 @@
 //    "growth_bytes_per_step":50331648,"memory_class":"leak","level_bytes":872415232,
 //    "restart_reclaimed_nothing":"",
 //    "target_workers":null,"target_micro_batch_size":null,
+//    "target_max_tokens_per_micro_batch":null,
 //    "target_offload_params":null,"target_offload_optimizer":null}
 #pragma once
 
@@ -53,6 +54,7 @@ struct Decision {
   std::string restart_reclaimed_nothing;
   std::optional<int> target_workers;
   std::optional<int> target_micro_batch_size;
+  std::optional<int> target_max_tokens_per_micro_batch;
   std::optional<bool> target_offload_params;
   std::optional<bool> target_offload_optimizer;
 

@@ -24,6 +24,7 @@ void ForEachField(History& h, Fn&& fn) {
   fn("oom_kills", h.oom_kills);
   fn("reshards", h.reshards);
   fn("micro_batch_shrinks", h.micro_batch_shrinks);
+  fn("token_budget_shrinks", h.token_budget_shrinks);
   fn("checkpointing_enabled", h.checkpointing_enabled);
   fn("offload_enabled", h.offload_enabled);
   fn("offload_disabled", h.offload_disabled);
@@ -86,6 +87,10 @@ void GuardHistory::Record(const Decision& decision) {
       break;
     case DecisionAction::kShrinkMicroBatch:
       ++micro_batch_shrinks;
+      last_restart_step = decision.step;
+      break;
+    case DecisionAction::kShrinkTokenBudget:
+      ++token_budget_shrinks;
       last_restart_step = decision.step;
       break;
     case DecisionAction::kEnableActivationCheckpointing:

@@ -7,7 +7,7 @@
 // it to cap restarts (maxRestarts) and to refuse restarts that bought no progress.
 //
 // JSON: {"restarts":2,"crash_restarts":1,"oom_kills":1,"reshards":0,
-//        "micro_batch_shrinks":0,"checkpointing_enabled":0,"offload_enabled":0,"offload_disabled":0,
+//        "micro_batch_shrinks":0,"token_budget_shrinks":0,"checkpointing_enabled":0,"offload_enabled":0,"offload_disabled":0,
 //        "last_restart_step":14,"last_action":"restart","last_action_step":14,
 //        "guard_restart_step":14,"restart_resource":"host","restart_level_bytes":872415232,
 //        "restart_reclaimed_nothing":""}
@@ -39,6 +39,7 @@ struct GuardHistory {
   int oom_kills = 0;       // kernel OOM kills seen (exit 137 with oom_kill counted)
   int reshards = 0;
   int micro_batch_shrinks = 0;
+  int token_budget_shrinks = 0;   // shrinkTokenBudget decisions applied
   int checkpointing_enabled = 0;  // enableActivationCheckpointing decisions applied
   int offload_enabled = 0;        // enableOffload decisions applied
   int offload_disabled = 0;       // disableOffload decisions applied

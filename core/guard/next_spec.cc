@@ -57,6 +57,20 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
                      std::to_string(s.grpo.micro_batch_size) + ")";
       return next;
     }
+    case DecisionAction::kShrinkTokenBudget: {
+      // 0 (off) counts as the budget the fixed split spends: microBatchSize full-length rows.
+      const int seq = before.grpo.max_prompt_length + before.grpo.max_response_length;
+      const int now = EffectiveTokenBudget(before.grpo);
+      const int budget = d.target_max_tokens_per_micro_batch.value_or(now / 2);
+      s.grpo.max_tokens_per_micro_batch = std::clamp(budget, seq, now);
+      if (s.grpo.max_tokens_per_micro_batch >= now) {
+        return fall_back_to_restart("maxTokensPerMicroBatch is already " + std::to_string(now) +
+                                    ", one full-length sequence");
+      }
+      next.reason += " (maxTokensPerMicroBatch " + std::to_string(before.grpo.max_tokens_per_micro_batch) + " -> " +
+                     std::to_string(s.grpo.max_tokens_per_micro_batch) + ")";
+      return next;
+    }
     case DecisionAction::kEnableActivationCheckpointing:
       if (before.grpo.activation_checkpointing) return fall_back_to_restart("activation checkpointing is already on");
       s.grpo.activation_checkpointing = true;

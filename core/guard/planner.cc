@@ -346,6 +346,13 @@ int SmallestFittingWorkers(const spec::TrainingJobSpec& s, int from, const PlanO
                          [&](int w) { return PlanFits(PlanMemory(s, w, options, correction), s.memory_guard); });
 }
 
+int EffectiveTokenBudget(const spec::GrpoSpec& g) {
+  const int64_t rows =
+      static_cast<int64_t>(std::max(1, g.micro_batch_size)) * (g.max_prompt_length + g.max_response_length);
+  const int64_t budget = g.max_tokens_per_micro_batch;
+  return static_cast<int>(budget > 0 && budget < rows ? budget : rows);
+}
+
 int LargestFittingMicroBatch(const spec::TrainingJobSpec& s, int workers, const PlanOptions& options,
                              const PlanCorrection& correction) {
   spec::TrainingJobSpec trial = s;

@@ -153,6 +153,11 @@ int NearestWorkerCount(const spec::TrainingJobSpec& spec, int wanted, int curren
 // worker can run (spec::WorkerCountFits); 0 when none.
 int SmallestFittingWorkers(const spec::TrainingJobSpec& spec, int from = 1, const PlanOptions& options = {},
                            const PlanCorrection& correction = {});
+// The padded tokens one micro-batch may hold: maxTokensPerMicroBatch when it is set and
+// smaller than what microBatchSize full-length rows take, else microBatchSize x
+// (maxPromptLength + maxResponseLength) (core/memory/micro_batches.h: both limits hold).
+int EffectiveTokenBudget(const spec::GrpoSpec& grpo);
+
 // Largest microBatchSize in [1, spec micro] that fits with `workers`; 0 when none.
 int LargestFittingMicroBatch(const spec::TrainingJobSpec& spec, int workers, const PlanOptions& options = {},
                              const PlanCorrection& correction = {});

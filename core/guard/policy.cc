@@ -237,6 +237,54 @@ Candidate TryEnableActivationCheckpointing(const Situation& s) {
   return c;
 }
 
+// A token budget cuts the update's micro-batches by padded tokens, so the step's
+// activations and logits shrink with it. The largest budget (at least one full-length
+// sequence) whose plan, scaled to the measurement, fits under the threshold with the
+// forecast's margin; a budget that is off counts as microBatchSize full-length rows.
+Candidate TryShrinkTokenBudget(const Situation& s) {
+  constexpr const char* kName = "shrinkTokenBudget";
+  if (s.cause == Cause::kState) return Skip(std::string(kName) + ": the level itself crosses; a budget cannot help");
+  if (s.cause == Cause::kLeak) return Skip(std::string(kName) + ": growth from step to step is not the batch");
+  const int seq = s.spec.grpo.max_prompt_length + s.spec.grpo.max_response_length;
+  const int now = EffectiveTokenBudget(s.spec.grpo);
+  if (now <= seq) return Skip(std::string(kName) + ": the budget is already one full-length sequence");
+  const int64_t planned_now = s.PlanSide(s.baseline);
+  if (planned_now <= 0) return Skip(std::string(kName) + ": the plan puts nothing on the " + s.resource + " side");
+  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
+  const double scale = std::clamp(measured / static_cast<double>(planned_now), 0.25, 4.0);
+  const double margin = static_cast<double>(std::max<int64_t>(0, s.rf.forecast_margin_bytes));
+  auto after = [&](int budget) {
+    spec::TrainingJobSpec with = s.spec;
+    with.grpo.max_tokens_per_micro_batch = budget;
+    return measured -
+           static_cast<double>(planned_now - s.PlanSide(PlanMemory(with, s.workers, s.plan_options))) * scale;
+  };
+  auto fits = [&](int budget) { return after(budget) + margin <= static_cast<double>(s.Threshold()); };
+  auto numbers = [&](int budget) {
+    return "planned peak " + HumanBytes(after(budget)) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) +
+           " threshold, now " + HumanBytes(measured);
+  };
+  if (!fits(seq))
+    return Skip(std::string(kName) + ": would not fit even at " + std::to_string(seq) + " tokens: " + numbers(seq));
+  // The planned peak grows with the budget: the largest fitting one, by bisection.
+  int lo = seq, hi = now - 1;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  Candidate c;
+  c.ok = true;
+  c.decision.action = DecisionAction::kShrinkTokenBudget;
+  c.decision.target_max_tokens_per_micro_batch = lo;
+  c.why = "shrink maxTokensPerMicroBatch from " + std::to_string(now) + " to " + std::to_string(lo) +
+          " tokens: " + numbers(lo);
+  return c;
+}
+
 Candidate TryOffload(const Situation& s, bool enable) {
   const char* name = enable ? "enableOffload" : "disableOffload";
   const spec::ShardingSpec& sh = s.spec.sharding;
@@ -289,6 +337,7 @@ Candidate TryAction(spec::GuardAction a, const Situation& s) {
     case spec::GuardAction::kRestart: return TryRestart(s);
     case spec::GuardAction::kReshard: return TryReshard(s);
     case spec::GuardAction::kShrinkMicroBatch: return TryShrinkMicroBatch(s);
+    case spec::GuardAction::kShrinkTokenBudget: return TryShrinkTokenBudget(s);
     case spec::GuardAction::kEnableActivationCheckpointing: return TryEnableActivationCheckpointing(s);
     case spec::GuardAction::kDisableOffload: return TryOffload(s, /*enable=*/false);
     case spec::GuardAction::kEnableOffload: return TryOffload(s, /*enable=*/true);
@@ -581,6 +630,18 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
         return d;
       }
       skipped.push_back("shrinkMicroBatch: microBatchSize is already 1");
+    } else if (a == spec::GuardAction::kShrinkTokenBudget) {
+      // Halve the padded tokens a micro-batch may hold, down to one full-length sequence.
+      const int seq = spec.grpo.max_prompt_length + spec.grpo.max_response_length;
+      const int now = EffectiveTokenBudget(spec.grpo);
+      if (now > seq) {
+        d.action = DecisionAction::kShrinkTokenBudget;
+        d.target_max_tokens_per_micro_batch = std::max(seq, now / 2);
+        d.reason = again + ": halve maxTokensPerMicroBatch from " + std::to_string(now) + " to " +
+                   std::to_string(*d.target_max_tokens_per_micro_batch) + " tokens";
+        return d;
+      }
+      skipped.push_back("shrinkTokenBudget: the budget is already one full-length sequence");
     } else if (a == spec::GuardAction::kEnableActivationCheckpointing) {
       // What the planner says recomputed blocks save on the side that ran out.
       const bool gpu = cause == ExitCause::kGpuOom;

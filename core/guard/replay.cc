@@ -58,6 +58,9 @@ std::string ReplayLineJson(const ReplayStep& step) {
   };
   if (d.target_workers) j["target_workers"] = *d.target_workers;
   if (d.target_micro_batch_size) j["target_micro_batch_size"] = *d.target_micro_batch_size;
+  if (d.target_max_tokens_per_micro_batch) {
+    j["target_max_tokens_per_micro_batch"] = *d.target_max_tokens_per_micro_batch;
+  }
   if (d.target_offload_params) j["target_offload_params"] = *d.target_offload_params;
   if (d.target_offload_optimizer) j["target_offload_optimizer"] = *d.target_offload_optimizer;
   return j.dump();

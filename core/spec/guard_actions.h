@@ -16,6 +16,7 @@
   X(kRestart, "restart")                                             \
   X(kReshard, "reshard")                                             \
   X(kShrinkMicroBatch, "shrinkMicroBatch")                           \
+  X(kShrinkTokenBudget, "shrinkTokenBudget")                         \
   X(kEnableActivationCheckpointing, "enableActivationCheckpointing") \
   X(kDisableOffload, "disableOffload")                               \
   X(kEnableOffload, "enableOffload")

@@ -87,6 +87,19 @@ struct HubModelSpec {
   bool operator==(const HubModelSpec&) const = default;
 };
 
+// Low-rank adapters on a frozen base, in PEFT's vocabulary (worker/model/lora*). r = 0:
+// no adapters, every parameter trains.
+struct LoraSpec {
+  int r = 0;                                // the adapters' rank; 0 = off
+  double alpha = 0;                         // scale alpha / r (alpha / sqrt(r) with rsLora); 0 = r
+  double dropout = 0.0;                     // on the adapter's input, in [0, 1)
+  std::vector<std::string> target_modules;  // "targetModules": q_proj, ..., or all-linear
+  bool rs_lora = false;                     // "rsLora"
+  std::string from;                         // a PEFT adapter directory to start from; "" = fresh
+  bool enabled() const { return r > 0; }
+  bool operator==(const LoraSpec&) const = default;
+};
+
 struct ModelSpec {
   std::string preset = "tiny";  // tiny | small | base | "" (explicit dims)
   // Explicit dims; 0 means "from the preset". Filled from the preset by ApplyDefaults.
@@ -102,6 +115,7 @@ struct ModelSpec {
   // fine-tune; when set, the architecture and weights come from it, not the preset.
   std::string path;
   HubModelSpec hub;  // exclusive with path
+  LoraSpec lora;
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -185,8 +199,12 @@ struct MemoryGuardSpec {
   double gpu_threshold = 0.92;   // "gpuThreshold"
   int horizon_steps = 2;         // "horizonSteps"
   int max_restarts = 10;         // "maxRestarts"
-  std::vector<GuardAction> actions = {GuardAction::kRestart, GuardAction::kReshard, GuardAction::kShrinkMicroBatch,
-                                      GuardAction::kEnableActivationCheckpointing, GuardAction::kDisableOffload};
+  std::vector<GuardAction> actions = {GuardAction::kRestart,
+                                      GuardAction::kReshard,
+                                      GuardAction::kShrinkMicroBatch,
+                                      GuardAction::kShrinkTokenBudget,
+                                      GuardAction::kEnableActivationCheckpointing,
+                                      GuardAction::kDisableOffload};
   bool operator==(const MemoryGuardSpec&) const = default;
 };
 
@@ -207,9 +225,14 @@ struct DebugSpec {
 
 struct TrainingJobSpec {
   bool suspend = false;
-  int workers = 1;      // shards (ranks); the scale subresource points here
-  int min_workers = 1;  // "minWorkers"
-  int max_workers = 8;  // "maxWorkers"
+  int workers = 1;        // shards (ranks); the scale subresource points here
+  int min_workers = 1;    // "minWorkers"
+  int max_workers = 8;    // "maxWorkers"
+  int ranks_per_pod = 1;  // "ranksPerPod": ranks (one per GPU) inside each pod; pods = workers / ranksPerPod
+  // As a Kubernetes Job's: the job fails once it has been active this long; a finished
+  // job's children and the TrainingJob are deleted this long after it finished. Unset: never.
+  std::optional<int64_t> active_deadline_seconds;     // "activeDeadlineSeconds"
+  std::optional<int64_t> ttl_seconds_after_finished;  // "ttlSecondsAfterFinished"
   std::string image = "headroom-worker:0.1.0";
   Resources resources;
   ModelSpec model;

@@ -24,6 +24,7 @@ ActionLabels LabelsFor(runtime::ActionType type) {
     case ActionType::kRestart: return {"GuardRestart", "restart", "memoryGuard", false};
     case ActionType::kReshard: return {"Reshard", "reshard", "memoryGuard", false};
     case ActionType::kShrinkMicroBatch: return {"ShrinkMicroBatch", "shrinkMicroBatch", "memoryGuard", false};
+    case ActionType::kShrinkTokenBudget: return {"ShrinkTokenBudget", "shrinkTokenBudget", "memoryGuard", false};
     case ActionType::kEnableActivationCheckpointing:
       return {"EnableActivationCheckpointing", "enableActivationCheckpointing", "memoryGuard", false};
     case ActionType::kDisableOffload: return {"DisableOffload", "disableOffload", "memoryGuard", false};
