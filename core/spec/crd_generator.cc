@@ -71,6 +71,10 @@ ordered_json DefaultOf(const FieldDef& f, void* member) {
     case FieldKind::kInt64:
     case FieldKind::kByteCount: return *static_cast<int64_t*>(member);
     case FieldKind::kUint64: return *static_cast<uint64_t*>(member);
+    case FieldKind::kOptionalInt64: {
+      const auto& v = *static_cast<std::optional<int64_t>*>(member);
+      return v ? ordered_json(*v) : ordered_json(nullptr);
+    }
     case FieldKind::kDouble: return *static_cast<double*>(member);
     case FieldKind::kString:
     case FieldKind::kQuantity: return *static_cast<std::string*>(member);
@@ -113,7 +117,8 @@ ordered_json FieldSchema(const FieldDef& f, void* defaults, const std::string& p
     case FieldKind::kBool: s["type"] = "boolean"; break;
     case FieldKind::kInt: s["type"] = "integer", s["format"] = "int32"; break;
     case FieldKind::kInt64:
-    case FieldKind::kUint64: s["type"] = "integer", s["format"] = "int64"; break;
+    case FieldKind::kUint64:
+    case FieldKind::kOptionalInt64: s["type"] = "integer", s["format"] = "int64"; break;
     case FieldKind::kDouble: s["type"] = "number"; break;
     case FieldKind::kString: s["type"] = "string"; break;
     case FieldKind::kQuantity:

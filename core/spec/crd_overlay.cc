@@ -153,6 +153,10 @@ spec:
                   type: integer
                   format: int32
                   description: Reshards (changes of worker count) so far.
+                disruptions:
+                  type: integer
+                  format: int32
+                  description: Times a worker pod was taken away from outside (preempted, evicted by a node drain, deleted by someone else) and the job resumed from its checkpoint; not restarts. Absent while 0.
                 oomKills:
                   type: integer
                   format: int32

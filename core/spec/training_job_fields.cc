@@ -70,6 +70,7 @@ constexpr FieldKind KindOf() {
   else if constexpr (std::is_same_v<T, int>) return FieldKind::kInt;
   else if constexpr (std::is_same_v<T, int64_t>) return FieldKind::kInt64;
   else if constexpr (std::is_same_v<T, uint64_t>) return FieldKind::kUint64;
+  else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return FieldKind::kOptionalInt64;
   else if constexpr (std::is_same_v<T, double>) return FieldKind::kDouble;
   else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
   else if constexpr (std::is_same_v<T, std::vector<GuardAction>>) return FieldKind::kActions;
@@ -329,6 +330,20 @@ std::vector<FieldDef> BuildSpecFields() {
       F<&TrainingJobSpec::suspend>("suspend",
                                    "When true the workers are drained (each writes a checkpoint) and no pods run; "
                                    "setting it back to false resumes from that checkpoint."),
+      F<&TrainingJobSpec::active_deadline_seconds>(
+          "activeDeadlineSeconds",
+          "As a Kubernetes Job's: seconds the job may be active, counted from its first launch (time suspended "
+          "included, as a Job counts it); when they are up the workers drain to a checkpoint and the job ends Failed "
+          "with reason DeadlineExceeded. Unset: no deadline.")
+          .Min(1)
+          .NoDefault(),
+      F<&TrainingJobSpec::ttl_seconds_after_finished>(
+          "ttlSecondsAfterFinished",
+          "As a Kubernetes Job's: seconds after the job finished (Succeeded or Failed) when the operator deletes the "
+          "TrainingJob, and with it its pods, Service and ConfigMap. 0 deletes it as soon as it finishes; unset "
+          "keeps it.")
+          .Min(0)
+          .NoDefault(),
       F<&TrainingJobSpec::workers>("workers",
                                    "Number of workers (ranks, one pod each) the model is sharded over. The scale "
                                    "subresource points here, so `kubectl scale tj/NAME --replicas=N` reshards.")

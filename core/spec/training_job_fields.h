@@ -27,10 +27,11 @@ namespace headroom::spec {
 
 enum class FieldKind {
   kBool,
-  kInt,     // int: CRD int32
-  kInt64,   // int64_t: CRD int64
-  kUint64,  // uint64_t: CRD int64, minimum 0 (the parser refuses negatives)
-  kDouble,  // CRD number
+  kInt,            // int: CRD int32
+  kInt64,          // int64_t: CRD int64
+  kUint64,         // uint64_t: CRD int64, minimum 0 (the parser refuses negatives)
+  kOptionalInt64,  // std::optional<int64_t>: CRD int64 with no default; unset is left out
+  kDouble,         // CRD number
   kString,
   kQuantity,     // std::string holding a Kubernetes quantity ("2", "500m", "4Gi"), > 0
   kByteCount,    // int64_t read from an integer or a quantity string ("48Mi"), >= 0

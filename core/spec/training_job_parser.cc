@@ -186,6 +186,13 @@ class MapReader {
   void Int64(const std::string& name, int64_t& out) {
     if (const DocumentNode* n = Field(name)) d_.Int64(*n, Child(name), out);
   }
+  void OptionalInt64(const std::string& name, std::optional<int64_t>& out) {
+    const DocumentNode* n = Field(name);
+    if (n == nullptr) return;
+    int64_t v = 0;
+    d_.Int64(*n, Child(name), v);
+    out = v;
+  }
   void Uint64(const std::string& name, uint64_t& out) {
     if (const DocumentNode* n = Field(name)) d_.Uint64(*n, Child(name), out);
   }
@@ -438,6 +445,7 @@ void DecodeFields(MapReader& r, const std::vector<FieldDef>& fields, void* objec
       case FieldKind::kInt: r.Int(f.name, *static_cast<int*>(member)); break;
       case FieldKind::kInt64: r.Int64(f.name, *static_cast<int64_t*>(member)); break;
       case FieldKind::kUint64: r.Uint64(f.name, *static_cast<uint64_t*>(member)); break;
+      case FieldKind::kOptionalInt64: r.OptionalInt64(f.name, *static_cast<std::optional<int64_t>*>(member)); break;
       case FieldKind::kDouble: r.Double(f.name, *static_cast<double*>(member)); break;
       case FieldKind::kString: r.String(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kQuantity: r.QuantityText(f.name, *static_cast<std::string*>(member)); break;

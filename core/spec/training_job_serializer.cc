@@ -44,6 +44,9 @@ ordered_json FieldsJson(const std::vector<FieldDef>& fields, void* object) {
       case FieldKind::kInt64:
       case FieldKind::kByteCount: j[f.name] = *static_cast<int64_t*>(member); break;
       case FieldKind::kUint64: j[f.name] = *static_cast<uint64_t*>(member); break;
+      case FieldKind::kOptionalInt64:
+        if (const auto& v = *static_cast<std::optional<int64_t>*>(member)) j[f.name] = *v;
+        break;
       case FieldKind::kDouble: j[f.name] = *static_cast<double*>(member); break;
       case FieldKind::kString:
       case FieldKind::kQuantity: j[f.name] = *static_cast<std::string*>(member); break;

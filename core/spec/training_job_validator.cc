@@ -465,6 +465,9 @@ void CheckFields(Checker& c, const Context& x, const std::vector<FieldDef>& fiel
       case FieldKind::kByteCount:
         if (!f.range_in_crd_only) CheckIntegerRange(c, path, f, *static_cast<int64_t*>(member));
         break;
+      case FieldKind::kOptionalInt64:
+        if (const auto& v = *static_cast<std::optional<int64_t>*>(member)) CheckIntegerRange(c, path, f, *v);
+        break;
       case FieldKind::kDouble:
         if (!f.range_in_crd_only) CheckDoubleRange(c, path, f, *static_cast<double*>(member));
         break;

@@ -114,13 +114,13 @@ NextStep JobReconciler::Launch(const std::string& reason) {
   return next;
 }
 
-NextStep JobReconciler::Finish(JobPhase phase, const std::string& message) {
+NextStep JobReconciler::Finish(JobPhase phase, const std::string& message, const std::string& condition_reason) {
   status_.phase = phase;
   status_.message = message;
   SetCondition("Running", false, JobPhaseName(phase), message);
   if (phase == JobPhase::kSucceeded) SetCondition("Succeeded", true, "AllStepsDone", message);
   if (phase == JobPhase::kFailed) {
-    SetCondition("Failed", true, "GaveUp", message);
+    SetCondition("Failed", true, condition_reason, message);
     Record(status_.step, ActionType::kFail, message);
   }
   NextStep next;
@@ -169,10 +169,30 @@ void JobReconciler::UpdateMemoryStatus() {
   SetCondition("MemoryPressure", p.on, p.reason, p.message);
 }
 
+bool JobReconciler::DeadlineUp(std::chrono::steady_clock::time_point now) {
+  const std::optional<int64_t>& limit = job_.spec.active_deadline_seconds;
+  if (!limit || !active_since_) return false;
+  if (!deadline_exceeded_ && now - *active_since_ >= std::chrono::seconds(*limit)) {
+    deadline_exceeded_ = "spec.activeDeadlineSeconds (" + std::to_string(*limit) + " s) exceeded at step " +
+                         std::to_string(status_.step) + " of " + std::to_string(status_.total_steps);
+  }
+  return deadline_exceeded_.has_value();
+}
+
+NextStep JobReconciler::FailForDeadline(bool workers_ended) {
+  return Finish(JobPhase::kFailed,
+                *deadline_exceeded_ + (workers_ended ? "; the workers stopped, the newest checkpoint is kept" : ""),
+                "DeadlineExceeded");
+}
+
 NextStep JobReconciler::Reconcile(const Observation& observed) {
   if (IsTerminal(status_.phase)) return Finished();
+  if (!active_since_) active_since_ = observed.now;
   if (status_.generation == 0) return FirstLaunch();
   Ingest(observed);
+  // Past the deadline with no rank to drain, the job ends here; with ranks, they drain
+  // first (OnEveryRankRunning) and their end is the job's (OnGenerationEnded).
+  if (DeadlineUp(observed.now) && observed.ranks.empty()) return FailForDeadline(false);
   if (observed.generation != status_.generation || observed.ranks.empty()) return {};
   int ended = 0;
   const RankObservation* crashed = nullptr;
@@ -223,12 +243,13 @@ NextStep JobReconciler::OnSomeRanksEnded(const Observation& observed, const Rank
 NextStep JobReconciler::OnEveryRankRunning() {
   NextStep next;
   const bool scale = workers_requested_ && *workers_requested_ != job_.spec.workers;
-  if ((stop_requested_ || scale) && !drain_sent_) {
+  if ((stop_requested_ || scale || deadline_exceeded_) && !drain_sent_) {
     drain_sent_ = true;
     next.kind = NextStep::Kind::kDrain;
     next.grace = options_.drain_grace;
-    next.reason = stop_requested_ ? *stop_requested_
-                                  : "resharding to " + std::to_string(*workers_requested_) + " workers on request";
+    next.reason = deadline_exceeded_ ? *deadline_exceeded_
+                  : stop_requested_  ? *stop_requested_
+                                     : "resharding to " + std::to_string(*workers_requested_) + " workers on request";
   }
   return next;
 }

@@ -28,6 +28,11 @@
 //                                      status.restarts nor memoryGuard.maxRestarts counts it.
 //   Relaunches that were not asked for by the user count against memoryGuard.maxRestarts
 //   (disruptions excepted); the one that would exceed it fails the job instead, with the reason.
+//   - spec.activeDeadlineSeconds, as a Kubernetes Job's: counted from the first launch (a
+//     reconciler made for a resume from suspension starts it again, as a Job resets its
+//     startTime); once it is up, running ranks drain to a checkpoint and the job ends
+//     Failed with condition reason DeadlineExceeded (a generation that succeeds while
+//     draining still succeeds). The time comes from Observation::now, nothing else.
 // When some ranks have ended and others have not: a crash kills the rest at once; a
 // clean end (0/75/76) waits peer_exit_timeout for the others to agree, then kills them.
 //
@@ -86,6 +91,11 @@ class JobReconciler {
   // The caller could not carry out a step (a launch failed: no such binary, no cgroup,
   // the API server refused a pod): the job ends Failed with `reason`.
   void MarkFailed(const std::string& reason);
+  // When the job became active (its first launch, on the Observation::now clock), for
+  // spec.activeDeadlineSeconds. Set by the first Reconcile(); a supervisor that Restore()s
+  // a job sets it from what it recorded (the operator: status.startTime).
+  void SetActiveSince(std::chrono::steady_clock::time_point since) { active_since_ = since; }
+  std::optional<std::chrono::steady_clock::time_point> active_since() const { return active_since_; }
 
   // Picks up a job some earlier supervisor was running (the operator after a restart
   // reads these back from status, pod labels and the workers' environment): the status
@@ -105,7 +115,12 @@ class JobReconciler {
   NextStep OnSomeRanksEnded(const Observation& observed, const RankObservation* crashed);
   NextStep OnEveryRankRunning();
   NextStep Launch(const std::string& reason);
-  NextStep Finish(JobPhase phase, const std::string& message);
+  // condition_reason: the Failed condition's reason (a Job's vocabulary: DeadlineExceeded).
+  NextStep Finish(JobPhase phase, const std::string& message, const std::string& condition_reason = "GaveUp");
+  // spec.activeDeadlineSeconds: whether it is up at `now` (sets deadline_exceeded_), and
+  // the job's end when it is.
+  bool DeadlineUp(std::chrono::steady_clock::time_point now);
+  NextStep FailForDeadline(bool workers_ended);
   // What the end of a generation leads to: job_reconciler_outcomes.cc.
   NextStep OnGenerationEnded(const Observation& observed);
   // A crash: counted (crash_triage.h), then a restart from the checkpoint, or with the
@@ -137,6 +152,8 @@ class JobReconciler {
 
   std::optional<std::string> stop_requested_;
   std::optional<int> workers_requested_;
+  std::optional<std::chrono::steady_clock::time_point> active_since_;
+  std::optional<std::string> deadline_exceeded_;  // why, once spec.activeDeadlineSeconds is up
   std::optional<std::string> resume_requested_;
   bool drain_sent_ = false;
   bool kill_sent_ = false;

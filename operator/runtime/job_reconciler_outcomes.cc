@@ -64,6 +64,8 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
     status_.step = std::max(status_.step, status_.total_steps);
     return Finish(JobPhase::kSucceeded, "all " + std::to_string(status_.total_steps) + " steps done");
   }
+  // Past spec.activeDeadlineSeconds nothing is relaunched, whatever ended the generation.
+  if (deadline_exceeded_) return FailForDeadline(true);
   // A rank taken away from outside explains the end unless the memory did (an
   // out-of-memory end or a guard stop is the job's own, and the guard must see it) or the
   // user stopped the job anyway. A drain for a scale request that a disruption met stays
@@ -115,6 +117,7 @@ NextStep JobReconciler::OnDisruption(const Observation& observed, const RankObse
                                                       ", resuming from it";
   const std::string reason = "rank " + std::to_string(disrupted.rank) + ": " + disrupted.exit->disruption + resumed +
                              " (not counted as a restart)";
+  ++status_.disruptions;
   return Relaunch(status_.step, ActionType::kResumeAfterDisruption, reason, /*counts_as_restart=*/false,
                   /*reshard=*/false, /*counted=*/false);
 }

@@ -49,6 +49,7 @@ nlohmann::json ToJson(const JobStatus& s) {
       {"workers", s.workers},           {"restarts", s.restarts},     {"reshards", s.reshards},
       {"oomKills", s.oom_kills},        {"stepsLost", s.steps_lost},  {"memory", memory},
   };
+  if (s.disruptions > 0) j["disruptions"] = s.disruptions;
   if (s.heldout_accuracy) j["heldOutAccuracy"] = *s.heldout_accuracy;
   if (s.last_action) j["lastAction"] = ActionJson(*s.last_action);
   nlohmann::json conditions = nlohmann::json::array();

@@ -57,6 +57,7 @@ struct JobStatus {
   int micro_batch_size = 0;  // of the running generation (the guard may shrink it)
   int restarts = 0;          // relaunches at the same size (guard, crash, OOM kill, drain; no disruption)
   int reshards = 0;
+  int disruptions = 0;                 // resumes after a pod was preempted or evicted (not restarts)
   int oom_kills = 0;                   // out-of-memory ends: the kernel's kills and CUDA OOMs (exit 77)
   int gpu_oom_kills = 0;               // of which CUDA out-of-memory (not in the Kubernetes status)
   int64_t steps_lost = 0;              // steps redone because a crash lost them

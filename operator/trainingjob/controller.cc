@@ -195,8 +195,41 @@ controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
     return {.requeue = true};
   }
   SetPhase(key, runtime::JobPhaseName(s.phase));
+  if (done) return AfterFinished(key, *object, job, entry->times);
   if (runtime::IsTerminal(s.phase)) return {};
   return {.requeue_after = options_.running_requeue};
+}
+
+controllerkit::Result TrainingJobController::AfterFinished(const std::string& key, const json& object,
+                                                           const spec::TrainingJob& job, const StatusTimes& times) {
+  const std::optional<int64_t>& ttl = job.spec.ttl_seconds_after_finished;
+  if (!ttl || times.completion_time.empty()) return {};
+  std::chrono::system_clock::time_point finished;
+  try {
+    finished = kubeclient::ParseTime(times.completion_time);
+  } catch (const std::invalid_argument&) {
+    return {};  // written by this operator; unreadable only if edited by hand
+  }
+  const auto left = finished + std::chrono::seconds(*ttl) - std::chrono::system_clock::now();
+  if (left > std::chrono::seconds(0)) {
+    return {.requeue_after =
+                std::chrono::duration_cast<std::chrono::milliseconds>(left) + std::chrono::milliseconds(1)};
+  }
+  // As the TTL-after-finished controller does: the job goes, and its children with it
+  // (their ownerReferences). Only this incarnation: a job re-created under the same name is not ours.
+  kubeclient::DeleteOptions options;
+  options.propagation_policy = "Background";
+  options.precondition_uid = kubeclient::Uid(object);
+  try {
+    kubeclient::ResourceClient(*client_, kubeclient::resources::kTrainingJobs)
+        .Delete(kubeclient::Namespace(object), kubeclient::Name(object), options);
+  } catch (const kubeclient::ApiError& e) {
+    if (e.IsConflict()) return {};  // another incarnation by now
+    spdlog::warn("{}: not deleted after ttlSecondsAfterFinished ({}); retrying", key, e.what());
+    return {.requeue = true};
+  }
+  spdlog::info("{}: deleted {} s after it finished (spec.ttlSecondsAfterFinished)", key, *ttl);
+  return {};
 }
 
 controllerkit::Result TrainingJobController::InvalidSpec(const std::string& key, const json& object,

@@ -19,7 +19,9 @@
 //     headroom_operator_guard_actions_total{action,reason}, and the status written through
 //     the status subresource only when it differs from what is there (a resync of an
 //     unchanged job writes nothing). Requeued every running_requeue while workers run, to
-//     scrape their /metrics.
+//     scrape their /metrics (and to see spec.activeDeadlineSeconds run out).
+//   - finished (Succeeded or Failed) with spec.ttlSecondsAfterFinished: requeued until
+//     that long after completionTime, then the TrainingJob is deleted (its children with it).
 // Pod events (owned pods, by the job-name label) enqueue their job.
 #pragma once
 
@@ -85,6 +87,10 @@ class TrainingJobController {
   controllerkit::Result InvalidSpec(const std::string& key, const nlohmann::json& object,
                                     const std::vector<spec::SpecError>& errors);
   void SetPhase(const std::string& key, const std::string& phase);
+  // A Succeeded or Failed job: deleted spec.ttlSecondsAfterFinished after completionTime
+  // (requeued until then), as a Kubernetes Job is.
+  controllerkit::Result AfterFinished(const std::string& key, const nlohmann::json& object,
+                                      const spec::TrainingJob& job, const StatusTimes& times);
 
   kubeclient::RestClient* client_;
   TrainingJobControllerOptions options_;

@@ -67,7 +67,10 @@ void ReportJobEvents(JobEntry& entry, const json& object, EventRecorder& events,
       events.Emit(object, "succeeded", "Normal", "Succeeded",
                   s.message + "; " + std::to_string(s.restarts) + " restart(s), " + std::to_string(s.reshards) +
                       " reshard(s), " + std::to_string(s.oom_kills) + " OOM kill(s), " + std::to_string(s.steps_lost) +
-                      " step(s) lost");
+                      " step(s) lost" +
+                      (s.disruptions > 0 ? ", " + std::to_string(s.disruptions) +
+                                               " disruption(s) (pods preempted or evicted; resumed, not restarts)"
+                                         : ""));
     } else if (s.phase == runtime::JobPhase::kSuspended &&
                (s.actions.empty() || s.actions.back().type != runtime::ActionType::kSuspend)) {
       events.Emit(object, "suspended-" + std::to_string(s.generation), "Normal", "Suspended", s.message);

@@ -90,6 +90,16 @@ void JobRestorer::Restore(JobEntry& entry, const json& object, const spec::Train
   }
   entry.observed_generation = status_json.value("observedGeneration", int64_t{0});
   entry.times = StatusTimesFromJson(status_json);
+  // spec.activeDeadlineSeconds counts from startTime, not from this operator's start.
+  if (!entry.times.start_time.empty()) {
+    try {
+      const auto active_for = std::chrono::system_clock::now() - kubeclient::ParseTime(entry.times.start_time);
+      entry.reconciler->SetActiveSince(std::chrono::steady_clock::now() -
+                                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(active_for));
+    } catch (const std::invalid_argument&) {
+      // Edited by hand: the deadline counts from now.
+    }
+  }
   entry.actions_reported = 0;
   entry.phase_reported = runtime::JobPhaseName(status.phase);
   entry.suspend = status.phase == runtime::JobPhase::kSuspended;

@@ -100,6 +100,15 @@ std::string PodDisruption(const json& pod) {
     return what + " (DisruptionTarget " + (reason.empty() ? "with no reason" : reason) +
            (message.empty() ? "" : ": " + message) + ")";
   }
+  // Kueue marks the pods it stops (its workload preempted or evicted) with a condition of
+  // its own before deleting them.
+  for (const json& c : conditions) {
+    if (!c.is_object() || c.value("type", "") != "TerminationTarget" || c.value("status", "") != "True") continue;
+    const std::string reason = c.value("reason", "");
+    const std::string message = c.value("message", "");
+    return "stopped by Kueue (TerminationTarget " + (reason.empty() ? "with no reason" : reason) +
+           (message.empty() ? "" : ": " + message) + ")";
+  }
   return "";
 }
 

@@ -47,6 +47,9 @@ void ApplySpecChanges(JobEntry& entry, const json& object, const spec::TrainingJ
                                 runtime::RankExit{protocol::kExitDrained, false, "Drained", ""});
     }
     entry.actions_reported = entry.reconciler->status().actions.size();
+    // As a Job's: resuming resets startTime, and with it spec.activeDeadlineSeconds's count
+    // (the fresh reconciler starts it at its first Reconcile).
+    entry.times.start_time.clear();
   }
   if (job.spec.workers != entry.workers) {
     if (entry.reconciler->status().generation == 0) {

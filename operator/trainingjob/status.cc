@@ -52,6 +52,7 @@ runtime::JobStatus JobStatusFromJson(const json& j) {
   s.workers = Get<int>(j, "workers", 0);
   s.restarts = Get<int>(j, "restarts", 0);
   s.reshards = Get<int>(j, "reshards", 0);
+  s.disruptions = Get<int>(j, "disruptions", 0);
   s.oom_kills = Get<int>(j, "oomKills", 0);
   s.steps_lost = Get<int64_t>(j, "stepsLost", 0);
   s.message = Get<std::string>(j, "message", "");

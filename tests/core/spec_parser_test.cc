@@ -220,6 +220,32 @@ TEST(SpecParser, ByteCountsTakeIntegersOrQuantities) {
   EXPECT_EQ(ErrorPaths(r), (Paths{"spec.debug.hostLeakBytesPerStep"})) << AllErrors(r);
 }
 
+// As a Kubernetes Job's: unset unless written, a deadline of at least 1 s, a TTL of 0 or
+// more; written back only when set.
+TEST(SpecParser, JobDeadlineAndTtlAreOptional) {
+  ParseResult r = ParseTrainingJob(kGoodJob);
+  ASSERT_TRUE(r.ok()) << AllErrors(r);
+  EXPECT_FALSE(r.job->spec.active_deadline_seconds);
+  EXPECT_FALSE(r.job->spec.ttl_seconds_after_finished);
+  EXPECT_EQ(ToYaml(*r.job).find("activeDeadlineSeconds"), std::string::npos);
+  EXPECT_EQ(ToYaml(*r.job).find("ttlSecondsAfterFinished"), std::string::npos);
+
+  r = ParseTrainingJob(
+      GoodJobWith("  workers: 2\n", "  workers: 2\n  activeDeadlineSeconds: 3600\n  ttlSecondsAfterFinished: 0\n"));
+  ASSERT_TRUE(r.ok()) << AllErrors(r);
+  EXPECT_EQ(r.job->spec.active_deadline_seconds, 3600);
+  EXPECT_EQ(r.job->spec.ttl_seconds_after_finished, 0);
+  ParseResult again = ParseTrainingJob(ToYaml(*r.job));
+  ASSERT_TRUE(again.ok()) << AllErrors(again);
+  EXPECT_EQ(again.job->spec, r.job->spec);
+
+  r = ParseTrainingJob(
+      GoodJobWith("  workers: 2\n", "  workers: 2\n  activeDeadlineSeconds: 0\n  ttlSecondsAfterFinished: -1\n"));
+  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.activeDeadlineSeconds", "spec.ttlSecondsAfterFinished"})) << AllErrors(r);
+  r = ParseTrainingJob(GoodJobWith("  workers: 2\n", "  workers: 2\n  activeDeadlineSeconds: soon\n"));
+  EXPECT_EQ(ErrorPaths(r), (Paths{"spec.activeDeadlineSeconds"})) << AllErrors(r);
+}
+
 TEST(SpecParser, HostLeakDecayIsAFraction) {
   ParseResult r =
       ParseTrainingJob(GoodJobWith("hostLeakBytesPerStep: 0", "hostLeakBytesPerStep: 160Mi, hostLeakDecay: 0.7"));

@@ -41,7 +41,7 @@ var clusterScoped = map[string]bool{"CustomResourceDefinition": true, "ClusterRo
 // operatorPermissions is exactly what headroom-operator calls (the list in
 // templates/rbac.yaml): group/resource -> verbs.
 var operatorPermissions = map[string][]string{
-	"headroom.dev/trainingjobs":            {"get", "list", "watch"},
+	"headroom.dev/trainingjobs":            {"delete", "get", "list", "watch"},
 	"headroom.dev/trainingjobs/status":     {"patch"},
 	"headroom.dev/trainingjobs/finalizers": {"update"},
 	"/pods":                                {"get", "list", "watch", "create", "delete"},

@@ -532,6 +532,8 @@ TEST(JobReconciler, ADisruptionResumesWithoutCountingARestart) {
   EXPECT_EQ(rec.Reconcile(Script{.generation = 3, .ranks = 2}.Ended({Exit(0), Exit(0)})).kind, Kind::kFinished);
   EXPECT_EQ(rec.status().phase, JobPhase::kSucceeded);
   EXPECT_EQ(rec.status().restarts, 0);
+  EXPECT_EQ(rec.status().disruptions, 2);
+  EXPECT_EQ(ToJson(rec.status()).value("disruptions", 0), 2);
 
   // The same drain without a cause is a restart, which maxRestarts 0 does not allow.
   JobReconciler plain(job, Options());
@@ -683,6 +685,71 @@ TEST(JobReconciler, ResumingASuspendedJobIsNotARestart) {
   EXPECT_EQ(second.Reconcile(Script{.generation = 2}.Running({3})).kind, Kind::kWait);
   EXPECT_EQ(second.status().steps_lost, 0);
   EXPECT_EQ(second.status().phase, JobPhase::kRunning);
+}
+
+// spec.activeDeadlineSeconds, as a Job's: once the job has been active that long (from
+// its first launch, on the observations' clock) the ranks drain and the job fails with
+// reason DeadlineExceeded; nothing is relaunched, not even after a crash.
+TEST(JobReconciler, ActiveDeadlineDrainsAndFailsWithDeadlineExceeded) {
+  spec::TrainingJob job = MakeJob(2);
+  job.spec.active_deadline_seconds = 60;
+  JobReconciler rec(job, Options());
+  Script g1{.generation = 1, .ranks = 2};
+  Observation first;
+  first.now = g1.t0;
+  ASSERT_EQ(rec.Reconcile(first).kind, Kind::kLaunch);
+  EXPECT_EQ(rec.Reconcile(g1.Running({1, 2})).kind, Kind::kWait);
+  Script late = g1;
+  late.t0 = g1.t0 + std::chrono::seconds(59);
+  EXPECT_EQ(rec.Reconcile(late.Running({3})).kind, Kind::kWait) << "59 s of 60";
+  late.t0 = g1.t0 + std::chrono::seconds(60);
+  NextStep next = rec.Reconcile(late.Running({4}));
+  ASSERT_EQ(next.kind, Kind::kDrain);
+  EXPECT_NE(next.reason.find("spec.activeDeadlineSeconds (60 s) exceeded"), std::string::npos) << next.reason;
+  EXPECT_EQ(rec.Reconcile(late.Running()).kind, Kind::kWait);  // drained once
+  next = rec.Reconcile(late.Ended({Exit(75), Exit(75)}, 4));
+  EXPECT_EQ(next.kind, Kind::kFinished);
+  EXPECT_EQ(rec.status().phase, JobPhase::kFailed);
+  bool deadline_condition = false;
+  for (const Condition& c : rec.status().conditions) {
+    deadline_condition =
+        deadline_condition || (c.type == "Failed" && c.status == "True" && c.reason == "DeadlineExceeded");
+  }
+  EXPECT_TRUE(deadline_condition) << rec.status().message;
+  EXPECT_EQ(rec.status().restarts, 0);
+
+  // A crash past the deadline is not restarted either.
+  JobReconciler crashed(job, Options());
+  crashed.Reconcile(first);
+  EXPECT_EQ(crashed.Reconcile(late.Ended({Exit(137, "", true), Exit(75)}, 3)).kind, Kind::kFinished);
+  EXPECT_EQ(crashed.status().phase, JobPhase::kFailed);
+  EXPECT_EQ(crashed.status().restarts, 0);
+
+  // Without the field the same clock changes nothing.
+  JobReconciler unbounded(MakeJob(2), Options());
+  unbounded.Reconcile(first);
+  EXPECT_EQ(unbounded.Reconcile(late.Running({1})).kind, Kind::kWait);
+  EXPECT_EQ(unbounded.status().phase, JobPhase::kRunning);
+}
+
+// A supervisor that picks a job up (the operator after a restart) counts from when the job
+// became active, not from its own start; a generation that succeeds while draining succeeds.
+TEST(JobReconciler, ARestoredJobKeepsItsDeadlineAndASuccessStillSucceeds) {
+  spec::TrainingJob job = MakeJob();
+  job.spec.active_deadline_seconds = 30;
+  JobReconciler first(job, Options());
+  Script g{.generation = 1};
+  Observation o;
+  o.now = g.t0;
+  first.Reconcile(o);
+  first.Reconcile(g.Running({1}));
+
+  JobReconciler second(job, Options());
+  second.Restore(first.status(), first.guard_history(), first.current_job());
+  second.SetActiveSince(g.t0 - std::chrono::seconds(31));
+  ASSERT_EQ(second.Reconcile(g.Running({2})).kind, Kind::kDrain);
+  EXPECT_EQ(second.Reconcile(g.Ended({Exit(0)})).kind, Kind::kFinished);
+  EXPECT_EQ(second.status().phase, JobPhase::kSucceeded);
 }
 
 TEST(JobReconciler, MarkFailedEndsTheJobWithTheReason) {

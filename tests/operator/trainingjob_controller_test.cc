@@ -321,6 +321,7 @@ TEST(TrainingJobController, PreemptionEvictionAndForeignDeletionResumeWithoutARe
   ASSERT_TRUE(c.WaitForPhase("bumped", "Succeeded", 60s));
   const json status = c.Status("bumped");
   EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  EXPECT_EQ(status.value("disruptions", 0), 3) << status.dump();
   EXPECT_EQ(status.value("stepsLost", -1), 0) << "every disruption drained to a checkpoint: " << status.dump();
   EXPECT_EQ(status.value("generation", 0), 4);
   ASSERT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("bumped"), "Succeeded"); }, 5s)) << c.EventMessages("bumped");
@@ -330,7 +331,8 @@ TEST(TrainingJobController, PreemptionEvictionAndForeignDeletionResumeWithoutARe
   for (const char* cause : {"preempted by the scheduler for a higher-priority pod (DisruptionTarget "
                             "PreemptionByScheduler: default-scheduler: preempting",
                             "evicted by a node drain (the Eviction API) (DisruptionTarget EvictionByEvictionAPI",
-                            "deleted by someone other than the operator", "not counted as a restart"}) {
+                            "deleted by someone other than the operator", "not counted as a restart",
+                            "3 disruption(s) (pods preempted or evicted; resumed, not restarts)"}) {
     EXPECT_NE(messages.find(cause), std::string::npos) << cause << "\n" << messages;
   }
   const std::string metrics = c.metrics().Render();
@@ -362,6 +364,45 @@ TEST(TrainingJobController, DeletingTheJobRemovesItsChildren) {
     EXPECT_NE(metrics.find(std::string("headroom_operator_jobs{phase=\"") + phase + "\"} 0"), std::string::npos)
         << "a deleted job is counted in no phase: " << metrics;
   }
+}
+
+// spec.activeDeadlineSeconds and spec.ttlSecondsAfterFinished, as a Kubernetes Job's: the
+// job runs out of time and fails with reason DeadlineExceeded, then goes (with its pods,
+// Service and ConfigMap) no sooner than the TTL after its completionTime.
+TEST(TrainingJobController, ActiveDeadlineFailsTheJobAndTtlDeletesItWithItsChildren) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "bounded";
+  shape.steps = 100000;
+  shape.workers = 2;
+  json job = JobObject(shape);
+  job["spec"]["activeDeadlineSeconds"] = 3;
+  job["spec"]["ttlSecondsAfterFinished"] = 2;
+  c.Create(job);
+  ASSERT_TRUE(c.WaitForPhase("bounded", "Failed", 40s));
+  const json status = c.Status("bounded");
+  bool deadline = false;
+  for (const json& cond : status.value("conditions", json::array())) {
+    deadline = deadline || (cond.value("type", "") == "Failed" && cond.value("reason", "") == "DeadlineExceeded");
+  }
+  EXPECT_TRUE(deadline) << status.dump();
+  EXPECT_NE(status.value("message", "").find("spec.activeDeadlineSeconds (3 s) exceeded"), std::string::npos)
+      << status.dump();
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  ASSERT_TRUE(status.contains("completionTime")) << status.dump();
+  const auto completed = kubeclient::ParseTime(status["completionTime"].get<std::string>());
+
+  ASSERT_TRUE(c.WaitUntil([&] { return !c.Jobs().TryGet("default", "bounded"); }, 30s)) << "deleted after the TTL";
+  EXPECT_GE(std::chrono::system_clock::now(), completed + 2s) << "not before completionTime + ttlSecondsAfterFinished";
+  EXPECT_TRUE(c.WaitUntil(
+      [&] {
+    return c.PodsOf("bounded").empty() && !c.Services().TryGet("default", "bounded") &&
+           !c.ConfigMaps().TryGet("default", "bounded-spec");
+      },
+      20s))
+      << "its children go with it";
 }
 
 TEST(TrainingJobController, PicksUpARunningJobAfterAnOperatorRestart) {

@@ -226,6 +226,14 @@ TEST_F(PodBackendTest, DisruptionsComeFromTheConditionOrAForeignDeletion) {
                         {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"}}}}}}})
                 .find("evicted by a node drain"),
             std::string::npos);
+  // Kueue's own mark on the pods it stops (its workload preempted from the ClusterQueue).
+  EXPECT_EQ(PodDisruption(json{{"status",
+                                {{"conditions",
+                                  {{{"type", "TerminationTarget"},
+                                    {"status", "True"},
+                                    {"reason", "StoppedByKueue"},
+                                    {"message", "Preempted to accommodate a higher priority Workload"}}}}}}}),
+            "stopped by Kueue (TerminationTarget StoppedByKueue: Preempted to accommodate a higher priority Workload)");
 }
 
 }  // namespace
