@@ -8,6 +8,7 @@
 #include "core/spec/training_job.h"
 #include "cli/command_registry.h"
 #include "operator/manifests/children.h"
+#include "operator/manifests/gang.h"
 #include "operator/manifests/json_yaml.h"
 
 namespace headroom::cli {
@@ -30,6 +31,8 @@ int RunRender(const std::string& path, const std::string& namespace_flag) {
   std::vector<nlohmann::json> docs;
   docs.push_back(manifests::BuildSpecConfigMap(gen, ns));
   docs.push_back(manifests::BuildHeadlessService(gen.job, ns));
+  // The gang, before its pods, as the operator creates it.
+  if (nlohmann::json group = manifests::BuildPodGroup(gen, ns); !group.is_null()) docs.push_back(std::move(group));
   for (int rank = 0; rank < job.spec.workers; ++rank) docs.push_back(manifests::BuildWorkerPod(gen, rank, ns));
   std::cout << manifests::JsonToYamlDocuments(docs);
   return 0;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/protocol/environment.h"
+#include "operator/manifests/gang.h"
 #include "operator/manifests/pod_template_overlay.h"
 
 namespace headroom::manifests {
@@ -165,6 +166,7 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
   }
   json pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(pod_spec)}};
   OverlayPodTemplate(s.pod_template, pod);
+  JoinPodGroup(gen, pod);  // the scheduler's gang and Kueue's group: gang.h
   return pod;
 }
 

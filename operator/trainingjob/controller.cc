@@ -15,6 +15,7 @@
 #include "operator/trainingjob/status.h"
 #include "operator/kubeclient/resource_client.h"
 #include "operator/manifests/children.h"
+#include "operator/manifests/gang.h"
 #include "operator/runtime/job_driver.h"
 
 namespace headroom::trainingjob {
@@ -167,8 +168,11 @@ controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
   }
   if (!entry) {
     entry = restorer_.NewEntry(*object, job, pods_->ByIndex("job", key));  // may read the API; outside the map lock
-    std::lock_guard<std::mutex> lock(mu_);
-    entries_[key] = entry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entries_[key] = entry;
+    }
+    WarnIfNoKueue(*object, job);
   }
   std::lock_guard<std::mutex> lock(entry->mu);
   entry->backend->SetOwner(job);
@@ -198,6 +202,21 @@ controllerkit::Result TrainingJobController::Reconcile(const std::string& key) {
   if (done) return AfterFinished(key, *object, job, entry->times);
   if (runtime::IsTerminal(s.phase)) return {};
   return {.requeue_after = options_.running_requeue};
+}
+
+void TrainingJobController::WarnIfNoKueue(const json& object, const spec::TrainingJob& job) {
+  const std::string queue = manifests::KueueQueueOf(job);
+  if (queue.empty()) return;
+  try {
+    client_->Request("GET", std::string("/apis/") + manifests::kKueueApiGroup);
+    return;  // served: Kueue gates the pods and admits the group
+  } catch (const kubeclient::ApiError& e) {
+    if (e.code() != 404) return;  // cannot tell: say nothing
+  }
+  // The labels are harmless without Kueue: the pods run ungated, as they would unlabelled.
+  events_.Emit(object, "no-kueue", "Warning", "KueueNotInstalled",
+               std::string("labelled ") + manifests::kKueueQueueLabel + "=" + queue + " but the cluster serves no " +
+                   manifests::kKueueApiGroup + " API: the pods run without Kueue's admission");
 }
 
 controllerkit::Result TrainingJobController::AfterFinished(const std::string& key, const json& object,

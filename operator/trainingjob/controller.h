@@ -23,6 +23,8 @@
 //   - finished (Succeeded or Failed) with spec.ttlSecondsAfterFinished: requeued until
 //     that long after completionTime, then the TrainingJob is deleted (its children with it).
 // Pod events (owned pods, by the job-name label) enqueue their job.
+// First sight of a job labelled kueue.x-k8s.io/queue-name on a cluster that serves no
+// kueue.x-k8s.io API: a KueueNotInstalled Warning Event, and the job runs ungated.
 #pragma once
 
 #include <atomic>
@@ -87,6 +89,9 @@ class TrainingJobController {
   controllerkit::Result InvalidSpec(const std::string& key, const nlohmann::json& object,
                                     const std::vector<spec::SpecError>& errors);
   void SetPhase(const std::string& key, const std::string& phase);
+  // A job labelled for a Kueue queue on a cluster without Kueue: a Warning Event; the
+  // pods run ungated (docs/design.md, "Gang scheduling").
+  void WarnIfNoKueue(const nlohmann::json& object, const spec::TrainingJob& job);
   // A Succeeded or Failed job: deleted spec.ttlSecondsAfterFinished after completionTime
   // (requeued until then), as a Kubernetes Job is.
   controllerkit::Result AfterFinished(const std::string& key, const nlohmann::json& object,

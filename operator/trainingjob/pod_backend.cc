@@ -13,6 +13,7 @@
 #include "operator/trainingjob/http_scrape.h"
 #include "operator/kubeclient/resource_client.h"
 #include "operator/manifests/children.h"
+#include "operator/manifests/gang.h"
 
 namespace headroom::trainingjob {
 
@@ -277,6 +278,60 @@ void PodBackend::EnsureService(const spec::TrainingJob& job) {
   });
 }
 
+namespace {
+
+kubeclient::ResourceType PodGroupType(const manifests::PodGroupKind& kind) {
+  return kubeclient::ResourceType{kind.group, kind.version, kind.plural, kind.kind, true};
+}
+
+}  // namespace
+
+void PodBackend::EnsurePodGroup(const runtime::LaunchRequest& request) {
+  const manifests::WorkerGeneration gen{request.job, request.generation, request.guard_history_json};
+  const json wanted = manifests::BuildPodGroup(gen, ns_);
+  if (wanted.is_null()) return;
+  const manifests::PodGroupKind& kind = *manifests::PodGroupKindOf(manifests::GangSchedulerOf(request.job));
+  kubeclient::ResourceClient groups(*client_, PodGroupType(kind));
+  const std::string name = kubeclient::Name(wanted);
+  try {
+    WithRetry("podgroup " + name, [&] {
+      try {
+        groups.Create(ns_, wanted);
+      } catch (const kubeclient::ApiError& e) {
+        if (!e.IsAlreadyExists()) throw;
+      }
+      return 0;
+    });
+  } catch (const kubeclient::ApiError& e) {
+    if (e.code() != 404) throw;
+    throw std::runtime_error("schedulerName " + request.job.spec.pod_template.scheduler_name +
+                             " takes a PodGroup, but the cluster serves no " + kind.ApiVersion() + " " + kind.plural +
+                             " (is that scheduler installed?)");
+  }
+}
+
+void PodBackend::DeleteOtherPodGroups(const spec::TrainingJob& job, int generation) {
+  const manifests::PodGroupKind* kind = manifests::PodGroupKindOf(manifests::GangSchedulerOf(job));
+  if (kind == nullptr) return;
+  kubeclient::ResourceClient groups(*client_, PodGroupType(*kind));
+  kubeclient::ListOptions mine;
+  mine.label_selector = std::string(manifests::kLabelJobName) + "=" + job.metadata.name + "," +
+                        manifests::kLabelManagedBy + "=" + manifests::kManagedByValue;
+  try {
+    const json list = WithRetry("list podgroups", [&] { return groups.List(ns_, mine); });
+    for (const json& g : list.value("items", json::array())) {
+      if (GenerationOf(g) == generation) continue;
+      kubeclient::DeleteOptions options;
+      options.precondition_uid = kubeclient::Uid(g);
+      WithRetry("delete podgroup " + kubeclient::Name(g),
+                [&] { return groups.Delete(ns_, kubeclient::Name(g), options); });
+    }
+  } catch (const kubeclient::ApiError& e) {
+    // Left for the garbage collector (they are owned by the job): never a reason to stop.
+    spdlog::warn("{}: earlier generations' PodGroups not deleted: {}", job.metadata.name, e.what());
+  }
+}
+
 bool PodBackend::CreatePod(int rank) {
   json manifest;
   int generation;
@@ -317,6 +372,16 @@ bool PodBackend::CreatePod(int rank) {
 
 void PodBackend::Launch(const runtime::LaunchRequest& request) {
   const spec::TrainingJob& job = request.job;
+  {
+    // The gang before any of its pods (a scheduler that saw a pod first would place it
+    // alone), and before they are planned: a group the cluster refuses leaves none to create.
+    runtime::LaunchRequest grouped = request;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      grouped.job.metadata = owner_.metadata;
+    }
+    EnsurePodGroup(grouped);
+  }
   std::map<std::string, int64_t> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -363,6 +428,8 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
     now.grace_period_seconds = 0;
     WithRetry("delete pod " + name, [&] { return pods.Delete(ns_, name, now); });
   }
+  // Earlier generations' groups go with their pods.
+  DeleteOtherPodGroups(owned, request.generation);
   for (int r = 0; r < job.spec.workers; ++r) {
     if (CreatePod(r)) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -2,7 +2,8 @@
 // Kubernetes pods — what the operator uses where `headroom run` uses local processes.
 //
 //   Launch  = the spec ConfigMap `<job>-spec` created or updated to this generation's
-//             spec, the headless Service ensured, then one pod per rank built by
+//             spec, the headless Service ensured, the generation's PodGroup created when
+//             its scheduler gangs pods (and earlier generations' deleted), then one pod per rank built by
 //             operator/manifests (labels headroom.dev/job-name|rank|generation). Pods
 //             of earlier generations still present (finished, holding the names) are
 //             deleted first; a rank whose name is still taken is created by a later
@@ -121,6 +122,11 @@ class PodBackend : public runtime::WorkerBackend {
   auto WithRetry(const std::string& what, F&& call) -> decltype(call());
   void EnsureSpecConfigMap(const runtime::LaunchRequest& request);
   void EnsureService(const spec::TrainingJob& job);
+  // The generation's PodGroup (operator/manifests/gang.h), for a job whose scheduler
+  // takes one; throws when the cluster does not serve its kind. Earlier generations'
+  // groups are deleted as their pods are.
+  void EnsurePodGroup(const runtime::LaunchRequest& request);
+  void DeleteOtherPodGroups(const spec::TrainingJob& job, int generation);
   // Creates rank's pod; returns false when an older generation's pod still holds the name.
   bool CreatePod(int rank);
   void DeletePods(std::optional<int64_t> grace_seconds);

@@ -48,6 +48,8 @@ var operatorPermissions = map[string][]string{
 	"/services":                            {"create"},
 	"/configmaps":                          {"get", "create", "update"},
 	"/events":                              {"create"},
+	"scheduling.volcano.sh/podgroups":      {"create", "delete", "list"},
+	"scheduling.x-k8s.io/podgroups":        {"create", "delete", "list"},
 }
 
 var leasePermissions = map[string][]string{"coordination.k8s.io/leases": {"get", "create", "update"}}

@@ -226,5 +226,44 @@ TEST_F(KubectlTest, AppliesGetsScalesDescribesAndDeletesATrainingJob) {
   EXPECT_TRUE(Names("configmaps").empty()) << Kubectl("get configmaps").text;
 }
 
+// With Volcano's PodGroup CRD installed and schedulerName volcano, the gang is a kind
+// kubectl lists like any other (`kubectl get podgroups`, the CRD's columns), created before
+// the pods, and `kubectl delete` of the job takes it with the pods.
+TEST_F(KubectlTest, GetPodgroupsShowsTheGangAndDeleteTakesIt) {
+  const std::string source = HEADROOM_SOURCE_DIR;
+  ASSERT_EQ(Kubectl("apply -f " + source + "/crds/headroom.dev_trainingjobs.yaml").code, 0);
+  Output o = Kubectl("apply -f " + source + "/tests/operator/testdata/volcano-podgroup-crd.yaml");
+  ASSERT_EQ(o.code, 0) << o.text;
+
+  json object = JobObject(JobShape{.name = "gang", .workers = 2});
+  object["spec"]["template"] = {{"spec", {{"schedulerName", "volcano"}}}};
+  const std::string job_file = dir_ + "/gang.yaml";
+  std::ofstream(job_file) << spec::ToYaml(*spec::ParseTrainingJobJson(object).job);
+  o = Kubectl("apply -f " + job_file);
+  ASSERT_EQ(o.code, 0) << o.text;
+
+  const std::string selector = std::string(" -l ") + manifests::kLabelJobName + "=gang";
+  ASSERT_TRUE(
+      headroom::testing::Eventually([&] { return Names("pods" + selector).size() == 2; }, std::chrono::seconds(30)))
+      << Kubectl("get pods").text;
+  o = Kubectl("get podgroups");
+  ASSERT_EQ(o.code, 0) << o.text;
+  std::stringstream table(o.text);
+  std::string header, row;
+  std::getline(table, header);
+  std::getline(table, row);
+  EXPECT_TRUE(Contains(header, "MINMEMBER")) << o.text;
+  EXPECT_EQ(row.rfind("gang-g1 ", 0), 0u) << o.text;
+  EXPECT_EQ(Kubectl("get pg gang-g1 -o jsonpath={.spec.minMember}").text, "2");
+  EXPECT_EQ(
+      Kubectl("get pod gang-worker-1 -o 'jsonpath={.metadata.annotations.scheduling\\.k8s\\.io/group-name}'").text,
+      "gang-g1");
+
+  o = Kubectl("delete trainingjob gang");
+  ASSERT_EQ(o.code, 0) << o.text;
+  EXPECT_TRUE(Names("podgroups").empty()) << Kubectl("get podgroups").text;
+  EXPECT_TRUE(Names("pods").empty()) << Kubectl("get pods").text;
+}
+
 }  // namespace
 }  // namespace headroom::trainingjob::testing
