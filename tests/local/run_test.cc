@@ -174,6 +174,23 @@ TEST(LocalRun, GivesUpAfterMaxRestartsWithANonZeroExit) {
   EXPECT_EQ(r.summary.actions.back().type, runtime::ActionType::kFail);
 }
 
+// spec.activeDeadlineSeconds holds on one machine too: the workers drain to a checkpoint
+// and the run fails, saying why, with nothing relaunched.
+TEST(LocalRun, AnActiveDeadlineDrainsAndFailsTheRun) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  spec::TrainingJob job = MakeJob({.steps = 100000});
+  job.spec.active_deadline_seconds = 1;
+  LocalRunResult r = RunJobLocally(job, Options(dir));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.summary.phase, "Failed");
+  EXPECT_NE(r.summary.message.find("spec.activeDeadlineSeconds (1 s) exceeded"), std::string::npos)
+      << r.summary.message;
+  EXPECT_EQ(r.summary.restarts, 0);
+  EXPECT_GT(r.summary.steps, 0);
+  EXPECT_LT(r.summary.steps, 100000);
+}
+
 TEST(LocalRun, CtrlCDrainsToAResumableCheckpointAndARerunResumes) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;
