@@ -16,12 +16,19 @@ std::string ValueOr(const std::map<std::string, std::string>& m, const char* key
   return it == m.end() ? "" : it->second;
 }
 
+// Bytes as a quantity a person reads: whole Gi or Mi where exact.
+std::string BytesQuantity(int64_t bytes) {
+  if (bytes > 0 && bytes % (int64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + "Gi";
+  if (bytes > 0 && bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "Mi";
+  return std::to_string(bytes);
+}
+
 // What the generation's pods request together (requests equal limits: children.cc).
 json MinResources(const spec::TrainingJobSpec& s) {
   const int64_t ranks = s.workers;
   const int64_t millis = ranks * s.resources.cpu_millis;
   json r{{"cpu", millis % 1000 == 0 ? std::to_string(millis / 1000) : std::to_string(millis) + "m"},
-         {"memory", std::to_string(ranks * s.resources.memory_bytes)}};
+         {"memory", BytesQuantity(ranks * s.resources.memory_bytes)}};
   if (s.resources.gpus > 0) r[spec::kGpuResourceName] = std::to_string(ranks * s.resources.gpus);
   return r;
 }

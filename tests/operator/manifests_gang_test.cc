@@ -53,8 +53,8 @@ TEST(Gang, VolcanoPodGroupHoldsTheWholeGenerationAndEveryPodNamesIt) {
   EXPECT_EQ(group["metadata"]["labels"][kLabelGeneration], "3");
   EXPECT_EQ(group["metadata"]["ownerReferences"][0]["uid"], gen.job.metadata.uid);
   EXPECT_EQ(group["spec"]["minMember"], 4);
-  EXPECT_EQ(group["spec"]["minResources"]["cpu"], "6");  // 4 x 1500m
-  EXPECT_EQ(group["spec"]["minResources"]["memory"], std::to_string(4 * (2LL << 30)));
+  EXPECT_EQ(group["spec"]["minResources"]["cpu"], "6");       // 4 x 1500m
+  EXPECT_EQ(group["spec"]["minResources"]["memory"], "8Gi");  // 4 x 2Gi
   EXPECT_EQ(group["spec"]["minResources"]["nvidia.com/gpu"], "4");
   EXPECT_EQ(group["spec"]["priorityClassName"], "training-high");
   EXPECT_EQ(group["spec"]["queue"], "research");
@@ -84,6 +84,10 @@ TEST(Gang, MinMemberCountsPodsNotRanks) {
   EXPECT_EQ(PodsPerGeneration(gen.job.spec), 2);
   EXPECT_EQ(BuildPodGroup(gen, "ml")["spec"]["minMember"], 2);
   EXPECT_EQ(BuildPodGroup(gen, "ml")["spec"]["minResources"]["nvidia.com/gpu"], "16");
+  gen.job.spec.resources.memory_bytes = 1000LL << 20;  // 16 x 1000Mi: whole Mi, not whole Gi
+  EXPECT_EQ(BuildPodGroup(gen, "ml")["spec"]["minResources"]["memory"], "16000Mi");
+  gen.job.spec.resources.memory_bytes = 1000;
+  EXPECT_EQ(BuildPodGroup(gen, "ml")["spec"]["minResources"]["memory"], "16000");
 }
 
 TEST(Gang, KueueGroupLabelsEveryPodWithANewGroupPerGeneration) {
