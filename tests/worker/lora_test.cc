@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "tests/worker/helpers/example_text_task.h"
 #include "tests/worker/helpers/fp32_tolerance.h"
 #include "tests/worker/helpers/preset_model.h"
+#include "worker/cli/model_commands.h"
 #include "worker/comm/communicator.h"
 #include "worker/grpo/log_probs.h"
 #include "worker/model/lora.h"
@@ -362,6 +364,26 @@ TEST(Lora, CheckpointExportMergeAndBaseIdentity) {
     AdaptersOff off(*trainer.model());
     EXPECT_FALSE(torch::allclose(trainer.model()->forward(tokens), adapted)) << "the adapters changed the model";
   }
+
+  // headroom-worker logits --model BASE --adapter DIR: the merged model's logits.
+  auto logits = [](std::vector<std::string> args) {
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    EXPECT_EQ(RunModelCommand(static_cast<int>(argv.size()), argv.data(), out, err), 0) << err.str();
+    const nlohmann::json rows = nlohmann::json::parse(out.str());
+    std::vector<float> flat;
+    for (const auto& row : rows) {
+      for (const auto& v : row) flat.push_back(v.get<float>());
+    }
+    return torch::tensor(flat).view({static_cast<int64_t>(rows.size()), -1});
+  };
+  const std::string ids = "5,17,33,2,90,41,7";
+  const torch::Tensor with_adapter =
+      logits({"logits", "--model", base.string(), "--adapter", adapter.string(), "--ids", ids});
+  const torch::Tensor of_merged = logits({"logits", "--model", merged_dir.string(), "--ids", ids});
+  EXPECT_TRUE(testing::WithinForwardRounding(merged, 7, with_adapter, of_merged));
+  EXPECT_FALSE(torch::allclose(logits({"logits", "--model", base.string(), "--ids", ids}), of_merged));
 
   // spec.model.lora.from: the exported adapter is the starting point of another job.
   spec::TrainingJobSpec from = spec;
