@@ -17,8 +17,11 @@
 
 #include "tests/worker/helpers/multirank.h"
 #include "tests/worker/helpers/sharding_fixture.h"
+#include "worker/checkpoint/checkpoint_reader.h"
+#include "worker/checkpoint/checkpoint_writer.h"
 #include "worker/comm/communicator_factory.h"
 #include "worker/train/grpo_trainer.h"
+#include "worker/train/training_state.h"
 
 namespace headroom::worker {
 namespace {
@@ -69,8 +72,11 @@ struct Result {
   std::vector<float> base_before, base_after, adapters;
 };
 
-Result Train(const fs::path& dir, int world, int stage) {
-  const std::string name = std::to_string(world) + "-" + std::to_string(stage);
+// Steps [first, last): resumed from dir/checkpoints when first > 0, saved there when `save`.
+Result Train(const fs::path& dir, int world, int stage, int first = 0, int last = 3, bool save = false) {
+  const std::string name =
+      std::to_string(world) + "-" + std::to_string(stage) + "-" + std::to_string(first) + "-" + std::to_string(last);
+  const fs::path checkpoints = dir / "checkpoints";
   const fs::path before = dir / (name + ".base0"), after = dir / (name + ".base"), adapters = dir / (name + ".lora");
   const int port = FreePort();
   auto results = RunRanks(
@@ -125,6 +131,29 @@ TEST(LoraSharding, StagesZeroToTwoOnTwoRanksMatchOneRankAndLeaveTheBase) {
     }
     EXPECT_LE(worst, 1.0) << "stage " << stage << " on 2 ranks vs stage 0 on 1 rank";
   }
+  fs::remove_all(dir);
+}
+
+// A reshard: two ranks at stage 2 save after two steps (the checkpoint holds the adapters
+// and their moments only), one rank at stage 0 resumes for the third, and ends where one
+// rank that never stopped does.
+TEST(LoraSharding, ACheckpointOfAdaptersReshardsFromTwoRanksToOne) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("headroom-lora-reshard-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Result reference = Train(dir, 1, 0);
+  Train(dir, 2, 2, 0, 2, /*save=*/true);
+  const Result resumed = Train(dir, 1, 0, 2, 3);
+  ASSERT_EQ(resumed.adapters.size(), reference.adapters.size());
+  EXPECT_EQ(resumed.base_after, reference.base_before);
+  double worst = 0;
+  for (size_t i = 0; i < resumed.adapters.size(); ++i) {
+    const double d = std::abs(static_cast<double>(resumed.adapters[i]) - reference.adapters[i]);
+    worst = std::max(worst, d / (kAtol + kRtol * std::abs(static_cast<double>(reference.adapters[i]))));
+  }
+  EXPECT_LE(worst, 1.0);
   fs::remove_all(dir);
 }
 
