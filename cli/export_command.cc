@@ -1,7 +1,9 @@
-// `headroom export CHECKPOINT_DIR --to DIR [--model SOURCE_DIR]`: a Hugging Face directory
-// from a checkpoint of a job that fine-tuned one (core/hf/hf_export.h): the source's
-// config.json unchanged, its tensors in their own names, dtypes and shapes (sharded with an
-// index above 5 GB), its generation and tokenizer files copied.
+// `headroom export CHECKPOINT_DIR --to DIR [--model SOURCE_DIR] [--merge]`: a Hugging Face
+// directory from a checkpoint of a job that fine-tuned one (core/hf/hf_export.h): the
+// source's config.json unchanged, its tensors in their own names, dtypes and shapes
+// (sharded with an index above 5 GB), its generation and tokenizer files copied. A LoRA
+// job's checkpoint is written as a PEFT adapter directory, or with --merge as the full
+// model with the adapters folded into its weights.
 //
 //   exit 0: written (one line: what went where)
 //   exit 2: the checkpoint or the source model cannot be used (the file and the tensor or
@@ -25,11 +27,13 @@ struct ExportArgs {
   std::string checkpoint;
   std::string to;
   std::string model;
+  bool merge = false;
 };
 
 int RunExport(const ExportArgs& args) {
   try {
-    const hf::ExportSummary s = hf::ExportCheckpoint(args.checkpoint, args.to, args.model);
+    const hf::ExportSummary s =
+        hf::ExportCheckpoint(args.checkpoint, args.to, args.model, hf::kDefaultMaxShardBytes, args.merge);
     std::cout << "exported " << s.step_dir << " (" << s.tensors << " tensors, " << s.tensor_bytes << " bytes, from "
               << s.model_dir << ") to " << args.to << ":";
     for (const std::string& f : s.files) std::cout << " " << f;
@@ -59,6 +63,9 @@ const bool kRegistered = RegisterCommand(
        sub.add_option("--to", args->to, "the Hugging Face directory to write")->required();
        sub.add_option("--model", args->model,
                       "the source Hugging Face directory (default: the one the checkpoint records, spec.model.path)");
+       sub.add_flag("--merge", args->merge,
+                    "a LoRA checkpoint: write the full model with W + scale * B A folded in, in the base's dtype "
+                    "(default: the adapters in PEFT's format)");
        return [args] { return RunExport(*args); };
      }});
 

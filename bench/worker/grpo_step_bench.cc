@@ -5,13 +5,21 @@
 //
 //   grpo_step_bench [--preset tiny|small|base] [--steps N] [--warmup N] [--threads N] [--profile FILE]
 //                   [--device cpu|cuda] [--prompts N] [--group N] [--response N] [--micro-batch N]
+//                   [--lora R]
 //
 // The defaults are bench/worker/run.sh's CPU step (16 prompts x 8 samples, up to 6 response
 // tokens, one micro-batch); bench/gpu/run.sh runs the base preset on a GPU with a larger batch
 // and reports the step's peak GPU memory (allocated and reserved) beside the times.
+// --lora R trains rank-R adapters on every projection of a frozen base (spec.model.lora,
+// all-linear, alpha = R) instead of every parameter: "trainable" and "sharded_state_bytes"
+// (parameters, gradients and AdamW state in the flat groups) show what LoRA saves,
+// "max_rss_bytes" the process's peak, and the step times what it costs or saves. The FLOP
+// figures count the full model's update either way.
 // --profile writes a Chrome trace of every operator in the timed steps (LibTorch's
 // legacy profiler; it slows the steps, so its timings are not the benchmark's).
 #include <spdlog/spdlog.h>
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -62,7 +70,7 @@ double ForwardFlops(const headroom::hf::HfModelConfig& c, int64_t rows, int64_t 
 
 int main(int argc, char** argv) {
   std::string preset = "tiny", device_name = "cpu";
-  int steps = 10, warmup = 2, threads = 2, prompts = 16, group = 8, response = 6, micro_batch = 0;
+  int steps = 10, warmup = 2, threads = 2, prompts = 16, group = 8, response = 6, micro_batch = 0, lora = 0;
   std::string profile;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--preset")) preset = argv[i + 1];
@@ -75,6 +83,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--group")) group = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--response")) response = std::stoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--micro-batch")) micro_batch = std::stoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--lora")) lora = std::stoi(argv[i + 1]);
   }
   if (device_name != "cpu" && device_name != "cuda") {
     std::fprintf(stderr, "grpo_step_bench: --device must be cpu or cuda\n");
@@ -101,6 +110,11 @@ int main(int argc, char** argv) {
   spec.grpo.learning_rate = 3e-3;
   spec.grpo.kl_coef = 0.0;
   spec.resources.gpus = device.is_cuda() ? 1 : 0;
+  if (lora > 0) {
+    spec.model.lora.r = lora;
+    spec.model.lora.alpha = lora;
+    spec.model.lora.target_modules = {"all-linear"};
+  }
   auto comm = MakeLocalCommunicator();
   auto gpu = MakeGpuMemorySource(device);
   GrpoTrainer trainer(spec, *comm, device);
@@ -145,17 +159,23 @@ int main(int argc, char** argv) {
   // tokens_per_second uses the median step (a noisy neighbour on a shared machine moves
   // the mean); every step of this fixed-shape batch has the same token count.
   const double median = Median(step_seconds);
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const int64_t max_rss = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
   std::printf("{\"impl\":\"cpp\",\"preset\":\"%s\",\"device\":\"%s\",\"parameters\":%lld,\"threads\":%d,\"steps\":%d,"
               "\"step_seconds_median\":%.5f,\"step_seconds\":%.5f,\"rollout_seconds\":%.5f,\"logprob_seconds\":%.5f,"
               "\"update_seconds\":%.5f,"
               "\"update_rows_per_step\":%.1f,\"trim_seconds\":%.5f,\"trimmed_steps\":%d,\"tokens_per_second\":%.1f,"
               "\"generated_tokens_per_step\":%.1f,"
               "\"update_flops_per_second\":%.4g,\"matmul_flops_per_second\":%.4g,\"update_fraction_of_matmul\":%.3f,"
-              "\"peak_allocated_bytes\":%lld,\"peak_reserved_bytes\":%lld}\n",
+              "\"peak_allocated_bytes\":%lld,\"peak_reserved_bytes\":%lld,\"lora_r\":%d,\"trainable\":%lld,"
+              "\"sharded_state_bytes\":%lld,\"max_rss_bytes\":%lld}\n",
               preset.c_str(), device_name.c_str(), static_cast<long long>(config.ParameterCount()), threads, steps,
               median, total / steps, rollout / steps, logprob / steps, update / steps,
               static_cast<double>(update_rows) / steps, trim / steps, trims,
               static_cast<double>(tokens) / steps / median, static_cast<double>(generated) / steps, achieved, matmul,
-              achieved / matmul, static_cast<long long>(gpu_peak_allocated), static_cast<long long>(gpu_peak_reserved));
+              achieved / matmul, static_cast<long long>(gpu_peak_allocated), static_cast<long long>(gpu_peak_reserved),
+              lora, static_cast<long long>(trainer.shards().numel()),
+              static_cast<long long>(trainer.shards().PeakBytes().total()), static_cast<long long>(max_rss));
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "core/hf/hf_config.h"
 #include "core/hf/hub_cache.h"
 #include "core/memory/logits_chunk.h"
+#include "core/spec/lora_targets.h"
 #include "core/spec/model_presets.h"
 
 namespace headroom::guard {
@@ -99,6 +100,25 @@ class PlanRows {
   Plan& plan_;
 };
 
+// The adapters' parameters of a LoRA job (core/spec/lora_targets.h) on a model of `shape`.
+// ModelShape has no MLP width: a block's parameters less its attention weights and two
+// norms are 3 h ffn plus the q/k/v biases and q/k norms, which together stay under 3 h, so
+// the quotient is the width.
+int64_t LoraParameters(const spec::LoraSpec& lora, const ModelShape& shape) {
+  if (!lora.enabled() || shape.hidden < 1) return 0;
+  hf::HfModelConfig c;
+  c.hidden_size = shape.hidden;
+  c.num_hidden_layers = shape.layers;
+  c.num_attention_heads = shape.heads;
+  c.num_key_value_heads = shape.kv_heads;
+  c.head_dim = shape.head_dim;
+  const int64_t q = shape.heads * shape.head_dim, kv = shape.kv_heads * shape.head_dim;
+  const int64_t attention = shape.hidden * (q + 2 * kv) + q * shape.hidden;
+  c.intermediate_size =
+      std::max<int64_t>(0, (shape.layer_parameters - attention - 2 * shape.hidden) / (3 * shape.hidden));
+  return spec::LoraParameterCount(c, lora);
+}
+
 // What the planned step needs to know besides the spec.
 struct PlanInputs {
   const spec::TrainingJobSpec& spec;
@@ -110,6 +130,7 @@ struct PlanInputs {
   double k_bytes;          // optimizer bytes per parameter
   bool inference_weights;  // bf16 copies kept for the passes without gradient (see header)
   double kv_bytes;         // per generation cache element
+  int64_t lora = 0;        // LoRA: the adapters' parameters, the only trained ones (0: all train)
 };
 
 // Parameters, the gathered layer (stage 3), gradients and optimizer state: the ZeRO
@@ -117,6 +138,23 @@ struct PlanInputs {
 void AddShardedState(PlanRows& rows, const PlanInputs& in) {
   const spec::TrainingJobSpec& s = in.spec;
   const double n = in.workers;
+  if (in.lora > 0) {
+    // LoRA (stages 0-2): the frozen base whole on every rank, bf16 on a GPU; only the
+    // adapters have gradients and AdamW moments, sharded as any parameters.
+    const double base = static_cast<double>(in.model.parameters), adapters = static_cast<double>(in.lora);
+    const double base_bytes = in.gpu ? 2.0 : in.p_bytes;
+    const std::string sharding = StageNote(in.stage, in.workers);
+    rows.Add("parameters", base_bytes * base + in.p_bytes * adapters, in.gpu && !s.sharding.offload_params,
+             "LoRA r " + std::to_string(s.model.lora.r) + ": frozen base " + (in.gpu ? "bf16" : "fp32") + " Psi + " +
+                 std::to_string(in.lora) + " adapter parameters fp32",
+             true);
+    const bool offload_optim = in.gpu && s.sharding.offload_optimizer;
+    rows.Add("gradients", in.p_bytes * adapters / (in.stage >= 2 ? n : 1.0), in.gpu && !offload_optim,
+             sharding + ": the adapters' only, fp32", true);
+    rows.Add("optimizer", in.k_bytes * adapters / (in.stage >= 1 ? n : 1.0), in.gpu && !offload_optim,
+             sharding + ": AdamW 2 fp32 moments of the adapters", true);
+    return;
+  }
   const double psi = static_cast<double>(in.model.parameters);
   const double params = in.p_bytes * psi / (in.stage >= 3 ? n : 1.0);
   const double grads = in.p_bytes * psi / (in.stage >= 2 ? n : 1.0);
@@ -184,6 +222,10 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
 // bytes per parameter this rank holds, where the parameters are.
 void AddInferenceWeights(PlanRows& rows, const PlanInputs& in) {
   if (!in.inference_weights) return;
+  if (in.lora > 0) {  // the base is bf16 itself; only the adapters are copied
+    rows.Add("inference weights", 2.0 * static_cast<double>(in.lora), in.gpu, "bf16 copies of the adapters", true);
+    return;
+  }
   const double held = static_cast<double>(in.model.parameters) / (in.stage >= 3 ? in.workers : 1.0);
   rows.Add("inference weights", 2 * held, in.gpu && !in.spec.sharding.offload_params,
            std::string("bf16 copies for rollout and old log-probs") + (in.stage >= 3 ? ", the owned shard" : ""), true);
@@ -197,6 +239,10 @@ void AddInferenceWeights(PlanRows& rows, const PlanInputs& in) {
 // and the head are held at once.
 void AddAutocastWeights(PlanRows& rows, const PlanInputs& in) {
   if (!in.gpu) return;
+  if (in.lora > 0) {  // a bf16 base casts to itself: only the adapters' casts are extra
+    rows.Add("autocast weights", 2.0 * static_cast<double>(in.lora), true, "bf16 casts of the adapters", true);
+    return;
+  }
   const ModelShape& model = in.model;
   const double head = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
   const bool recomputed = in.stage >= 3 || in.spec.grpo.activation_checkpointing;
@@ -219,10 +265,12 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
   // hf_grpo_bench's CPU smoke shape (tied, hidden 896) the step's transient memory beyond
   // activations and logits was 2 x vocab x hidden x 4 at vocabularies of 32000 and 151936.
   const double head_matrices = model.tied_head ? 2 : 1;
-  rows.Add("head gradient", head_matrices * model.vocab * model.hidden * 4, in.gpu,
-           std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
-               std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
-           true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
+  // LoRA: the head is frozen and gets no gradient.
+  if (in.lora == 0)
+    rows.Add("head gradient", head_matrices * model.vocab * model.hidden * 4, in.gpu,
+             std::string(model.tied_head ? "2 x " : "") + "vocab " + std::to_string(model.vocab) + " x hidden " +
+                 std::to_string(model.hidden) + " fp32" + (model.tied_head ? " (tied: head and embedding)" : ""),
+             true);  // the same every step, whatever its tokens: counted with the state, not the token-driven part
   AddAutocastWeights(rows, in);
 
   // Generation KV cache: the local rollout batch, allocated once for the longest sequence.
@@ -237,7 +285,8 @@ void AddResidentExtras(PlanRows& rows, const PlanInputs& in) {
                                    : "custom dtype"),
            true);
   AddInferenceWeights(rows, in);
-  if (s.grpo.kl_coef > 0) {
+  // LoRA: the reference model is the base with the adapters off; nothing is copied.
+  if (s.grpo.kl_coef > 0 && in.lora == 0) {
     // Kept in bf16 where the policy keeps bf16 copies for its passes without gradient.
     rows.Add("reference model", (in.inference_weights ? 2.0 : in.p_bytes) * static_cast<double>(model.parameters),
              in.gpu && !s.sharding.offload_params,
@@ -287,7 +336,8 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
                       bf16 ? 2.0 : 4.0,
                       bf16 ? 12.0 : 8.0,
                       inference_weights,
-                      inference_weights ? 2.0 : 4.0};
+                      inference_weights ? 2.0 : 4.0,
+                      LoraParameters(s.model.lora, model)};
 
   Plan plan;
   plan.workers = workers;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -215,6 +216,142 @@ std::vector<std::byte> ExportedBytes(const fs::path& step, const CheckpointManif
   return Encode(values, view.dtype, view.file + ": tensor " + name);
 }
 
+// --- LoRA ----------------------------------------------------------------------------
+
+void WriteTextFile(const fs::path& path, const std::string& text);
+
+bool IsAdapterTensor(const std::string& name) {
+  return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
+}
+
+// The checkpoint's LoRA record (extra.lora), or null for a full fine-tune's checkpoint.
+const json* LoraRecord(const CheckpointManifest& manifest) {
+  const json& extra = manifest.extra;
+  return extra.is_object() && extra.contains("lora") && extra["lora"].is_object() ? &extra["lora"] : nullptr;
+}
+
+double LoraScaleOf(const json& lora) {
+  const double r = lora.value("r", 0.0), alpha = lora.value("alpha", r);
+  if (r <= 0) throw ExportError("extra.lora.r: " + std::to_string(r) + " is not a rank");
+  return lora.value("rs_lora", false) ? alpha / std::sqrt(r) : alpha / r;
+}
+
+std::vector<float> Decode(const TensorView& view, const std::string& name) {
+  const size_t n = view.bytes / std::max<size_t>(1, DtypeSize(view.dtype));
+  std::vector<float> out(n);
+  if (view.dtype == "F32") {
+    std::memcpy(out.data(), view.data, n * 4);
+    return out;
+  }
+  if (view.dtype != "BF16" && view.dtype != "F16")
+    throw ExportError(view.file + ": tensor " + name + ": dtype " + view.dtype + " is not supported (BF16, F16, F32)");
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, view.data + 2 * i, 2);
+    if (view.dtype == "BF16") {
+      const uint32_t u = static_cast<uint32_t>(h) << 16;
+      std::memcpy(&out[i], &u, 4);
+    } else {
+      const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+      float v;
+      if (exp == 0) {
+        v = std::ldexp(static_cast<float>(mant), -24);
+      } else if (exp == 0x1f) {
+        v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+      } else {
+        v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+      }
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      u |= sign;
+      std::memcpy(&out[i], &u, 4);
+    }
+  }
+  return out;
+}
+
+// Source tensor `name` with its adapter folded in when the checkpoint has one for it
+// (W + scale B A, in fp32, written in the source's dtype), else the source's own bytes.
+std::vector<std::byte> MergedBytes(const fs::path& step, const CheckpointManifest& manifest, double scale,
+                                   const std::string& name, const TensorView& view) {
+  const std::string weight = ".weight";
+  const bool is_weight =
+      name.size() > weight.size() && name.compare(name.size() - weight.size(), weight.size(), weight) == 0;
+  const std::string stem = is_weight ? name.substr(0, name.size() - weight.size()) : name;
+  const std::string a_name = checkpoint::kModelTensorPrefix + stem + ".lora_A.weight";
+  const std::string b_name = checkpoint::kModelTensorPrefix + stem + ".lora_B.weight";
+  if (!is_weight || !manifest.tensors.count(a_name) || view.shape.size() != 2) {
+    return std::vector<std::byte>(view.data, view.data + view.bytes);
+  }
+  const int64_t out = view.shape[0], in = view.shape[1];
+  const int64_t r = manifest.tensors.at(a_name).shape.empty() ? 0 : manifest.tensors.at(a_name).shape[0];
+  const std::vector<float> a = ReadCheckpointTensor(step, manifest, a_name, {r, in}, name + "'s lora_A");
+  const std::vector<float> b = ReadCheckpointTensor(step, manifest, b_name, {out, r}, name + "'s lora_B");
+  std::vector<float> w = Decode(view, name);
+  for (int64_t o = 0; o < out; ++o) {
+    float* row = w.data() + o * in;
+    for (int64_t k = 0; k < r; ++k) {
+      const float coef = static_cast<float>(scale * b[static_cast<size_t>(o * r + k)]);
+      const float* a_row = a.data() + k * in;
+      for (int64_t i = 0; i < in; ++i) row[i] += coef * a_row[i];
+    }
+  }
+  return Encode(w, view.dtype, view.file + ": tensor " + name);
+}
+
+// The adapters alone, in PEFT's format (hf_export.h).
+void WriteLoraAdapter(const fs::path& step, const CheckpointManifest& manifest, const json& lora, const fs::path& out,
+                      ExportSummary& summary) {
+  fs::create_directories(out);
+  const std::string prefix = checkpoint::kModelTensorPrefix;
+  std::vector<std::vector<std::byte>> data;
+  std::vector<TensorToWrite> tensors;
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : manifest.tensors) {
+    if (name.rfind(prefix, 0) == 0 && IsAdapterTensor(name)) names.push_back(name);
+  }
+  if (names.empty())
+    throw ExportError((step / checkpoint::kManifestFileName).string() + ": extra.lora is set but no "
+                                                                        "tensor is an adapter's (lora_A, lora_B)");
+  data.reserve(names.size());
+  std::vector<std::string> peft_names;
+  peft_names.reserve(names.size());
+  for (const std::string& name : names) {
+    const auto& shape = manifest.tensors.at(name).shape;
+    const std::vector<float> values = ReadCheckpointTensor(step, manifest, name, shape, name);
+    data.push_back(Encode(values, "F32", name));
+    peft_names.push_back(std::string(kPeftTensorPrefix) + name.substr(prefix.size()));
+    tensors.push_back({peft_names.back(), "F32", shape, data.back().data(), data.back().size()});
+    summary.tensor_bytes += static_cast<int64_t>(data.back().size());
+    ++summary.tensors;
+  }
+  WriteSafetensors((out / kPeftWeightsFileName).string(), tensors);
+  summary.files.push_back(kPeftWeightsFileName);
+  const json base = lora.value("base", json::object());
+  json config = {{"peft_type", "LORA"},
+                 {"task_type", "CAUSAL_LM"},
+                 {"r", lora.value("r", 0)},
+                 {"lora_alpha", lora.value("alpha", 0.0)},
+                 {"lora_dropout", lora.value("dropout", 0.0)},
+                 {"target_modules", lora.value("target_modules", json::array())},
+                 {"use_rslora", lora.value("rs_lora", false)},
+                 {"bias", "none"},
+                 {"fan_in_fan_out", false},
+                 {"inference_mode", true},
+                 {"init_lora_weights", true},
+                 {"modules_to_save", nullptr},
+                 {"base_model_name_or_path", nullptr},
+                 {"revision", nullptr}};
+  if (base.contains("hub")) {
+    config["base_model_name_or_path"] = base["hub"].value("repo", "");
+    config["revision"] = base["hub"].value("revision", "");
+  } else if (base.contains("path")) {
+    config["base_model_name_or_path"] = base["path"];
+  }
+  WriteTextFile(out / kPeftConfigFileName, config.dump(2) + "\n");
+  summary.files.push_back(kPeftConfigFileName);
+}
+
 // The source's tensors (in name order) grouped into shards of at most max_shard_bytes.
 std::vector<std::vector<std::string>> GroupIntoShards(const SafetensorsModel& model, int64_t max_shard_bytes,
                                                       ExportSummary& summary) {
@@ -240,11 +377,34 @@ void WriteTextFile(const fs::path& path, const std::string& text) {
   if (!file) throw ExportError(path.string() + ": write failed");
 }
 
+void WriteModel(const fs::path& step, const CheckpointManifest& manifest, const fs::path& source, const fs::path& out,
+                int64_t max_shard_bytes, const json* lora, ExportSummary& summary);
+
 // The export itself, into `out` (a fresh directory), its marker written last.
 void WriteExport(const fs::path& step, const CheckpointManifest& manifest, const fs::path& source, const fs::path& out,
-                 int64_t max_shard_bytes, ExportSummary& summary) {
+                 int64_t max_shard_bytes, bool merge_lora, ExportSummary& summary) {
+  const json* lora = LoraRecord(manifest);
+  if (lora && !merge_lora) {
+    WriteLoraAdapter(step, manifest, *lora, out, summary);
+  } else {
+    WriteModel(step, manifest, source, out, max_shard_bytes, lora, summary);
+  }
+  WriteTextFile(
+      out / kExportMarkerFileName,
+      json({{"written_by", "headroom export"}, {"checkpoint", step.string()}, {"files", summary.files}}).dump(1) +
+          "\n");
+  for (const std::string& name : summary.files) SyncFile(out / name);
+  SyncFile(out / kExportMarkerFileName);
+  checkpoint::SyncDirectory(out);
+}
+
+// The full model in the source's layout; `lora` (non-null) folds the adapters into the
+// frozen base's weights, which the checkpoint does not hold.
+void WriteModel(const fs::path& step, const CheckpointManifest& manifest, const fs::path& source, const fs::path& out,
+                int64_t max_shard_bytes, const json* lora, ExportSummary& summary) {
   const SafetensorsModel model(source.string());  // names, dtypes, shapes to reproduce
   const HfModelConfig config = LoadHfConfig(source.string());
+  const double scale = lora ? LoraScaleOf(*lora) : 0;
   fs::create_directories(out);
   const auto shards = GroupIntoShards(model, max_shard_bytes, summary);
   json weight_map = json::object();
@@ -257,7 +417,8 @@ void WriteExport(const fs::path& step, const CheckpointManifest& manifest, const
     data.reserve(shards[k].size());
     for (const std::string& name : shards[k]) {
       const TensorView& view = model.Get(name);
-      data.push_back(ExportedBytes(step, manifest, config, name, view, summary));
+      data.push_back(lora ? MergedBytes(step, manifest, scale, name, view)
+                          : ExportedBytes(step, manifest, config, name, view, summary));
       tensors.push_back({name, view.dtype, view.shape, data.back().data(), data.back().size()});
       weight_map[name] = file;
       ++summary.tensors;
@@ -278,13 +439,6 @@ void WriteExport(const fs::path& step, const CheckpointManifest& manifest, const
     fs::copy_file(entry.path(), out / name, fs::copy_options::overwrite_existing);
     summary.files.push_back(name);
   }
-  WriteTextFile(
-      out / kExportMarkerFileName,
-      json({{"written_by", "headroom export"}, {"checkpoint", step.string()}, {"files", summary.files}}).dump(1) +
-          "\n");
-  for (const std::string& name : summary.files) SyncFile(out / name);
-  SyncFile(out / kExportMarkerFileName);
-  checkpoint::SyncDirectory(out);
 }
 
 // The source directory: `model_dir`, else the manifest's extra.model_path, which must be
@@ -344,7 +498,7 @@ uint16_t F16FromFloat(float value) {
 }
 
 ExportSummary ExportCheckpoint(const std::string& checkpoint_path, const std::string& out_dir,
-                               const std::string& model_dir, int64_t max_shard_bytes) {
+                               const std::string& model_dir, int64_t max_shard_bytes, bool merge_lora) {
   ExportSummary summary;
   fs::path step;
   try {
@@ -365,7 +519,7 @@ ExportSummary ExportCheckpoint(const std::string& checkpoint_path, const std::st
   // where a PyTorch wheel's LibTorch breaks remove_all (core/files/remove_tree.h).
   files::RemoveTree(partial);
   try {
-    WriteExport(step, manifest, source, partial, max_shard_bytes, summary);
+    WriteExport(step, manifest, source, partial, max_shard_bytes, merge_lora, summary);
     checkpoint::ReachedFaultPoint("export_written", manifest.step);
     RequireOwnedOrAbsent(out, source, step);  // nothing appeared there meanwhile
     checkpoint::PublishDirectory(partial, out);

@@ -70,8 +70,23 @@ std::string JobExportDir(const std::string& checkpoint_dir);
 // (extra.model_path, absolute; a relative one from an older checkpoint is refused, asking
 // for --model). Throws ExportError (or SafetensorsError / HfConfigError from the source)
 // naming the file and the tensor or field; CheckpointError for an I/O failure.
+//
+// A LoRA checkpoint (manifest extra.lora: the adapters alone, on a frozen base) is written
+// in PEFT's format: adapter_config.json (peft_type LORA, task_type CAUSAL_LM, r,
+// lora_alpha, lora_dropout, target_modules, use_rslora, base_model_name_or_path, revision)
+// and adapter_model.safetensors holding each adapter under PEFT's name,
+// base_model.model.<parameter name> (lora_A.weight [r, in], lora_B.weight [out, r]), F32.
+// With merge_lora it writes the full model instead: the source's tensors, each wrapped
+// projection's weight W + scale B A (summed in fp32, written in the source's dtype), every
+// other tensor the source's bytes, and the source's other files, as for a full fine-tune.
 ExportSummary ExportCheckpoint(const std::string& checkpoint, const std::string& out_dir,
-                               const std::string& model_dir = "", int64_t max_shard_bytes = kDefaultMaxShardBytes);
+                               const std::string& model_dir = "", int64_t max_shard_bytes = kDefaultMaxShardBytes,
+                               bool merge_lora = false);
+
+// The names PEFT gives an adapter's tensors in adapter_model.safetensors.
+inline constexpr const char* kPeftTensorPrefix = "base_model.model.";
+inline constexpr const char* kPeftConfigFileName = "adapter_config.json";
+inline constexpr const char* kPeftWeightsFileName = "adapter_model.safetensors";
 
 // fp32 -> bf16 / fp16 bits, rounding to nearest even (NaN stays NaN, overflow -> inf).
 uint16_t Bf16FromFloat(float value);

@@ -83,6 +83,7 @@ ordered_json DefaultOf(const FieldDef& f, void* member) {
       for (GuardAction a : *static_cast<std::vector<GuardAction>*>(member)) names.push_back(GuardActionName(a));
       return names;
     }
+    case FieldKind::kStrings: return *static_cast<std::vector<std::string>*>(member);
     case FieldKind::kObject:  // the API server fills its members' defaults in turn
     case FieldKind::kPodTemplate: return ordered_json::object();
   }
@@ -128,6 +129,11 @@ ordered_json FieldSchema(const FieldDef& f, void* defaults, const std::string& p
       s["x-kubernetes-list-type"] = "set";  // each action at most once
       s["maxItems"] = f.names().size();
       break;
+    case FieldKind::kStrings:
+      s["type"] = "array";
+      s["x-kubernetes-list-type"] = "set";  // each name at most once
+      if (f.names != nullptr) s["maxItems"] = f.names().size();
+      break;
     case FieldKind::kObject:
     case FieldKind::kPodTemplate: s["type"] = "object"; break;
   }
@@ -150,6 +156,11 @@ ordered_json FieldSchema(const FieldDef& f, void* defaults, const std::string& p
   if (const char* rules = CelRulesYaml(path)) s["x-kubernetes-validations"] = LoadOverlay(WithPresets(rules), path);
   if (f.kind == FieldKind::kActions) {
     s["items"] = {{"type", "string"}, {"enum", Names(f)}, {"description", f.items_doc}};
+  }
+  if (f.kind == FieldKind::kStrings) {
+    s["items"] = {{"type", "string"}};
+    if (f.names != nullptr) s["items"]["enum"] = Names(f);
+    if (!f.items_doc.empty()) s["items"]["description"] = f.items_doc;
   }
   if (f.kind == FieldKind::kObject) s["properties"] = Properties(f.fields, member, path);
   if (f.kind == FieldKind::kPodTemplate) s["properties"] = LoadOverlay(PodTemplateSchemaYaml(), path);

@@ -41,6 +41,11 @@ void ApplyDefaults(TrainingJob& job) {
     if (needed > 0 && needed <= (1 << 30)) m.max_seq_len = static_cast<int>(needed);
   }
   if (m.seed == 0) m.seed = s.task.seed;
+  // LoRA takes PEFT's defaults (core/spec/lora_targets.h): alpha = r, q_proj and v_proj.
+  if (m.lora.enabled()) {
+    if (m.lora.alpha == 0) m.lora.alpha = m.lora.r;
+    if (m.lora.target_modules.empty()) m.lora.target_modules = {"q_proj", "v_proj"};
+  }
 
   ParseQuantities(SpecFields(), &s);
 }

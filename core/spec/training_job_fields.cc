@@ -2,6 +2,7 @@
 // serializer writes them; the defaults are training_job.h's member initialisers.
 #include "core/spec/training_job_fields.h"
 
+#include "core/spec/lora_targets.h"
 #include "core/spec/model_presets.h"
 #include "core/spec/task_shapes.h"
 #include "core/spec/text_task_names.h"
@@ -74,6 +75,7 @@ constexpr FieldKind KindOf() {
   else if constexpr (std::is_same_v<T, double>) return FieldKind::kDouble;
   else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
   else if constexpr (std::is_same_v<T, std::vector<GuardAction>>) return FieldKind::kActions;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return FieldKind::kStrings;
   else if constexpr (std::is_same_v<T, PodTemplate>) return FieldKind::kPodTemplate;
   else return FieldKind::kObject;
 }
@@ -159,6 +161,34 @@ std::vector<FieldDef> HubFields() {
   };
 }
 
+std::vector<FieldDef> LoraFields() {
+  return {
+      F<&LoraSpec::r>("r", "The adapters' rank; 0 trains every parameter (no adapters). At most the smaller side of "
+                           "every wrapped projection.")
+          .Min(0),
+      F<&LoraSpec::alpha>("alpha",
+                          "PEFT's lora_alpha: the update is scaled by alpha / r (alpha / sqrt(r) with rsLora); "
+                          "0 means r (scale 1), PEFT's default.")
+          .Min(0)
+          .NoDefault(),
+      F<&LoraSpec::dropout>("dropout", "Dropout on the adapters' input while training, in [0, 1); PEFT's default 0.")
+          .Min(0)
+          .Max(1, true),
+      F<&LoraSpec::target_modules>(
+          "targetModules",
+          "The projections of every block that get adapters, PEFT's names; all-linear is all seven. Empty means q_proj "
+          "and v_proj (PEFT's default for these families).")
+          .OneOf(LoraTargetNames)
+          .NoDefault()
+          .ItemsDoc("q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear."),
+      F<&LoraSpec::rs_lora>("rsLora", "Rank-stabilised LoRA: scale alpha / sqrt(r) instead of alpha / r."),
+      F<&LoraSpec::from>("from", "A PEFT adapter directory (adapter_config.json, adapter_model.safetensors) to start "
+                                 "from instead of fresh adapters; its config must match r and targetModules.")
+          .Length(std::nullopt, 4096)
+          .NoDefault(),
+  };
+}
+
 std::vector<FieldDef> ModelFields() {
   // Dims: 0 takes the preset's (ApplyDefaults); the validator's rule checks them after that.
   auto dim = [](Row row) { return row.Min(0).RangeInCrdOnly().NoDefault(); };
@@ -194,6 +224,14 @@ std::vector<FieldDef> ModelFields() {
           .Required({"repo"})
           .NoDefault()
           .WrittenWhen([](const void* hub) { return !static_cast<const HubModelSpec*>(hub)->repo.empty(); }),
+      Object<&ModelSpec::lora>(
+          "lora",
+          "Low-rank adapters (LoRA, in PEFT's vocabulary) on a frozen base: only the adapters train, the reference "
+          "model of the KL term is the base with the adapters off (no second copy), and checkpoints and the export "
+          "hold the adapters alone. Unset or r 0: every parameter trains.",
+          LoraFields())
+          .NoDefault()
+          .WrittenWhen([](const void* lora) { return !(*static_cast<const LoraSpec*>(lora) == LoraSpec{}); }),
   };
 }
 

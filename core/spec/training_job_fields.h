@@ -36,6 +36,7 @@ enum class FieldKind {
   kQuantity,     // std::string holding a Kubernetes quantity ("2", "500m", "4Gi"), > 0
   kByteCount,    // int64_t read from an integer or a quantity string ("48Mi"), >= 0
   kActions,      // std::vector<GuardAction>, written as their names, each at most once
+  kStrings,      // std::vector<std::string>, each at most once (allowed ones: `names`, when set)
   kObject,       // a nested struct: `fields` are its members
   kPodTemplate,  // PodTemplate: read, written and checked by core/spec/pod_template.h
 };
@@ -76,7 +77,7 @@ struct FieldDef {
   std::vector<std::string> required;  // kObject: CRD `required`
 
   std::string doc;        // the CRD description (kubectl explain)
-  std::string items_doc;  // kActions: the description of one item
+  std::string items_doc;  // kActions, kStrings: the description of one item
 };
 
 // The rows of spec, in the order the serializer writes them and docs/design.md lists them.

@@ -300,6 +300,22 @@ void DecodeActions(Decoder& d, const DocumentNode& node, const std::string& path
   }
 }
 
+// A list of strings; which names are allowed, and repeats, are the validator's (by index).
+void DecodeStrings(Decoder& d, const DocumentNode& node, const std::string& path, std::vector<std::string>& out) {
+  if (node.kind != Kind::kList) {
+    d.TypeError(path, node, "list of strings");
+    return;
+  }
+  out.clear();
+  for (size_t i = 0; i < node.items.size(); ++i) {
+    const std::string item_path = IndexPath(path, i);
+    d.Locate(item_path, node.items[i]);
+    std::string item;
+    d.String(node.items[i], item_path, item);
+    out.push_back(std::move(item));
+  }
+}
+
 // --- spec.template ----------------------------------------------------------------
 // Kubernetes sub-objects are kept as JSON trees (core/spec/pod_template.h), each node
 // located so that CheckPodTemplate's errors point at their line.
@@ -451,6 +467,7 @@ void DecodeFields(MapReader& r, const std::vector<FieldDef>& fields, void* objec
       case FieldKind::kQuantity: r.QuantityText(f.name, *static_cast<std::string*>(member)); break;
       case FieldKind::kByteCount: r.ByteCount(f.name, *static_cast<int64_t*>(member)); break;
       case FieldKind::kActions: r.Other(f.name, *static_cast<std::vector<GuardAction>*>(member), DecodeActions); break;
+      case FieldKind::kStrings: r.Other(f.name, *static_cast<std::vector<std::string>*>(member), DecodeStrings); break;
       case FieldKind::kPodTemplate: r.Map(f.name, *static_cast<PodTemplate*>(member), DecodePodTemplate); break;
       case FieldKind::kObject:
         r.Map(f.name, member, [&f](MapReader& child, void* nested) { DecodeFields(child, f.fields, nested); });

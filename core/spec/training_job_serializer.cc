@@ -56,6 +56,7 @@ ordered_json FieldsJson(const std::vector<FieldDef>& fields, void* object) {
         j[f.name] = std::move(actions);
         break;
       }
+      case FieldKind::kStrings: j[f.name] = *static_cast<std::vector<std::string>*>(member); break;
       case FieldKind::kPodTemplate: j[f.name] = PodTemplateJson(*static_cast<PodTemplate*>(member)); break;
       case FieldKind::kObject: j[f.name] = FieldsJson(f.fields, member); break;
     }

@@ -18,6 +18,7 @@
 #include "core/hf/hub_reference.h"
 #include "core/spec/closest_name.h"
 #include "core/spec/kubernetes_names.h"
+#include "core/spec/lora_targets.h"
 #include "core/spec/model_presets.h"
 #include "core/spec/prompt_template.h"
 #include "core/spec/quantity.h"
@@ -374,6 +375,78 @@ void OffloadParamsRule(Checker& c, const Context& x) {
   }
 }
 
+// The model's shape where it is known here: a preset's (or explicit dims), or
+// spec.model.path's config.json where it can be read; nullopt for a Hub model or an
+// unreadable path (the worker checks the same against the model it loads).
+std::optional<hf::HfModelConfig> KnownModelConfig(const Context& x) {
+  const ModelSpec& m = x.s.model;
+  if (!m.hub.repo.empty()) return std::nullopt;
+  if (m.path.empty()) {
+    if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.ffn_hidden < 1 || m.hidden % m.heads != 0) return std::nullopt;
+    return PresetModelConfig(m);
+  }
+  std::error_code ec;
+  if (!x.options.read_model_config || !std::filesystem::exists(std::filesystem::path(m.path) / "config.json", ec)) {
+    return std::nullopt;
+  }
+  try {
+    return hf::LoadHfConfig(m.path);
+  } catch (const hf::HfConfigError&) {
+    return std::nullopt;  // spec.model.path's own rule names the problem
+  }
+}
+
+void LoraRule(Checker& c, const Context& x) {
+  const LoraSpec& l = x.s.model.lora;
+  if (!l.enabled()) {
+    LoraSpec off = l;
+    off.r = 0;
+    if (!(off == LoraSpec{})) c.Fail("spec.model.lora.r", "must be > 0 when other spec.model.lora fields are set");
+    return;
+  }
+  const auto& targets = l.target_modules;
+  if (targets.size() > 1 && std::find(targets.begin(), targets.end(), kLoraAllLinear) != targets.end()) {
+    c.Fail("spec.model.lora.targetModules", "all-linear names every projection: list it alone");
+  }
+  if (x.s.sharding.stage == 3) {
+    // The frozen base stays whole on every rank (it has no gradient or optimizer state to
+    // shard); stage 3 would shard only the adapters, megabytes, and gather them per block.
+    c.Fail("spec.model.lora", "runs at spec.sharding.stage 0, 1 or 2, got 3: the frozen base is not sharded; use "
+                              "stage 2 (the adapters' gradients and optimizer state sharded)");
+  }
+  if (l.dropout > 0 && x.s.grpo.activation_checkpointing) {
+    c.Fail("spec.model.lora.dropout",
+           "must be 0 with spec.grpo.activationCheckpointing: a block recomputed in backward would draw another "
+           "dropout mask than its forward did");
+  }
+  if (std::optional<hf::HfModelConfig> config = KnownModelConfig(x)) {
+    const std::vector<std::string>& family = LoraModuleNames(config->architecture);
+    const std::vector<std::string> known = LoraTargetNames();  // an unknown name is the row's error already
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i] == kLoraAllLinear) continue;
+      if (std::find(known.begin(), known.end(), targets[i]) == known.end()) continue;
+      if (std::find(family.begin(), family.end(), targets[i]) == family.end()) {
+        c.Fail("spec.model.lora.targetModules[" + std::to_string(i) + "]",
+               config->architecture_name + " has no module \"" + targets[i] + "\"; it has " + OneOf(family));
+      }
+    }
+    for (const std::string& module : LoraTargets(l, config->architecture)) {
+      const std::optional<LinearShape> shape = LoraModuleShape(*config, module);
+      if (!shape) continue;
+      const int64_t smaller = std::min(shape->in, shape->out);
+      if (l.r > smaller) {
+        c.Fail("spec.model.lora.r", "must be at most " + Num(smaller) + ", the smaller side of " + module + " [" +
+                                        Num(shape->out) + " x " + Num(shape->in) + "], got " + Num(int64_t{l.r}));
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  if (!l.from.empty() && x.options.read_model_config && std::filesystem::is_directory(l.from, ec)) {
+    if (std::string why = PeftAdapterConfigProblem(l.from, l); !why.empty()) c.Fail("spec.model.lora.from", why);
+  }
+}
+
 void VolumeRule(Checker& c, const Context& x) {
   const std::string& volume = x.s.checkpoint.volume;
   if (volume.empty()) return;
@@ -396,6 +469,7 @@ const std::map<std::string, std::vector<Rule>>& Rules() {
       {"spec.model.initCheckpoint", {InitCheckpointRule}},
       {"spec.model.path", {ModelPathRule}},
       {"spec.model.hub", {[](Checker& c, const Context& x) { CheckHubModel(c, x.s.model); }}},
+      {"spec.model.lora", {LoraRule}},
       {"spec.task.dataset", {DatasetRule}},
       {"spec.task.prompt.template", {PromptTemplateRule}},
       {"spec.grpo", {GrpoRule}},
@@ -450,6 +524,25 @@ void CheckActions(Checker& c, const std::string& path, const std::vector<GuardAc
   }
 }
 
+void CheckStrings(Checker& c, const std::string& path, const FieldDef& f, const std::vector<std::string>& items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    if (f.names != nullptr) {
+      const std::vector<std::string> allowed = f.names();
+      if (std::find(allowed.begin(), allowed.end(), items[i]) == allowed.end()) {
+        c.Enum(item, items[i], allowed);
+        continue;
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (items[j] == items[i]) {
+        c.Fail(item, "duplicate \"" + items[i] + "\" (already at [" + std::to_string(j) + "])");
+        break;
+      }
+    }
+  }
+}
+
 // Walks the rows of `object` (the struct they point into): each row's own check, then
 // the overlay's rules for its path.
 void CheckFields(Checker& c, const Context& x, const std::vector<FieldDef>& fields, void* object,
@@ -482,6 +575,7 @@ void CheckFields(Checker& c, const Context& x, const std::vector<FieldDef>& fiel
         break;
       }
       case FieldKind::kActions: CheckActions(c, path, *static_cast<std::vector<GuardAction>*>(member)); break;
+      case FieldKind::kStrings: CheckStrings(c, path, f, *static_cast<std::vector<std::string>*>(member)); break;
       case FieldKind::kPodTemplate: CheckPodTemplate(*static_cast<PodTemplate*>(member), path, c.errors); break;
       case FieldKind::kObject: CheckFields(c, x, f.fields, member, path); break;
       case FieldKind::kBool:

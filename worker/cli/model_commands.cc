@@ -20,7 +20,9 @@
 #include "core/protocol/exit_codes.h"
 #include "worker/cli/log_to_stream.h"
 #include "worker/cli/parse_arguments.h"
+#include "core/spec/lora_targets.h"
 #include "worker/model/hf_causal_lm.h"
+#include "worker/model/lora.h"
 
 namespace headroom::worker {
 namespace {
@@ -77,8 +79,22 @@ void WriteFloat(std::ostream& out, float v) {
   out.write(buf, end - buf);
 }
 
+// --adapter: a PEFT LoRA adapter directory on the base, as the trained model computes it.
+void WithAdapter(HfCausalLMImpl& model, const std::string& dir) {
+  if (dir.empty()) return;
+  spec::LoraSpec lora;
+  try {
+    lora = spec::LoraSpecOfPeftAdapter(dir);
+    ApplyLora(model, LoraOptionsOf(lora, 1));
+    LoadPeftAdapter(model, dir, lora);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--adapter: ") + e.what());
+  }
+}
+
 struct Options {
   std::string model;
+  std::string adapter;
   std::string ids;
   std::string device = "cpu";
   int64_t max_new_tokens = 16;
@@ -88,6 +104,7 @@ int Logits(const Options& o, std::ostream& out) {
   const auto ids = ParseIds(o.ids);
   const auto device = ParseDevice(o.device);
   HfCausalLM model = LoadHfCausalLM(o.model, static_cast<int64_t>(ids.size()));
+  WithAdapter(*model, o.adapter);
   CheckVocabulary(ids, model->config(), o.model);
   model->to(device);
   model->eval();
@@ -114,6 +131,7 @@ int Generate(const Options& o, std::ostream& out) {
   const auto device = ParseDevice(o.device);
   const int64_t total = static_cast<int64_t>(ids.size()) + o.max_new_tokens;
   HfCausalLM model = LoadHfCausalLM(o.model, total);
+  WithAdapter(*model, o.adapter);
   const std::vector<int64_t> eos = hf::LoadEosTokenIds(o.model, model->config());
   CheckVocabulary(ids, model->config(), o.model);
   model->to(device);
@@ -151,6 +169,9 @@ int RunModelCommand(int argc, const char* const* argv, std::ostream& out, std::o
   app.add_option("--model", o.model, "Hugging Face model directory (config.json, *.safetensors)")->required();
   app.add_option("--ids", o.ids, "prompt token ids, comma-separated (e.g. 1,5,9)")->required();
   app.add_option("--device", o.device, "cpu (default) or cuda");
+  app.add_option("--adapter", o.adapter,
+                 "a PEFT LoRA adapter directory (adapter_config.json, "
+                 "adapter_model.safetensors) applied to --model");
   if (command == "generate") {
     app.add_option("--max-new-tokens", o.max_new_tokens, "greedy tokens to add (default 16)");
   }

@@ -93,6 +93,38 @@ torch::Tensor StackedLinear(const torch::Tensor& x, std::initializer_list<torch:
   return torch::linear(x, torch::cat(weights), biases.empty() ? torch::Tensor() : torch::cat(biases));
 }
 
+// What the active adapters among `parts` (each with its projection's output width) add
+// to the projections' outputs laid side by side, as StackedLinear lays them; undefined
+// when none is active (the projections then run exactly as without adapters).
+torch::Tensor AdapterDeltas(const torch::Tensor& x,
+                            std::initializer_list<std::pair<const std::shared_ptr<LinearAdapter>*, int64_t>> parts) {
+  std::vector<torch::Tensor> deltas;
+  torch::Tensor like;
+  for (const auto& [adapter, width] : parts) {
+    deltas.push_back(*adapter && (*adapter)->active() ? (*adapter)->Delta(x) : torch::Tensor());
+    if (deltas.back().defined()) like = deltas.back();
+  }
+  if (!like.defined()) return {};
+  if (deltas.size() == 1) return like;
+  size_t i = 0;
+  for (const auto& [adapter, width] : parts) {
+    if (!deltas[i].defined()) {
+      auto sizes = like.sizes().vec();
+      sizes.back() = width;
+      deltas[i] = torch::zeros(sizes, like.options());
+    }
+    ++i;
+  }
+  return torch::cat(deltas, -1);
+}
+
+// linear(x) plus its adapter's addition, when it has an active one.
+torch::Tensor Project(torch::nn::Linear& linear, const std::shared_ptr<LinearAdapter>& adapter,
+                      const torch::Tensor& x) {
+  torch::Tensor y = linear(x);
+  return adapter && adapter->active() ? y + adapter->Delta(x) : y;
+}
+
 torch::Tensor AtLeastFp32(const torch::Tensor& x) {
   return x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kFloat16 ? x.to(torch::kFloat32) : x;
 }
@@ -317,11 +349,20 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
 
   auto n1 = b.input_layernorm(x);
   torch::Tensor qkv;  // [B, t, heads + 2 kv_heads, d]: queries, keys, values
+  using P = HfDecoderLayerImpl::Projection;
+  const auto& ad = b.adapters;
   if (StackingPays(n1, (heads + 2 * kv_heads) * d)) {
-    qkv = StackedLinear(n1, {b.q_proj, b.k_proj, b.v_proj}).view({batch, t, heads + 2 * kv_heads, d});
+    qkv = StackedLinear(n1, {b.q_proj, b.k_proj, b.v_proj});
+    if (auto delta =
+            AdapterDeltas(n1, {{&ad[P::kQ], heads * d}, {&ad[P::kK], kv_heads * d}, {&ad[P::kV], kv_heads * d}});
+        delta.defined()) {
+      qkv = qkv + delta;
+    }
+    qkv = qkv.view({batch, t, heads + 2 * kv_heads, d});
   } else {
-    qkv = torch::cat({b.q_proj(n1).view({batch, t, heads, d}), b.k_proj(n1).view({batch, t, kv_heads, d}),
-                      b.v_proj(n1).view({batch, t, kv_heads, d})},
+    qkv = torch::cat({Project(b.q_proj, ad[P::kQ], n1).view({batch, t, heads, d}),
+                      Project(b.k_proj, ad[P::kK], n1).view({batch, t, kv_heads, d}),
+                      Project(b.v_proj, ad[P::kV], n1).view({batch, t, kv_heads, d})},
                      2);
   }
   if (config_.qk_norm) {
@@ -330,18 +371,25 @@ torch::Tensor HfCausalLMImpl::Block(int64_t layer, const torch::Tensor& x, const
                      2);
   }
   auto attn = Attention(layer, Rotate(qkv, cache), mask, cache, first_output);
-  auto h = x.narrow(1, first_output, t - first_output) + b.o_proj(attn);
+  auto h = x.narrow(1, first_output, t - first_output) + Project(b.o_proj, ad[P::kO], attn);
   auto n2 = b.post_attention_layernorm(h);
   torch::Tensor gated;  // silu(gate_proj(n2)) * up_proj(n2)
-  if (!StackingPays(n2, 2 * config_.intermediate_size)) {
-    gated = torch::silu(b.gate_proj(n2)) * b.up_proj(n2);
-  } else if (auto gate_up = StackedLinear(n2, {b.gate_proj, b.up_proj}); FusedSwiGluApplies(gate_up)) {
-    gated = FusedSwiGlu(gate_up);  // fp32: one pass each way, no split
+  const int64_t ffn = config_.intermediate_size;
+  if (!StackingPays(n2, 2 * ffn)) {
+    gated = torch::silu(Project(b.gate_proj, ad[P::kGate], n2)) * Project(b.up_proj, ad[P::kUp], n2);
   } else {
-    auto parts = gate_up.split(config_.intermediate_size, -1);
-    gated = torch::silu(parts[0]) * parts[1];
+    auto gate_up = StackedLinear(n2, {b.gate_proj, b.up_proj});
+    if (auto delta = AdapterDeltas(n2, {{&ad[P::kGate], ffn}, {&ad[P::kUp], ffn}}); delta.defined()) {
+      gate_up = gate_up + delta;
+    }
+    if (FusedSwiGluApplies(gate_up)) {
+      gated = FusedSwiGlu(gate_up);  // fp32: one pass each way, no split
+    } else {
+      auto parts = gate_up.split(ffn, -1);
+      gated = torch::silu(parts[0]) * parts[1];
+    }
   }
-  return h + b.down_proj(gated);
+  return h + Project(b.down_proj, ad[P::kDown], gated);
 }
 
 torch::Tensor HfCausalLMImpl::Blocks(torch::Tensor x, KvCache* cache, int64_t first_output,

@@ -33,6 +33,8 @@
 // forward time where that pays (the parameters stay the separate Hugging Face ones).
 #pragma once
 
+#include <array>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,10 +54,26 @@ struct HfRmsNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(HfRmsNorm);
 
+// A trainable addition to one projection of a block, put there by a model transform
+// (LoRA: worker/model/lora.h): the projection's output becomes linear(x) + Delta(x) while
+// active(). Its parameters are registered on the projection's module by whoever makes it,
+// so the model's names and parameters include them.
+class LinearAdapter {
+ public:
+  virtual ~LinearAdapter() = default;
+  virtual bool active() const = 0;
+  // [..., out_features] for x [..., in_features], in the current autocast scope.
+  virtual torch::Tensor Delta(const torch::Tensor& x) = 0;
+};
+
 struct HfDecoderLayerImpl : torch::nn::Module {
   explicit HfDecoderLayerImpl(const hf::HfModelConfig& c);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  // Adapters of the projections above, in that order (q, k, v, o, gate, up, down); null
+  // where a projection has none.
+  enum Projection { kQ, kK, kV, kO, kGate, kUp, kDown, kProjections };
+  std::array<std::shared_ptr<LinearAdapter>, kProjections> adapters;
   HfRmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   HfRmsNorm q_norm{nullptr}, k_norm{nullptr};  // Qwen3 only
 };
@@ -92,6 +110,7 @@ class HfCausalLMImpl : public CausalLMImpl {
   }
   std::string Describe() const override;
   const hf::HfModelConfig& config() const { return config_; }
+  HfDecoderLayerImpl& layer(int64_t l) { return *layer_list_.at(static_cast<size_t>(l)); }
 
  private:
   torch::Tensor Blocks(torch::Tensor x, KvCache* cache, int64_t first_output, const torch::Tensor& padding);

@@ -1,6 +1,7 @@
 #include "worker/model/model_transforms.h"
 
 #include "worker/model/activation_checkpointing.h"
+#include "worker/model/lora.h"
 
 #include <map>
 #include <mutex>
@@ -62,6 +63,9 @@ Registry& TheRegistry() {
 
 }  // namespace
 
+static void ApplyTransforms(CausalLMImpl& model, const std::vector<std::string>& names,
+                            const spec::TrainingJobSpec* spec);
+
 bool RegisterModelTransform(const std::string& name, ModelTransformFactory factory) {
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -80,6 +84,16 @@ std::vector<std::string> RegisteredModelTransforms() {
 }
 
 void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& names) {
+  ApplyTransforms(model, names, nullptr);
+}
+
+void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& names,
+                          const spec::TrainingJobSpec& spec) {
+  ApplyTransforms(model, names, &spec);
+}
+
+static void ApplyTransforms(CausalLMImpl& model, const std::vector<std::string>& names,
+                            const spec::TrainingJobSpec* spec) {
   for (const std::string& name : names) {
     ModelTransformFactory factory;
     {
@@ -94,12 +108,15 @@ void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& n
       throw std::invalid_argument("unknown model transform '" + name +
                                   "' (registered: " + (known.empty() ? "none" : known) + ")");
     }
-    factory()->Apply(model);
+    std::unique_ptr<ModelTransform> transform = factory();
+    if (spec) transform->Configure(*spec);
+    transform->Apply(model);
   }
 }
 
 std::vector<std::string> ModelTransformsOf(const spec::TrainingJobSpec& spec) {
   std::vector<std::string> names;
+  if (spec.model.lora.enabled()) names.push_back(kLora);
   // Stage 3 recomputes every block already, around its gather (recomputed_block.h).
   if (spec.grpo.activation_checkpointing && spec.sharding.stage < 3) names.push_back(kActivationCheckpointing);
   return names;

@@ -43,6 +43,9 @@ class BlockWrapper : public torch::nn::Module {
 class ModelTransform {
  public:
   virtual ~ModelTransform() = default;
+  // Reads the transform's own spec fields (LoRA: spec.model.lora), before Apply when the
+  // caller has a spec; by default none.
+  virtual void Configure(const spec::TrainingJobSpec& /*spec*/) {}
   virtual void Apply(CausalLMImpl& model) = 0;
 };
 
@@ -53,8 +56,11 @@ using ModelTransformFactory = std::function<std::unique_ptr<ModelTransform>()>;
 bool RegisterModelTransform(const std::string& name, ModelTransformFactory factory);
 std::vector<std::string> RegisteredModelTransforms();
 
-// Applies the named transforms to `model`, in order.
+// Applies the named transforms to `model`, in order (each configured from `spec` first,
+// when given).
 void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& names);
+void ApplyModelTransforms(CausalLMImpl& model, const std::vector<std::string>& names,
+                          const spec::TrainingJobSpec& spec);
 
 // The transforms a job's spec asks for, in the order they apply: the one place a spec
 // field turns into a transform.

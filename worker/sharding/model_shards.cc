@@ -25,7 +25,14 @@ void Add(ShardedBytes& into, const ShardedBytes& b) {
 
 ModelShards::ModelShards(CausalLM model, Communicator& comm, ShardingOptions options, AdamWConfig adamw)
     : model_(std::move(model)), comm_(comm), options_(options) {
-  const NamedTensors all = model_->OrderedParameters();
+  // The trainable parameters only: a frozen one (a LoRA base, worker/model/lora.h) has no
+  // gradient or optimizer state to shard, and stays as the model holds it, whole on
+  // every rank.
+  NamedTensors all;
+  for (auto& [name, p] : model_->OrderedParameters()) {
+    if (p.requires_grad()) all.emplace_back(name, p);
+  }
+  if (all.empty()) throw std::invalid_argument("model shards: the model has no trainable parameter");
   std::vector<NamedParams> split(1);
   if (per_layer()) {
     split.resize(static_cast<size_t>(1 + model_->layers()));

@@ -8,8 +8,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <vector>
 #include <thread>
 
+#include "core/checkpoint/sha256.h"
+#include "core/spec/lora_targets.h"
 #include "core/protocol/environment.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/checkpoint/intact_checkpoint.h"
@@ -50,6 +54,76 @@ std::optional<HeldOutScore> HeldOutFromJson(const nlohmann::json& extra) {
     return std::nullopt;
   }
   return score;
+}
+
+// What a LoRA checkpoint records of the frozen base it was trained on (its adapters mean
+// nothing on another): the directory (or Hub repository and revision) and the sha256 of
+// each weight file; for a preset, its seed (the base is drawn from it). A file is hashed
+// again only when its size or modification time changed: a 7B base's 15 GB take a while.
+std::string WeightFileSha256(const std::filesystem::path& file) {
+  struct Hashed {
+    uintmax_t size = 0;
+    std::filesystem::file_time_type modified;
+    std::string sha256;
+  };
+  static std::map<std::string, Hashed> hashed;
+  const uintmax_t size = std::filesystem::file_size(file);
+  const auto modified = std::filesystem::last_write_time(file);
+  auto found = hashed.find(file.string());
+  if (found != hashed.end() && found->second.size == size && found->second.modified == modified) {
+    return found->second.sha256;
+  }
+  Hashed h{size, modified, checkpoint::FileSha256(file)};
+  hashed[file.string()] = h;
+  return h.sha256;
+}
+
+nlohmann::json LoraBaseIdentity(const spec::TrainingJobSpec& spec, const std::string& model_dir) {
+  if (model_dir.empty()) return {{"preset", spec.model.preset}, {"seed", spec.model.seed}};
+  const std::string dir = std::filesystem::absolute(model_dir).lexically_normal().string();
+  nlohmann::json files = nlohmann::json::object();
+  std::vector<std::filesystem::path> weights;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors") weights.push_back(entry.path());
+  }
+  std::sort(weights.begin(), weights.end());
+  for (const auto& w : weights) files[w.filename().string()] = WeightFileSha256(w);
+  nlohmann::json id = {{"path", dir}, {"files", files}};
+  if (!spec.model.hub.repo.empty()) id["hub"] = {{"repo", spec.model.hub.repo}, {"revision", spec.model.hub.revision}};
+  return id;
+}
+
+nlohmann::json LoraJson(const spec::TrainingJobSpec& spec, const std::string& model_dir) {
+  const spec::LoraSpec& l = spec.model.lora;
+  return {{"r", l.r},
+          {"alpha", l.alpha > 0 ? l.alpha : l.r},
+          {"dropout", l.dropout},
+          {"target_modules", spec::LoraTargets(l, hf::Architecture::kLlama)},
+          {"rs_lora", l.rs_lora},
+          {"base", LoraBaseIdentity(spec, model_dir)}};
+}
+
+// A LoRA checkpoint resumes only on the base it was trained on: every weight file the
+// checkpoint recorded must hash as it did (the run-definition hash covers the spec, not
+// the bytes a path holds now).
+void RequireSameLoraBase(const nlohmann::json& extra, const nlohmann::json& now, const std::string& where) {
+  if (!extra.is_object() || !extra.contains("lora") || !extra["lora"].contains("base")) return;
+  const nlohmann::json& saved = extra["lora"]["base"];
+  if (!saved.contains("files")) return;
+  const nlohmann::json& files = now.value("files", nlohmann::json::object());
+  for (const auto& [name, sha] : saved["files"].items()) {
+    const std::string path = now.value("path", std::string()) + "/" + name;
+    if (!files.contains(name)) {
+      throw CheckpointOfAnotherRun("checkpoint " + where + " holds LoRA adapters of a base whose " + path +
+                                   " no longer exists: resuming them on another base would train something else");
+    }
+    if (files[name] != sha) {
+      throw CheckpointOfAnotherRun("checkpoint " + where + " holds LoRA adapters trained on a base whose " + name +
+                                   " had sha256 " + sha.get<std::string>() + ", but " + path + " now has " +
+                                   files[name].get<std::string>() +
+                                   ": the base model changed (restore it, or start in a new checkpoint directory)");
+    }
+  }
 }
 
 }  // namespace
@@ -115,6 +189,10 @@ int64_t Checkpointer::Resume() {
     throw CheckpointOfAnotherRun(e.what());
   }
   RequireSameDataset(reader->manifest().extra, reader->dir().string());
+  if (spec_.model.lora.enabled()) {
+    RequireSameLoraBase(reader->manifest().extra, LoraBaseIdentity(spec_, trainer_.model_dir()),
+                        reader->dir().string());
+  }
   RestoreTrainingState(*reader, trainer_);
   starting_held_out_ = HeldOutFromJson(reader->manifest().extra);
   if (auto rng = reader->RngState(rank_)) SetCpuRngState(*rng);
@@ -170,6 +248,9 @@ std::optional<CheckpointSaveStats> Checkpointer::Save(int64_t done) {
                              {"epoch", dataset->epoch},
                              {"cursor", dataset->cursor}};
   }
+  // LoRA: the shards hold only the adapters and their optimizer state; the manifest says
+  // what they adapt (`headroom export` writes them in PEFT's format from this).
+  if (spec_.model.lora.enabled()) meta.extra["lora"] = LoraJson(spec_, trainer_.model_dir());
   if (starting_held_out_) meta.extra["heldout_before"] = HeldOutJson(*starting_held_out_);
   const std::vector<TensorSlice> slices = TrainingStateSlices(trainer_);
   const std::string rng = CpuRngState();

@@ -13,6 +13,7 @@
 #include "worker/grpo/log_probs.h"
 #include "worker/checkpoint/checkpoint_reader.h"
 #include "worker/model/model_source.h"
+#include "worker/model/lora.h"
 #include "worker/model/model_transforms.h"
 #include "worker/sharding/inference_weights.h"
 #include "worker/sharding/sharded_state_checkpoint.h"
@@ -125,7 +126,14 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   if (spec_.model.init == "checkpoint") LoadInitialWeights(model_, spec_.model.init_checkpoint);
   model_->to(device_);
   const bool bf16_inference_weights = Bf16InferenceWeightsByDefault(device_);
-  if (g.kl_coef > 0) {
+  const bool lora = spec_.model.lora.enabled();
+  if (lora && spec_.sharding.stage == 3) {
+    throw std::invalid_argument("spec.model.lora: runs at spec.sharding.stage 0, 1 or 2, got 3 (the frozen base is "
+                                "not sharded)");
+  }
+  // With LoRA the reference model is the base itself, the policy with its adapters off
+  // (ReferenceIsBase): no copy is made.
+  if (g.kl_coef > 0 && !lora) {
     // A frozen copy of the initial policy, made in memory; with klCoef == 0 it is never built.
     reference_ = model.CopyOf(model_);
     reference_->to(device_);
@@ -135,8 +143,15 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   }
   // The one place the policy's modules are wrapped or replaced (model_transforms.h): after
   // the reference copy (which stays the untransformed initial policy), before sharding, so
-  // every later reader sees the result. The spec names none yet.
-  ApplyModelTransforms(*model_, ModelTransformsOf(spec_));
+  // every later reader sees the result.
+  ApplyModelTransforms(*model_, ModelTransformsOf(spec_), spec_);
+  // LoRA from an existing PEFT adapter: its weights replace the fresh adapters' (every
+  // rank reads the same file; the sharding then starts from rank 0's anyway).
+  if (HasLora(*model_) && !spec_.model.lora.from.empty()) {
+    LoadPeftAdapter(static_cast<HfCausalLMImpl&>(*model_), spec_.model.lora.from, spec_.model.lora);
+  }
+  // A GPU keeps the frozen base in bf16, as it keeps a reference model (inference_weights.h).
+  if (HasLora(*model_) && bf16_inference_weights) ConvertFrozenParametersToBf16(*model_);
   ShardingOptions sharding;
   sharding.stage = spec_.sharding.stage;
   sharding.offload_params = spec_.sharding.offload_params;
@@ -292,7 +307,9 @@ GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollou
   // own log-probs serve as the old ones (policy_update.h) and this forward is skipped.
   auto t0 = std::chrono::steady_clock::now();
   // Under a token budget these passes run in its micro-batches too (micro_batch_rows.h).
-  const bool budget = g.max_tokens_per_micro_batch > 0 && (g.updates_per_step > 1 || has_reference_model());
+  const bool reference_is_base = g.kl_coef > 0 && HasLora(*model_);
+  const bool reference = has_reference_model() || reference_is_base;
+  const bool budget = g.max_tokens_per_micro_batch > 0 && (g.updates_per_step > 1 || reference);
   std::vector<memory::SequenceLength> lengths;
   MicroBatchPlan plan;
   if (budget) {
@@ -312,10 +329,15 @@ GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollou
                                               g.micro_batch_size, response_bias_, batch.prompt_padding);
     }
   }
-  if (has_reference_model()) {
-    batch.ref_logp = budget ? ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
-                                                     plan, lengths, response_bias_, batch.prompt_padding)
-                            : ResponseLogProbsNoGrad(reference_, batch.sequences, batch.prompt_length, g.temperature,
+  if (reference) {
+    // LoRA: the base is the reference, the policy with its adapters off; its frozen
+    // weights are what a copy would hold, so no copy exists.
+    std::optional<AdaptersOff> base;
+    if (reference_is_base) base.emplace(*model_);
+    CausalLM& ref = reference_is_base ? model_ : reference_;
+    batch.ref_logp = budget ? ResponseLogProbsNoGrad(ref, batch.sequences, batch.prompt_length, g.temperature, plan,
+                                                     lengths, response_bias_, batch.prompt_padding)
+                            : ResponseLogProbsNoGrad(ref, batch.sequences, batch.prompt_length, g.temperature,
                                                      g.micro_batch_size, response_bias_, batch.prompt_padding);
   }
   out.logprob_seconds = SecondsSince(t0);
