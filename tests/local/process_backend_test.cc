@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "core/memory/cgroup.h"
@@ -138,6 +139,55 @@ TEST(LocalProcessBackend, KernelOomKillInTheRanksCgroupIsReportedAsOomKilled) {
   EXPECT_TRUE(c.last.ranks[0].exit->oom_killed);
   EXPECT_EQ(c.last.ranks[0].exit->reason, "OOMKilled");
   EXPECT_LT(c.steps.size(), 5u);  // 64 MiB hold at most 3 leaks of 16 MiB plus the program
+}
+
+TEST(LocalProcessBackend, RanksPerPodRunUnderOneLauncherPerPod) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir));
+  backend.Launch({1, MakeJob({.workers = 4, .steps = 5, .ranks_per_pod = 2}), "{}"});
+  EXPECT_EQ(backend.live_pids().size(), 2u);  // one process per pod: its launcher
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 4u);
+  for (const auto& r : c.last.ranks) {
+    ASSERT_TRUE(r.exit);
+    EXPECT_EQ(r.exit->exit_code, 0) << r.rank << ": " << r.exit->reason;
+  }
+  ASSERT_EQ(c.steps.size(), 20u);
+  std::set<int> ranks;
+  for (const auto& s : c.steps) ranks.insert(s.rank);
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  for (int rank = 0; rank < 4; ++rank) {
+    std::istringstream log(testing::ReadAll(backend.generation_dir(1) + "/rank-" + std::to_string(rank) + ".log"));
+    std::string line;
+    ASSERT_TRUE(std::getline(log, line)) << rank;
+    EXPECT_EQ(nlohmann::json::parse(line)["env_rank"], rank);
+  }
+}
+
+// The pod's cgroup holds both its ranks at twice a rank's limit; the kernel kills one of
+// them, and the pod (its launcher) goes down with 137, read as an OOM kill for both ranks,
+// as a pod of one rank would be.
+TEST(LocalProcessBackend, ARankOomKilledInItsPodsCgroupTakesThePodDown) {
+  REQUIRE_FAKE_WORKER();
+  const std::string why = memory::MemoryCgroup::UnsupportedReason();
+  if (!why.empty()) GTEST_SKIP() << "no memory cgroup on this machine: " << why;
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir, LocalBackendOptions::Cgroups::kRequire));
+  ASSERT_TRUE(backend.using_cgroups());
+  backend.Launch(
+      {1, MakeJob({.workers = 2, .steps = 100, .memory = "64Mi", .leak = "16Mi", .guard = false, .ranks_per_pod = 2}),
+       "{}"});
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 2u);
+  for (const auto& r : c.last.ranks) {
+    ASSERT_TRUE(r.exit);
+    EXPECT_EQ(r.exit->exit_code, 137) << r.rank;
+    EXPECT_TRUE(r.exit->oom_killed) << r.rank;
+    EXPECT_EQ(r.exit->reason, "OOMKilled") << r.rank;
+  }
+  // 128 MiB for two ranks hold at most 3 leaks of 16 MiB each plus the programs.
+  EXPECT_LT(c.steps.size(), 10u);
 }
 
 TEST(LocalProcessBackend, WithoutCgroupsTheLimitIsSoftAndEnforcedByTheBackend) {
