@@ -30,7 +30,14 @@ int RunRender(const std::string& path, const std::string& namespace_flag) {
   std::vector<nlohmann::json> docs;
   docs.push_back(manifests::BuildSpecConfigMap(gen, ns));
   docs.push_back(manifests::BuildHeadlessService(gen.job, ns));
-  for (int rank = 0; rank < job.spec.workers; ++rank) docs.push_back(manifests::BuildWorkerPod(gen, rank, ns));
+  // One pod per ranksPerPod ranks, named after its first rank.
+  for (int rank : manifests::PodFirstRanks(job.spec)) docs.push_back(manifests::BuildWorkerPod(gen, rank, ns));
+  // The layout as a YAML comment: `headroom render job.yaml | kubectl apply -f -` still works.
+  const int k = job.spec.ranks_per_pod;
+  const int pods = static_cast<int>(manifests::PodFirstRanks(job.spec).size());
+  std::cout << "# " << job.metadata.name << ": " << job.spec.workers << " worker" << (job.spec.workers == 1 ? "" : "s")
+            << " as " << pods << " pod" << (pods == 1 ? "" : "s") << " x " << k << " rank" << (k == 1 ? "" : "s")
+            << "\n";
   std::cout << manifests::JsonToYamlDocuments(docs);
   return 0;
 }
