@@ -449,11 +449,12 @@ void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::O
     const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
+    std::vector<metrics::MetricSample> parsed = metrics::ParsePrometheusText(*body);
     std::lock_guard<std::mutex> lock(mu_);
     // A pod of several ranks serves each rank's series, labelled {rank}; one of one rank
     // is that rank whatever its label says.
     std::map<int, std::vector<metrics::MetricSample>> by_rank;
-    for (metrics::MetricSample& sample : metrics::ParsePrometheusText(*body)) {
+    for (metrics::MetricSample& sample : parsed) {
       int rank = t.rank;
       if (ranks_per_pod_ > 1) {
         auto label = sample.labels.find(metrics::kLabelRank);
