@@ -64,6 +64,14 @@ int64_t ResidentBytes(pid_t pid) {
   return 0;
 }
 
+// A process's resident set with its children's: a pod's launcher and its ranks.
+int64_t PodResidentBytes(pid_t pid) {
+  int64_t bytes = ResidentBytes(pid);
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t child; children >> child;) bytes += ResidentBytes(child);
+  return bytes;
+}
+
 }  // namespace
 
 LocalProcessBackend::LocalProcessBackend(LocalBackendOptions options) : options_(std::move(options)) {
@@ -331,6 +339,7 @@ void LocalProcessBackend::StartPod(const spec::TrainingJob& job, int first_rank,
     ranks_.push_back(std::move(r));
   }
   Rank& pod = ranks_[leader];
+  pod.pod_ranks = k;
   fs::remove(pod.termination_path);
   if (use_cgroups_) CreateCgroup(job, pod, limit_bytes_ * k);
   std::vector<std::string> env = shared_env;
@@ -420,7 +429,7 @@ runtime::Observation LocalProcessBackend::Observe() {
         r.exit = e;
       } else if (kill_now) {
         kill(r.pid, SIGKILL);
-      } else if (!use_cgroups_ && limit_bytes_ > 0 && ResidentBytes(r.pid) > limit_bytes_) {
+      } else if (!use_cgroups_ && limit_bytes_ > 0 && PodResidentBytes(r.pid) > limit_bytes_ * r.pod_ranks) {
         // The soft limit: do what the kernel would have done at a cgroup limit.
         r.soft_limit_killed = true;
         kill(r.pid, SIGKILL);

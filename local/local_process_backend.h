@@ -18,7 +18,8 @@
 // Ranks per pod: with spec.ranksPerPod = K > 1 the ranks run as pods do on Kubernetes,
 // K to a pod: one `WORKER launch` process per pod (core/launch/pod_launcher.h) in one
 // cgroup limited to K times spec.resources.memory, its ranks' step logs still
-// rank-R.log, its output and termination message those of its first rank.
+// rank-R.log, its output and termination message those of its first rank. Without cgroups
+// the soft limit is the pod's too: the launcher's and its ranks' resident sets together.
 //
 // Memory limits: each rank runs in a memory cgroup (core/memory/cgroup.h) limited to
 // spec.resources.memory, so the kernel's OOM killer judges it as it would a pod. Where no
@@ -93,6 +94,7 @@ class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
     // process (the launcher), cgroup and termination message are the pod's; this rank
     // has none of its own (pid -1) and ends as the pod does. -1 for that first rank.
     int pod_leader = -1;
+    int pod_ranks = 1;  // the ranks this process stands for: a pod's launcher, all of them
   };
 
   // Launch's steps. StartGeneration: checks nothing runs, forgets the last generation,

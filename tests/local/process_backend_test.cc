@@ -207,6 +207,27 @@ TEST(LocalProcessBackend, WithoutCgroupsTheLimitIsSoftAndEnforcedByTheBackend) {
   EXPECT_EQ(c.steps.back().host_limit_bytes, 64LL << 20);  // the worker saw the soft limit
 }
 
+// Without cgroups a pod's soft limit is ranksPerPod times a rank's, over its launcher's and
+// its ranks' resident sets together (each rank alone stays under a rank's limit longer).
+TEST(LocalProcessBackend, WithoutCgroupsAPodsRanksShareItsSoftLimit) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir, LocalBackendOptions::Cgroups::kOff));
+  backend.Launch(
+      {1, MakeJob({.workers = 2, .steps = 30, .memory = "64Mi", .leak = "16Mi", .guard = false, .ranks_per_pod = 2}),
+       "{}"});
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 2u);
+  for (const auto& r : c.last.ranks) {
+    ASSERT_TRUE(r.exit);
+    EXPECT_EQ(r.exit->exit_code, 137) << r.rank;
+    EXPECT_TRUE(r.exit->oom_killed) << r.rank;
+    EXPECT_EQ(r.exit->reason, "SoftLimitExceeded") << r.rank;
+  }
+  // Two ranks leaking 16 MiB a step cross 128 MiB within 4 steps each.
+  EXPECT_LT(c.steps.size(), 12u);
+}
+
 TEST(LocalProcessBackend, DestructorKillsLiveRanksAndRemovesCgroups) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;
