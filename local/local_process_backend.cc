@@ -408,8 +408,8 @@ runtime::Observation LocalProcessBackend::Observe() {
   const bool kill_now = kill_after_ && obs.now >= *kill_after_;
   for (Rank& r : ranks_) {
     if (!r.exit && r.pod_leader >= 0) {
-      // A pod's other rank ends as its launcher did (it stopped them together).
-      r.exit = ranks_[r.pod_leader].exit;
+      // A pod's other rank ends with its launcher, which stopped them together.
+      if (const auto& pod = ranks_[r.pod_leader].exit) r.exit = runtime::PodPeerExit(*pod);
     } else if (!r.exit) {
       int status = 0;
       const pid_t done = waitpid(r.pid, &status, WNOHANG);

@@ -422,11 +422,12 @@ std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observat
       ro.running = true;
       if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
     }
-    // Every rank of a pod ended as the pod did: its launcher stops them together and
-    // exits with the deciding rank's code and message (core/launch/pod_launcher.h).
+    // A pod's ranks end together: its launcher stops them and exits with the deciding
+    // rank's code and message (core/launch/pod_launcher.h), reported for its first rank.
     for (int i = 0; i < ranks_per_pod_; ++i) {
       o.ranks.push_back(ro);
       o.ranks.back().rank = first_rank + i;
+      if (i > 0 && ro.exit) o.ranks.back().exit = runtime::PodPeerExit(*ro.exit);
     }
   }
   o.checkpoint_step = checkpoint_step_;

@@ -180,12 +180,14 @@ TEST(LocalProcessBackend, ARankOomKilledInItsPodsCgroupTakesThePodDown) {
        "{}"});
   Collected c = RunUntilEnded(backend);
   ASSERT_EQ(c.last.ranks.size(), 2u);
-  for (const auto& r : c.last.ranks) {
-    ASSERT_TRUE(r.exit);
-    EXPECT_EQ(r.exit->exit_code, 137) << r.rank;
-    EXPECT_TRUE(r.exit->oom_killed) << r.rank;
-    EXPECT_EQ(r.exit->reason, "OOMKilled") << r.rank;
-  }
+  // The pod's end on its first rank; the other was stopped with it (one OOM kill, not two).
+  ASSERT_TRUE(c.last.ranks[0].exit && c.last.ranks[1].exit);
+  EXPECT_EQ(c.last.ranks[0].exit->exit_code, 137);
+  EXPECT_TRUE(c.last.ranks[0].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[0].exit->reason, "OOMKilled");
+  EXPECT_EQ(c.last.ranks[1].exit->exit_code, 137);
+  EXPECT_FALSE(c.last.ranks[1].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[1].exit->reason, "StoppedWithPod");
   // 128 MiB for two ranks hold at most 3 leaks of 16 MiB each plus the programs.
   EXPECT_LT(c.steps.size(), 10u);
 }
@@ -218,12 +220,11 @@ TEST(LocalProcessBackend, WithoutCgroupsAPodsRanksShareItsSoftLimit) {
        "{}"});
   Collected c = RunUntilEnded(backend);
   ASSERT_EQ(c.last.ranks.size(), 2u);
-  for (const auto& r : c.last.ranks) {
-    ASSERT_TRUE(r.exit);
-    EXPECT_EQ(r.exit->exit_code, 137) << r.rank;
-    EXPECT_TRUE(r.exit->oom_killed) << r.rank;
-    EXPECT_EQ(r.exit->reason, "SoftLimitExceeded") << r.rank;
-  }
+  ASSERT_TRUE(c.last.ranks[0].exit && c.last.ranks[1].exit);
+  EXPECT_EQ(c.last.ranks[0].exit->exit_code, 137);
+  EXPECT_TRUE(c.last.ranks[0].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[0].exit->reason, "SoftLimitExceeded");
+  EXPECT_EQ(c.last.ranks[1].exit->reason, "StoppedWithPod");
   // Two ranks leaking 16 MiB a step cross 128 MiB within 4 steps each.
   EXPECT_LT(c.steps.size(), 12u);
 }
