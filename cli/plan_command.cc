@@ -32,6 +32,27 @@ struct PlanArgs {
 
 std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : HumanBytes(static_cast<double>(bytes)); }
 
+// The pods the workers run in (docs/design.md, "Ranks per pod"): workers / ranksPerPod
+// pods of ranksPerPod ranks, each requesting ranksPerPod times a rank's resources; 0 pods
+// when the count does not divide.
+int Pods(const spec::TrainingJobSpec& s, int workers) {
+  return workers % s.ranks_per_pod == 0 ? workers / s.ranks_per_pod : 0;
+}
+
+std::string PodLayout(const spec::TrainingJobSpec& s, int workers) {
+  const int k = s.ranks_per_pod;
+  const int pods = Pods(s, workers);
+  if (pods == 0) {
+    return std::to_string(workers) + " workers are not a multiple of ranksPerPod (" + std::to_string(k) + ")";
+  }
+  std::string line = std::to_string(pods) + " pod" + (pods == 1 ? "" : "s") + " x " + std::to_string(k) + " rank" +
+                     (k == 1 ? "" : "s") + "; each pod requests " +
+                     HumanBytes(static_cast<double>(s.resources.memory_bytes) * k) + " of memory";
+  if (s.resources.gpus > 0) line += " and " + std::to_string(s.resources.gpus * k) + " GPU(s)";
+  if (k > 1) line += ", one limit its ranks share (the plan below is per rank)";
+  return line;
+}
+
 // `--json`: the plan as one object (components, totals, limits, thresholds, verdicts).
 void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
                    bool fits, bool worker_count_ok) {
@@ -39,6 +60,8 @@ void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::Model
   nlohmann::ordered_json j;
   j["job"] = job.metadata.name;
   j["workers"] = workers;
+  j["ranks_per_pod"] = job.spec.ranks_per_pod;
+  j["pods"] = Pods(job.spec, workers);
   j["model"] = shape.source;
   j["parameters"] = plan.parameters;
   j["stage"] = job.spec.sharding.stage;
@@ -73,6 +96,7 @@ void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::Mode
               job.spec.sharding.stage, job.spec.sharding.offload_params ? "on" : "off",
               job.spec.sharding.offload_optimizer ? "on" : "off", job.spec.resources.gpus,
               job.spec.resources.gpus == 1 ? "" : "s", std::to_string(plan.parameters).c_str());
+  std::printf("layout: %s\n", PodLayout(job.spec, workers).c_str());
   std::printf("%-18s %14s %14s  %s\n", "component", "host", "GPU", "how");
   for (const guard::PlanComponent& c : plan.components) {
     std::printf("%-18s %14s %14s  %s\n", c.name.c_str(), Cell(c.host_bytes).c_str(), Cell(c.gpu_bytes).c_str(),

@@ -33,7 +33,14 @@ int RunRender(const std::string& path, const std::string& namespace_flag) {
   docs.push_back(manifests::BuildHeadlessService(gen.job, ns));
   // The gang, before its pods, as the operator creates it.
   if (nlohmann::json group = manifests::BuildPodGroup(gen, ns); !group.is_null()) docs.push_back(std::move(group));
-  for (int rank = 0; rank < job.spec.workers; ++rank) docs.push_back(manifests::BuildWorkerPod(gen, rank, ns));
+  // One pod per ranksPerPod ranks, named after its first rank.
+  for (int rank : manifests::PodFirstRanks(job.spec)) docs.push_back(manifests::BuildWorkerPod(gen, rank, ns));
+  // The layout as a YAML comment: `headroom render job.yaml | kubectl apply -f -` still works.
+  const int k = job.spec.ranks_per_pod;
+  const int pods = manifests::PodsPerGeneration(job.spec);
+  std::cout << "# " << job.metadata.name << ": " << job.spec.workers << " worker" << (job.spec.workers == 1 ? "" : "s")
+            << " as " << pods << " pod" << (pods == 1 ? "" : "s") << " x " << k << " rank" << (k == 1 ? "" : "s")
+            << "\n";
   std::cout << manifests::JsonToYamlDocuments(docs);
   return 0;
 }

@@ -10,7 +10,7 @@ set(HEADROOM_CORE_LAYERS
   "base"
   "files,net,metrics,memory"
   "protocol"
-  "checkpoint"
+  "checkpoint,launch"
   "hf"
   "spec"
   "guard"

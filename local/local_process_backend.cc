@@ -64,6 +64,14 @@ int64_t ResidentBytes(pid_t pid) {
   return 0;
 }
 
+// A process's resident set with its children's: a pod's launcher and its ranks.
+int64_t PodResidentBytes(pid_t pid) {
+  int64_t bytes = ResidentBytes(pid);
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t child; children >> child;) bytes += ResidentBytes(child);
+  return bytes;
+}
+
 }  // namespace
 
 LocalProcessBackend::LocalProcessBackend(LocalBackendOptions options) : options_(std::move(options)) {
@@ -104,14 +112,18 @@ std::string LocalProcessBackend::generation_dir(int generation) const {
 std::vector<pid_t> LocalProcessBackend::live_pids() const {
   std::vector<pid_t> pids;
   for (const Rank& r : ranks_) {
-    if (!r.exit) pids.push_back(r.pid);
+    if (!r.exit && r.pid > 0) pids.push_back(r.pid);
   }
   return pids;
 }
 
 void LocalProcessBackend::ReapAll() {
   for (Rank& r : ranks_) {
-    if (r.exit || r.pid <= 0) continue;
+    if (r.exit) continue;
+    if (r.pid <= 0) {  // a pod's other rank: ended with its launcher
+      r.exit = RankExit{protocol::kExitKilled, false, "Killed", "", ""};
+      continue;
+    }
     int status = 0;
     while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -226,7 +238,13 @@ void LocalProcessBackend::Launch(const runtime::LaunchRequest& request) {
   const spec::TrainingJob& job = request.job;
   const std::vector<std::string> shared_env = SharedEnvironment(request, net::FreePort());
   try {
-    for (int rank = 0; rank < job.spec.workers; ++rank) StartRank(job, rank, job_path, shared_env);
+    if (job.spec.ranks_per_pod > 1) {
+      for (int first = 0; first < job.spec.workers; first += job.spec.ranks_per_pod) {
+        StartPod(job, first, job_path, shared_env);
+      }
+    } else {
+      for (int rank = 0; rank < job.spec.workers; ++rank) StartRank(job, rank, job_path, shared_env);
+    }
   } catch (...) {
     for (Rank& r : ranks_) {
       if (r.pid > 0) kill(r.pid, SIGKILL);
@@ -285,7 +303,7 @@ void LocalProcessBackend::StartRank(const spec::TrainingJob& job, int rank, cons
   r.out_path = dir + "/rank-" + std::to_string(rank) + ".out";
   fs::remove(r.log_path);
   fs::remove(r.termination_path);
-  if (use_cgroups_) CreateCgroup(job, r);
+  if (use_cgroups_) CreateCgroup(job, r, limit_bytes_);
   std::vector<std::string> env = shared_env;
   env.push_back(Var(protocol::kRankEnv, std::to_string(rank)));
   env.push_back(Var(protocol::kLocalRankEnv, std::to_string(rank)));
@@ -305,10 +323,47 @@ void LocalProcessBackend::StartRank(const spec::TrainingJob& job, int rank, cons
   ranks_.push_back(std::move(r));
 }
 
-void LocalProcessBackend::CreateCgroup(const spec::TrainingJob& job, Rank& r) {
+void LocalProcessBackend::StartPod(const spec::TrainingJob& job, int first_rank, const std::string& job_path,
+                                   const std::vector<std::string>& shared_env) {
+  const int k = job.spec.ranks_per_pod;
+  const std::string dir = generation_dir(generation_);
+  const size_t leader = ranks_.size();
+  for (int rank = first_rank; rank < first_rank + k; ++rank) {
+    Rank r;
+    r.rank = rank;
+    r.log_path = dir + "/rank-" + std::to_string(rank) + ".log";
+    r.termination_path = dir + "/rank-" + std::to_string(first_rank) + ".termination";
+    r.out_path = dir + "/rank-" + std::to_string(first_rank) + ".out";
+    r.pod_leader = rank == first_rank ? -1 : static_cast<int>(leader);
+    fs::remove(r.log_path);
+    ranks_.push_back(std::move(r));
+  }
+  Rank& pod = ranks_[leader];
+  pod.pod_ranks = k;
+  fs::remove(pod.termination_path);
+  if (use_cgroups_) CreateCgroup(job, pod, limit_bytes_ * k);
+  std::vector<std::string> env = shared_env;
+  env.push_back(Var(protocol::kRankEnv, std::to_string(first_rank)));
+  env.push_back(Var(protocol::kLocalRankEnv, "0"));
+  env.push_back(Var(protocol::kTerminationLogEnv, pod.termination_path));
+  const HeldChild child = ForkHeld({options_.worker_binary, "launch", "--ranks-per-pod", std::to_string(k),
+                                    "--first-rank", std::to_string(first_rank), "--metrics-port", "0", "--", "--job",
+                                    job_path, "--checkpoint-dir", checkpoint_dir(), "--log", dir + "/rank-{rank}.log"},
+                                   std::move(env), pod.out_path);
+  pod.pid = child.pid;
+  try {
+    if (pod.cgroup) pod.cgroup->AddProcess(child.pid);
+  } catch (...) {
+    close(child.gate);
+    throw;
+  }
+  Release(child);
+}
+
+void LocalProcessBackend::CreateCgroup(const spec::TrainingJob& job, Rank& r, int64_t limit_bytes) {
   r.cgroup = memory::MemoryCgroup::Create("headroom-" + job.metadata.name + "-" + std::to_string(getpid()) + "-g" +
                                               std::to_string(generation_) + "-r" + std::to_string(r.rank),
-                                          limit_bytes_, options_.cgroup_root);
+                                          limit_bytes, options_.cgroup_root);
   r.oom_kills_at_start = r.cgroup->OomKillCount();
   if (!stale_cgroups_swept_) {
     stale_cgroups_swept_ = true;
@@ -352,7 +407,10 @@ runtime::Observation LocalProcessBackend::Observe() {
   obs.now = std::chrono::steady_clock::now();
   const bool kill_now = kill_after_ && obs.now >= *kill_after_;
   for (Rank& r : ranks_) {
-    if (!r.exit) {
+    if (!r.exit && r.pod_leader >= 0) {
+      // A pod's other rank ends with its launcher, which stopped them together.
+      if (const auto& pod = ranks_[r.pod_leader].exit) r.exit = runtime::PodPeerExit(*pod);
+    } else if (!r.exit) {
       int status = 0;
       const pid_t done = waitpid(r.pid, &status, WNOHANG);
       if (done == r.pid) {
@@ -371,7 +429,7 @@ runtime::Observation LocalProcessBackend::Observe() {
         r.exit = e;
       } else if (kill_now) {
         kill(r.pid, SIGKILL);
-      } else if (!use_cgroups_ && limit_bytes_ > 0 && ResidentBytes(r.pid) > limit_bytes_) {
+      } else if (!use_cgroups_ && limit_bytes_ > 0 && PodResidentBytes(r.pid) > limit_bytes_ * r.pod_ranks) {
         // The soft limit: do what the kernel would have done at a cgroup limit.
         r.soft_limit_killed = true;
         kill(r.pid, SIGKILL);
@@ -395,14 +453,14 @@ runtime::Observation LocalProcessBackend::Observe() {
 
 void LocalProcessBackend::Drain(std::chrono::milliseconds grace) {
   for (Rank& r : ranks_) {
-    if (!r.exit) kill(r.pid, SIGTERM);
+    if (!r.exit && r.pid > 0) kill(r.pid, SIGTERM);
   }
   kill_after_ = std::chrono::steady_clock::now() + grace;
 }
 
 void LocalProcessBackend::Kill() {
   for (Rank& r : ranks_) {
-    if (!r.exit) kill(r.pid, SIGKILL);
+    if (!r.exit && r.pid > 0) kill(r.pid, SIGKILL);
   }
 }
 

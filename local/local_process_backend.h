@@ -15,6 +15,12 @@
 // plain env values of spec.template (local/local_pod_template.h: what else the
 // template holds is named once through `notice` as ignored).
 //
+// Ranks per pod: with spec.ranksPerPod = K > 1 the ranks run as pods do on Kubernetes,
+// K to a pod: one `WORKER launch` process per pod (core/launch/pod_launcher.h) in one
+// cgroup limited to K times spec.resources.memory, its ranks' step logs still
+// rank-R.log, its output and termination message those of its first rank. Without cgroups
+// the soft limit is the pod's too: the launcher's and its ranks' resident sets together.
+//
 // Memory limits: each rank runs in a memory cgroup (core/memory/cgroup.h) limited to
 // spec.resources.memory, so the kernel's OOM killer judges it as it would a pod. Where no
 // cgroup can be created (not root, no writable memory hierarchy) the backend says so once
@@ -84,6 +90,11 @@ class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
     std::string partial_line;
     bool soft_limit_killed = false;
     std::optional<runtime::RankExit> exit;
+    // In a pod of several ranks, the index in ranks_ of the pod's first rank, whose
+    // process (the launcher), cgroup and termination message are the pod's; this rank
+    // has none of its own (pid -1) and ends as the pod does. -1 for that first rank.
+    int pod_leader = -1;
+    int pod_ranks = 1;  // the ranks this process stands for: a pod's launcher, all of them
   };
 
   // Launch's steps. StartGeneration: checks nothing runs, forgets the last generation,
@@ -94,7 +105,11 @@ class LocalProcessBackend : public runtime::WorkerBackend, NonCopyable {
   std::vector<std::string> SharedEnvironment(const runtime::LaunchRequest& request, int port);
   void StartRank(const spec::TrainingJob& job, int rank, const std::string& job_path,
                  const std::vector<std::string>& shared_env);
-  void CreateCgroup(const spec::TrainingJob& job, Rank& r);
+  // A pod of spec.ranksPerPod ranks from `first_rank`: one launcher (core/launch/
+  // pod_launcher.h) in one cgroup of ranksPerPod times the rank's limit.
+  void StartPod(const spec::TrainingJob& job, int first_rank, const std::string& job_path,
+                const std::vector<std::string>& shared_env);
+  void CreateCgroup(const spec::TrainingJob& job, Rank& r, int64_t limit_bytes);
   // The rank's new step-log lines: step records into obs.new_steps, model-fetch records
   // into obs.model_fetch.
   void TailLog(Rank& r, runtime::Observation& obs);

@@ -1,7 +1,8 @@
 // headroom-worker: one rank of a GRPO training job (docs/design.md, Commands and Worker).
 //   headroom-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
 // with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment (torchrun's names).
-// Model inspection commands, no rendezvous: headroom-worker logits|generate ...
+// A pod's ranks: headroom-worker launch --ranks-per-pod K --first-rank R ... -- ARGS
+// (core/launch/pod_launcher.h). Model inspection commands, no rendezvous: headroom-worker logits|generate ...
 // (worker/cli/model_commands.h); a tokenizer on stdin: headroom-worker tokenize ...
 // (worker/cli/tokenize_command.h).
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/launch/pod_launcher.h"
 #include "core/protocol/exit_codes.h"
 #include "worker/cli/model_commands.h"
 #include "worker/cli/tokenize_command.h"
@@ -17,6 +19,8 @@
 
 int main(int argc, char** argv) {
   using namespace headroom::worker;
+  // A pod of several ranks: this program runs them (core/launch/pod_launcher.h).
+  if (argc > 1 && std::string(argv[1]) == "launch") return headroom::launch::RunLaunchCommand(argc - 1, argv + 1);
   if (argc > 1 && IsModelCommand(argv[1])) return RunModelCommand(argc - 1, argv + 1, std::cout, std::cerr);
   if (argc > 1 && IsTokenizeCommand(argv[1])) {
     return RunTokenizeCommand(argc - 1, argv + 1, std::cin, std::cout, std::cerr);
@@ -32,6 +36,7 @@ int main(int argc, char** argv) {
   // exists, one line each, as `headroom --help` does; each has its own --help.
   app.add_subcommand("logits", "a Hugging Face model's fp32 logits at every position of --ids (JSON lines)");
   app.add_subcommand("generate", "the greedy, KV-cached continuation of --ids by a Hugging Face model (JSON)");
+  app.add_subcommand("launch", "a pod's ranks: --ranks-per-pod K --first-rank R [--metrics-port P] -- WORKER_ARGS");
   app.add_subcommand("tokenize", "a model's tokenizer.json on stdin: JSON strings to id arrays, or back with --decode");
   app.footer("Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n"
              "Exit codes: 0 finished, 2 invalid spec, 75 drained (SIGTERM/SIGINT), 76 stopped by the memory guard, "

@@ -371,6 +371,7 @@ int FindWorkerCount(const spec::TrainingJobSpec& s, int from, int to, const std:
   const int last = step > 0 ? std::min(to, hi) : std::max(to, lo);
   for (int w = first; step > 0 ? w <= last : w >= last; w += step) {
     if (!spec::WorkerCountFits(s.grpo, w)) continue;
+    if (s.ranks_per_pod > 1 && w % s.ranks_per_pod != 0) continue;  // whole pods only
     if (!accept || accept(w)) return w;
   }
   return 0;

@@ -136,8 +136,9 @@ bool PlanFits(const Plan& plan, const spec::MemoryGuardSpec& guard);
 // The one search for a worker count, used by everything that picks one (the policy's
 // reshard and crash escalation, SmallestFittingWorkers, the decision applied to the next
 // spec, a scale request): a count is a candidate when it lies within
-// [max(1, minWorkers), maxWorkers] and the GRPO batch divides over it
-// (spec::WorkerCountFits), because the worker refuses any other.
+// [max(1, minWorkers), maxWorkers], the GRPO batch divides over it
+// (spec::WorkerCountFits), because the worker refuses any other, and it fills whole pods
+// (a multiple of ranksPerPod).
 // Walks from `from` towards `to` (either direction, both inclusive; counts outside the
 // bounds are skipped, never clamped onto) and returns the first candidate `accept` takes
 // (the first candidate when `accept` is empty); 0 when none.

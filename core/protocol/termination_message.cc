@@ -43,10 +43,12 @@ bool IsLibraryNoise(const std::string& line) {
 
 std::string WriteTerminationMessage(const std::string& message) {
   std::string path;
-  if (std::filesystem::exists(kTerminationLogPath)) {
-    path = kTerminationLogPath;
-  } else if (const char* env = std::getenv(kTerminationLogEnv); env && *env) {
+  // The variable first: a pod's launcher gives each of its ranks a file of its own and
+  // writes the pod's one message itself (docs/design.md, "Ranks per pod").
+  if (const char* env = std::getenv(kTerminationLogEnv); env && *env) {
     path = env;
+  } else if (std::filesystem::exists(kTerminationLogPath)) {
+    path = kTerminationLogPath;
   } else {
     return "";
   }

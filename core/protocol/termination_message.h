@@ -1,7 +1,7 @@
 // The termination message: the few lines a worker leaves for its supervisor when it
-// exits, where Kubernetes looks for them (/dev/termination-log, surfaced as the
-// container's terminated.message) or, outside a pod, in the file $HEADROOM_TERMINATION_LOG
-// names (`headroom run` gives every rank one).
+// exits, in the file $HEADROOM_TERMINATION_LOG names when it is set (`headroom run` gives
+// every rank one, and so does a pod's launcher to each of its ranks), else where Kubernetes
+// looks for them (/dev/termination-log, surfaced as the container's terminated.message).
 //
 // What is in it depends on the exit code (exit_codes.h):
 //   76  guard::Decision::ToJson()       the guard's decision
@@ -25,8 +25,8 @@ namespace headroom::protocol {
 
 inline constexpr const char* kTerminationLogPath = "/dev/termination-log";
 
-// Writes `message` (plus a newline) to /dev/termination-log when it exists, else to
-// $HEADROOM_TERMINATION_LOG when set. Returns the path written, or "" when there is no
+// Writes `message` (plus a newline) to $HEADROOM_TERMINATION_LOG when set, else to
+// /dev/termination-log when it exists. Returns the path written, or "" when there is no
 // destination or it cannot be written (the exit code still tells the supervisor what
 // happened). An empty `message` empties the file (Kubernetes then shows a failed
 // container's log tail instead).

@@ -289,6 +289,14 @@ const char* CelRulesYaml(const std::string& path) {
   message: "must be <= maxWorkers"
   fieldPath: .workers
   reason: FieldValueInvalid
+- rule: "self.ranksPerPod < 1 || self.workers % self.ranksPerPod == 0"
+  message: "must be a multiple of ranksPerPod: every pod runs ranksPerPod ranks"
+  fieldPath: .workers
+  reason: FieldValueInvalid
+- rule: "self.ranksPerPod <= 1 || self.resources.gpus <= 1"
+  message: "must be 0 or 1 (a rank's GPUs) when ranksPerPod > 1"
+  fieldPath: .resources.gpus
+  reason: FieldValueInvalid
 - rule: "self.grpo.updatesPerStep < 1 || self.grpo.promptsPerStep % self.grpo.updatesPerStep == 0"
   message: "must be a multiple of updatesPerStep"
   fieldPath: .grpo.promptsPerStep

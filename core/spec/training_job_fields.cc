@@ -138,12 +138,16 @@ std::vector<FieldDef> ResourcesFields() {
   return {
       Quantity<&Resources::cpu, &Resources::cpu_millis>(
           "cpu", QuantityUnit::kMillis, "cpu_millis",
-          "CPU request and limit per worker, a Kubernetes quantity greater than 0 such as \"2\" or 500m."),
+          "CPU request and limit per worker (rank), a Kubernetes quantity greater than 0 such as \"2\" or 500m."),
       Quantity<&Resources::memory, &Resources::memory_bytes>(
           "memory", QuantityUnit::kBytes, "memory_bytes",
-          "Memory request and limit per worker, a Kubernetes quantity greater than 0 such as 4Gi. The host memory "
-          "guard forecasts against this limit."),
-      F<&Resources::gpus>("gpus", "GPUs per worker, requested as nvidia.com/gpu. 0 runs on CPU.").Min(0),
+          "Memory request and limit per worker (rank), a Kubernetes quantity greater than 0 such as 4Gi; a pod of "
+          "ranksPerPod ranks gets ranksPerPod times it, the limit its ranks' host memory guard forecasts against."),
+      F<&Resources::gpus>(
+          "gpus",
+          "GPUs per worker (rank), requested as nvidia.com/gpu. 0 runs on CPU; with ranksPerPod > 1 at most 1 (a "
+          "rank drives cuda:LOCAL_RANK).")
+          .Min(0),
   };
 }
 
@@ -382,19 +386,27 @@ std::vector<FieldDef> BuildSpecFields() {
           "keeps it.")
           .Min(0)
           .NoDefault(),
-      F<&TrainingJobSpec::workers>("workers",
-                                   "Number of workers (ranks, one pod each) the model is sharded over. The scale "
-                                   "subresource points here, so `kubectl scale tj/NAME --replicas=N` reshards.")
+      F<&TrainingJobSpec::workers>(
+          "workers", "Number of workers (ranks; ranksPerPod to a pod) the model is sharded over. The scale "
+                     "subresource points here, so `kubectl scale tj/NAME --replicas=N` reshards.")
           .Min(1),
       F<&TrainingJobSpec::min_workers>("minWorkers", "Fewest workers the memory guard may reshard down to.").Min(1),
       F<&TrainingJobSpec::max_workers>("maxWorkers",
                                        "Most workers the memory guard may reshard up to when memory runs short.")
           .Min(1),
+      F<&TrainingJobSpec::ranks_per_pod>(
+          "ranksPerPod",
+          "Ranks in each worker pod, one per GPU: pods = workers / ranksPerPod, each requesting ranksPerPod times "
+          "resources (a rank's). One launcher in the pod starts them (LOCAL_RANK, device cuda:LOCAL_RANK); the "
+          "host memory guard watches the pod's memory limit they share. workers must be a multiple of it.")
+          .Min(1),
       F<&TrainingJobSpec::image>("image", "Container image of the headroom worker.")
           .Length(1, std::nullopt)
           .Pattern(R"(^\S+$)"),
       Object<&TrainingJobSpec::resources>(
-          "resources", "Resources of each worker pod. The memory limit is the one the guard protects.",
+          "resources",
+          "Resources of each worker (rank); a pod of ranksPerPod ranks requests ranksPerPod times them. The memory "
+          "limit is the one the guard protects.",
           ResourcesFields()),
       Object<&TrainingJobSpec::model>("model", "The transformer to train, from a preset or explicit dimensions.",
                                       ModelFields()),

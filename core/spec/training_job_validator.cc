@@ -127,6 +127,26 @@ void WorkersRule(Checker& c, const Context& x) {
   }
 }
 
+// Pods hold whole groups of ranks (docs/design.md, "Ranks per pod"): no pod gets fewer.
+void RanksPerPodRule(Checker& c, const Context& x) {
+  const TrainingJobSpec& s = x.s;
+  if (s.ranks_per_pod >= 1 && s.workers >= 1 && s.workers % s.ranks_per_pod != 0) {
+    c.Fail("spec.workers", "must be a multiple of ranksPerPod (" + Num(int64_t{s.ranks_per_pod}) + "), got " +
+                               Num(int64_t{s.workers}) + ": every pod runs ranksPerPod ranks");
+  }
+}
+
+// A rank drives one device, cuda:LOCAL_RANK; several GPUs per rank in a pod of several
+// ranks would leave all but one of each rank's idle.
+void GpusPerRankRule(Checker& c, const Context& x) {
+  const TrainingJobSpec& s = x.s;
+  if (s.ranks_per_pod > 1 && s.resources.gpus > 1) {
+    c.Fail("spec.resources.gpus", "must be 0 or 1 (a rank's GPUs) when ranksPerPod > 1 (" +
+                                      Num(int64_t{s.ranks_per_pod}) + "), got " + Num(int64_t{s.resources.gpus}) +
+                                      ": each pod requests ranksPerPod x gpus");
+  }
+}
+
 void ImageRule(Checker& c, const Context& x) {
   const std::string& image = x.s.image;
   if (image.empty()) {
@@ -460,7 +480,9 @@ using Rule = void (*)(Checker&, const Context&);
 const std::map<std::string, std::vector<Rule>>& Rules() {
   static const std::map<std::string, std::vector<Rule>> rules = {
       {"spec.maxWorkers", {WorkersRule}},
+      {"spec.ranksPerPod", {RanksPerPodRule}},
       {"spec.image", {ImageRule}},
+      {"spec.resources.gpus", {GpusPerRankRule}},
       {"spec.model.layers", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "layers", x.s.model.layers); }}},
       {"spec.model.hidden", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "hidden", x.s.model.hidden); }}},
       {"spec.model.heads", {[](Checker& c, const Context& x) { Dim(c, x.s.model, "heads", x.s.model.heads); }}},

@@ -1,6 +1,8 @@
 #include "operator/manifests/children.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/protocol/environment.h"
 #include "operator/manifests/gang.h"
@@ -75,7 +77,8 @@ json BuildHeadlessService(const spec::TrainingJob& job, const std::string& names
 namespace {
 
 // The worker's environment: torchrun's rendezvous names, the job and generation, the
-// pod's own name and namespace, and what the guard did so far.
+// pod's own name and namespace, and what the guard did so far. In a pod of several ranks
+// RANK is the first one's; the launcher sets each rank's RANK and LOCAL_RANK.
 json WorkerEnv(const WorkerGeneration& gen, int rank, const std::string& namespace_) {
   const std::string& name = gen.job.metadata.name;
   json env = json::array(
@@ -89,19 +92,50 @@ json WorkerEnv(const WorkerGeneration& gen, int rank, const std::string& namespa
   return env;
 }
 
-json WorkerContainer(const spec::TrainingJobSpec& s, json env) {
-  json limits{{"cpu", s.resources.cpu}, {"memory", s.resources.memory}};
-  if (s.resources.gpus > 0) limits[spec::kGpuResourceName] = std::to_string(s.resources.gpus);
+// A quantity `times` a rank's, written as the spec wrote it for one rank.
+std::string TimesCpu(const spec::Resources& r, int times) {
+  if (times == 1) return r.cpu;
+  const int64_t millis = r.cpu_millis * times;
+  return millis % 1000 == 0 ? std::to_string(millis / 1000) : std::to_string(millis) + "m";
+}
+
+std::string TimesMemory(const spec::Resources& r, int times) {
+  if (times == 1) return r.memory;
+  const int64_t bytes = r.memory_bytes * times;
+  for (const auto& [suffix, unit] : {std::pair{"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20}, {"Ki", 1024}}) {
+    if (bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
+  }
+  return std::to_string(bytes);
+}
+
+// What the container runs: the worker itself for one rank; for several, the launcher,
+// which gives each rank its RANK, LOCAL_RANK and a metrics port above the pod's.
+json WorkerCommand(const spec::TrainingJobSpec& s, int first_rank) {
+  const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
+  json worker_args = json::array({"--job", spec_path, "--checkpoint-dir", kCheckpointMountDir});
+  if (s.ranks_per_pod == 1) {
+    worker_args.push_back("--metrics-port");
+    worker_args.push_back(std::to_string(kMetricsPort));
+    return worker_args;
+  }
+  json args = json::array({"launch", "--ranks-per-pod", std::to_string(s.ranks_per_pod), "--first-rank",
+                           std::to_string(first_rank), "--metrics-port", std::to_string(kMetricsPort), "--"});
+  for (const json& a : worker_args) args.push_back(a);
+  return args;
+}
+
+json WorkerContainer(const spec::TrainingJobSpec& s, int first_rank, json env) {
+  const int k = s.ranks_per_pod;
+  json limits{{"cpu", TimesCpu(s.resources, k)}, {"memory", TimesMemory(s.resources, k)}};
+  if (s.resources.gpus > 0) limits[spec::kGpuResourceName] = std::to_string(s.resources.gpus * k);
   // Requests equal limits: the memory limit is what the guard protects, and a pod that
   // may be squeezed below it by its neighbours would be guarding the wrong number.
   json resources{{"limits", limits}, {"requests", limits}};
-  const std::string spec_path = std::string(kSpecMountDir) + "/" + kSpecFileName;
   return json{{"name", spec::kWorkerContainerName},
               {"image", s.image},
               {"imagePullPolicy", "IfNotPresent"},
               {"command", json::array({"headroom-worker"})},
-              {"args", json::array({"--job", spec_path, "--checkpoint-dir", kCheckpointMountDir, "--metrics-port",
-                                    std::to_string(kMetricsPort)})},
+              {"args", WorkerCommand(s, first_rank)},
               {"env", std::move(env)},
               {"ports", json::array({json{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}},
                                      json{{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
@@ -158,7 +192,7 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
                   {"runAsGroup", 65532},
                   {"fsGroup", 65532},
                   {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-                {"containers", json::array({WorkerContainer(s, WorkerEnv(gen, rank, namespace_))})},
+                {"containers", json::array({WorkerContainer(s, rank, WorkerEnv(gen, rank, namespace_))})},
                 {"volumes", WorkerVolumes(s, name)}};
   if (s.resources.gpus > 0) {
     pod_spec["tolerations"] =
@@ -169,5 +203,14 @@ json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& na
   JoinPodGroup(gen, pod);  // the scheduler's gang and Kueue's group: gang.h
   return pod;
 }
+
+std::vector<int> PodFirstRanks(const spec::TrainingJobSpec& s) {
+  const int k = std::max(1, s.ranks_per_pod);
+  std::vector<int> firsts;
+  for (int r = 0; r < s.workers; r += k) firsts.push_back(r);
+  return firsts;
+}
+
+int PodsPerGeneration(const spec::TrainingJobSpec& s) { return static_cast<int>(PodFirstRanks(s).size()); }
 
 }  // namespace headroom::manifests

@@ -1,5 +1,5 @@
 // The Kubernetes objects one TrainingJob owns (docs/design.md, "Kubernetes objects per
-// TrainingJob"): worker Pods `<job>-worker-<rank>`, a headless Service `<job>`, and a
+// TrainingJob"): worker Pods `<job>-worker-<rank>` (a pod's first rank), a headless Service `<job>`, and a
 // ConfigMap `<job>-spec` holding the job YAML the workers read.
 //
 // Contract:
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/spec/training_job.h"
 
@@ -68,7 +69,18 @@ nlohmann::json BuildHeadlessService(const spec::TrainingJob& job, const std::str
 // the operator's, its extra resources in limits/requests beside spec.resources', and its
 // securityContext fields over the operator's (capabilities: the template's add beside the
 // operator's drop ALL); the pod's securityContext likewise.
+//
+// `rank` is the pod's first rank. With spec.ranksPerPod = K > 1 (docs/design.md, "Ranks
+// per pod") the pod holds ranks rank..rank+K-1: its container runs `headroom-worker launch`
+// (core/launch/pod_launcher.h), which starts them, and requests K times spec.resources
+// (a rank's); with K = 1 it runs the worker itself, as it always has.
 nlohmann::json BuildWorkerPod(const WorkerGeneration& gen, int rank, const std::string& namespace_);
+
+// The first ranks of a generation's pods, 0, K, 2K, ... below spec.workers (K =
+// ranksPerPod): one pod each, named and labelled after it.
+std::vector<int> PodFirstRanks(const spec::TrainingJobSpec& s);
+// The pods of one generation: PodFirstRanks(s).size(), workers / ranksPerPod.
+int PodsPerGeneration(const spec::TrainingJobSpec& s);
 
 // The ownerReference every child carries; null json when the job has no uid.
 nlohmann::json OwnerReference(const spec::TrainingJob& job);

@@ -53,11 +53,6 @@ const PodGroupKind* PodGroupKindOf(GangScheduler scheduler) {
 
 std::string KueueQueueOf(const spec::TrainingJob& job) { return ValueOr(job.metadata.labels, kKueueQueueLabel); }
 
-int PodsPerGeneration(const spec::TrainingJobSpec& spec) {
-  const int per_pod = std::max(1, spec.ranks_per_pod);
-  return std::max(1, spec.workers / per_pod);
-}
-
 std::string PodGroupName(const std::string& job_name, int64_t generation) {
   return job_name + "-g" + std::to_string(generation);
 }

@@ -55,8 +55,6 @@ GangScheduler GangSchedulerOf(const spec::TrainingJob& job);
 const PodGroupKind* PodGroupKindOf(GangScheduler scheduler);  // null for kNone
 // The Kueue queue the job is labelled for; "" when none.
 std::string KueueQueueOf(const spec::TrainingJob& job);
-// The pods of one generation: workers / ranksPerPod.
-int PodsPerGeneration(const spec::TrainingJobSpec& spec);
 // "<job>-g<generation>": the PodGroup's and the Kueue group's name.
 std::string PodGroupName(const std::string& job_name, int64_t generation);
 

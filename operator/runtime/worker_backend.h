@@ -59,6 +59,23 @@ struct RankExit {
   std::string disruption = {};
 };
 
+// How the other ranks of a pod of several (spec.ranksPerPod) ended, given how the pod
+// ended, which is reported for its first rank: its launcher stops them together and exits
+// as the rank that decided (core/launch/pod_launcher.h). An orderly end (0, 75, 76) is
+// every rank's; after a failure the others were stopped with the pod (137, "StoppedWithPod",
+// no out-of-memory end of their own), so one pod's failure counts once, as for a pod of one.
+inline RankExit PodPeerExit(const RankExit& pod) {
+  if (pod.exit_code == protocol::kExitFinished || pod.exit_code == protocol::kExitDrained ||
+      pod.exit_code == protocol::kExitGuardStop) {
+    return pod;
+  }
+  RankExit e;
+  e.exit_code = protocol::kExitKilled;
+  e.reason = "StoppedWithPod";
+  e.disruption = pod.disruption;
+  return e;
+}
+
 struct RankObservation {
   int rank = 0;
   bool running = false;          // alive (starting or stepping)

@@ -1,21 +1,11 @@
-// A plain-HTTP GET with a hard deadline, for scraping workers' /metrics from the
-// reconcile loop: connect, send, and read all bounded by one deadline, so a pod that
-// accepts and never answers costs the reconciler at most `timeout`, never a stuck worker
-// thread (cpprest's client has no total deadline, only per-operation timeouts).
-//
-// Contract: returns the body of a 200 answer; nullopt for anything else (refused,
-// timed out, non-200, a body over max_bytes), with the reason in *why when non-null.
-// IPv4 literal hosts only (pod IPs); HTTP/1.0 so the server closes the connection.
+// The operator's scrape of a worker's /metrics: core/net/http_get.h's GET with a hard
+// deadline (shared with a pod's launcher, which gathers its ranks' series).
 #pragma once
 
-#include <chrono>
-#include <optional>
-#include <string>
+#include "core/net/http_get.h"
 
 namespace headroom::trainingjob {
 
-std::optional<std::string> HttpGet(const std::string& ipv4, int port, const std::string& path,
-                                   std::chrono::milliseconds timeout, std::string* why = nullptr,
-                                   size_t max_bytes = 4 << 20);
+using net::HttpGet;
 
 }  // namespace headroom::trainingjob

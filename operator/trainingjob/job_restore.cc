@@ -84,7 +84,7 @@ void JobRestorer::Restore(JobEntry& entry, const json& object, const spec::Train
   status.micro_batch_size = running.spec.grpo.micro_batch_size;
   if (status.workers == 0) status.workers = running.spec.workers;
   entry.reconciler->Restore(status, history, running);
-  entry.backend->Adopt(generation, running.spec.workers);
+  entry.backend->Adopt(generation, running.spec.workers, running.spec.ranks_per_pod);
   for (const json& p : pods) {
     if (kubeclient::ControllerUid(p) == entry.uid) entry.backend->OnPodEvent(p, false);
   }

@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <future>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
+#include "core/metrics/names.h"
 #include "core/metrics/prometheus_text.h"
 #include "core/protocol/step_metrics.h"
 #include "core/protocol/termination_message.h"
@@ -142,19 +144,20 @@ void PodBackend::SetOwner(const spec::TrainingJob& owner) {
   owner_.metadata = owner.metadata;
 }
 
-void PodBackend::Adopt(int generation, int workers) {
+void PodBackend::Adopt(int generation, int workers, int ranks_per_pod) {
   std::lock_guard<std::mutex> lock(mu_);
   generation_ = generation;
   workers_ = workers;
+  ranks_per_pod_ = std::max(1, ranks_per_pod);
   // Pods seen before adoption were filed as "other"; move this generation's into ranks_.
   ranks_.clear();
   pods_to_create_.clear();
   assumed_exit_.reset();
-  for (int r = 0; r < workers; ++r) ranks_[r].adopted = true;
+  for (int r = 0; r < workers; r += ranks_per_pod_) ranks_[r].adopted = true;
 }
 
-void PodBackend::AdoptEnded(int generation, int workers, const runtime::RankExit& ended) {
-  Adopt(generation, workers);
+void PodBackend::AdoptEnded(int generation, int workers, const runtime::RankExit& ended, int ranks_per_pod) {
+  Adopt(generation, workers, ranks_per_pod);
   std::lock_guard<std::mutex> lock(mu_);
   assumed_exit_ = ended;
 }
@@ -164,7 +167,7 @@ void PodBackend::OnPodEvent(const json& pod, bool deleted) {
   const int64_t gen = GenerationOf(pod);
   const int rank = RankOf(pod);
   const std::string name = kubeclient::Name(pod);
-  if (gen == generation_ && generation_ > 0 && rank >= 0 && rank < workers_) {
+  if (gen == generation_ && generation_ > 0 && rank >= 0 && rank < workers_ && rank % ranks_per_pod_ == 0) {
     RankPod& rp = ranks_[rank];
     // An adopted pod already being deleted when first seen may be the earlier operator's
     // own drain or kill: only its DisruptionTarget condition says it was taken away.
@@ -392,6 +395,7 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
     }
     generation_ = request.generation;
     workers_ = job.spec.workers;
+    ranks_per_pod_ = std::max(1, job.spec.ranks_per_pod);
     ranks_.clear();
     pods_to_create_.clear();
     checkpoint_step_.reset();
@@ -401,7 +405,7 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
     spec::TrainingJob owned = job;
     owned.metadata = owner_.metadata;
     manifests::WorkerGeneration gen{owned, request.generation, request.guard_history_json};
-    for (int r = 0; r < workers_; ++r) {
+    for (int r : manifests::PodFirstRanks(job.spec)) {
       json pod = manifests::BuildWorkerPod(gen, r, ns_);
       if (options_.customize_pod) options_.customize_pod(pod, request, r);
       pods_to_create_[r] = std::move(pod);
@@ -430,7 +434,7 @@ void PodBackend::Launch(const runtime::LaunchRequest& request) {
   }
   // Earlier generations' groups go with their pods.
   DeleteOtherPodGroups(owned, request.generation);
-  for (int r = 0; r < job.spec.workers; ++r) {
+  for (int r : manifests::PodFirstRanks(job.spec)) {
     if (CreatePod(r)) {
       std::lock_guard<std::mutex> lock(mu_);
       ranks_[r].pending_create = false;
@@ -474,8 +478,8 @@ std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observat
   std::lock_guard<std::mutex> lock(mu_);
   o.generation = generation_;
   for (auto& [rank, rp] : ranks_) {
+    const int first_rank = rank;
     runtime::RankObservation ro;
-    ro.rank = rank;
     if (!rp.seen && !rp.pending_create && assumed_exit_) {
       ro.exit = *assumed_exit_;
     } else if (!rp.seen) {
@@ -494,7 +498,13 @@ std::vector<PodBackend::ScrapeTarget> PodBackend::ObserveRanks(runtime::Observat
       ro.running = true;
       if (rp.scrapable) scrape.push_back({rank, rp.ip, rp.metrics_port});
     }
-    o.ranks.push_back(std::move(ro));
+    // A pod's ranks end together: its launcher stops them and exits with the deciding
+    // rank's code and message (core/launch/pod_launcher.h), reported for its first rank.
+    for (int i = 0; i < ranks_per_pod_; ++i) {
+      o.ranks.push_back(ro);
+      o.ranks.back().rank = first_rank + i;
+      if (i > 0 && ro.exit) o.ranks.back().exit = runtime::PodPeerExit(*ro.exit);
+    }
   }
   o.checkpoint_step = checkpoint_step_;
   return scrape;
@@ -516,23 +526,43 @@ void PodBackend::ScrapeSteps(const std::vector<ScrapeTarget>& scrape, runtime::O
     const ScrapeTarget& t = scrape[i];
     std::optional<std::string> body = pages[i].get();
     if (!body) continue;
-    const std::vector<metrics::MetricSample> samples = metrics::ParsePrometheusText(*body);
-    std::optional<protocol::StepRecord> r = protocol::StepRecordFromMetrics(samples);
-    std::optional<protocol::ModelFetchRecord> fetch = protocol::ModelFetchFromMetrics(samples);
-    if (!r && !fetch) continue;
+    std::vector<metrics::MetricSample> parsed = metrics::ParsePrometheusText(*body);
     std::lock_guard<std::mutex> lock(mu_);
-    if (fetch && o.generation == generation_) {
-      fetch->rank = t.rank;
-      fetch->generation = generation_;
-      o.model_fetch = *fetch;
+    // A pod of several ranks serves each rank's series, labelled {rank}; one of one rank
+    // is that rank whatever its label says.
+    std::map<int, std::vector<metrics::MetricSample>> by_rank;
+    for (metrics::MetricSample& sample : parsed) {
+      int rank = t.rank;
+      if (ranks_per_pod_ > 1) {
+        auto label = sample.labels.find(metrics::kLabelRank);
+        if (label == sample.labels.end()) continue;
+        try {
+          rank = std::stoi(label->second);
+        } catch (const std::exception&) {
+          continue;
+        }
+        if (rank < t.rank || rank >= t.rank + ranks_per_pod_) continue;  // not this pod's
+      }
+      by_rank[rank].push_back(std::move(sample));
     }
-    if (!r) continue;
-    auto it = ranks_.find(t.rank);
-    if (it == ranks_.end() || o.generation != generation_ || r->step <= it->second.last_step) continue;
-    it->second.last_step = r->step;
-    r->rank = t.rank;
-    r->generation = generation_;
-    o.new_steps.push_back(*r);
+    for (const auto& [rank, samples] : by_rank) {
+      std::optional<protocol::StepRecord> r = protocol::StepRecordFromMetrics(samples);
+      std::optional<protocol::ModelFetchRecord> fetch = protocol::ModelFetchFromMetrics(samples);
+      if (fetch && o.generation == generation_) {
+        fetch->rank = rank;
+        fetch->generation = generation_;
+        o.model_fetch = *fetch;
+      }
+      if (!r) continue;
+      auto it = ranks_.find(t.rank);
+      if (it == ranks_.end() || o.generation != generation_) continue;
+      int64_t& last = it->second.last_steps[rank];
+      if (r->step <= last) continue;
+      last = r->step;
+      r->rank = rank;
+      r->generation = generation_;
+      o.new_steps.push_back(*r);
+    }
   }
 }
 

@@ -72,10 +72,10 @@ class PodBackend : public runtime::WorkerBackend {
   void Sync(const std::vector<nlohmann::json>& cached_pods);
   // After an operator restart: take up generation `generation`, run with `workers` ranks,
   // without launching anything (its pods arrive through OnPodEvent).
-  void Adopt(int generation, int workers);
+  void Adopt(int generation, int workers, int ranks_per_pod = 1);
   // The same for a generation whose pods are known to have ended and may be gone (a
   // suspended job being resumed): ranks with no pod read as having ended with `ended`.
-  void AdoptEnded(int generation, int workers, const runtime::RankExit& ended);
+  void AdoptEnded(int generation, int workers, const runtime::RankExit& ended, int ranks_per_pod = 1);
   // The owner's metadata changed (e.g. a new uid after delete + create with the same name).
   void SetOwner(const spec::TrainingJob& owner);
 
@@ -104,7 +104,7 @@ class PodBackend : public runtime::WorkerBackend {
     bool adopted = false;                    // of a generation an earlier operator launched (Adopt)
     std::string disruption;                  // why it was taken away from outside (RankExit::disruption)
     bool disruption_from_condition = false;  // read from DisruptionTarget (not a deletion)
-    int64_t last_step = 0;                   // newest step reported from its /metrics
+    std::map<int, int64_t> last_steps;       // per rank in it: newest step its /metrics reported
   };
 
   struct ScrapeTarget {
@@ -141,6 +141,7 @@ class PodBackend : public runtime::WorkerBackend {
   spec::TrainingJob owner_;
   int generation_ = 0;
   int workers_ = 0;
+  int ranks_per_pod_ = 1;                         // ranks_ is keyed by each pod's first rank: 0, K, 2K, ...
   std::map<int, nlohmann::json> pods_to_create_;  // this generation's manifests, by rank
   std::map<int, RankPod> ranks_;
   std::map<std::string, int64_t> other_pods_;  // name -> generation, pods of other generations

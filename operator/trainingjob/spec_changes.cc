@@ -44,7 +44,8 @@ void ApplySpecChanges(JobEntry& entry, const json& object, const spec::TrainingJ
       entry.reconciler = std::move(fresh);
       // Its pods drained (exit 75) and are gone: that is what the reconciler resumes from.
       entry.backend->AdoptEnded(resumed.generation, running.spec.workers,
-                                runtime::RankExit{protocol::kExitDrained, false, "Drained", ""});
+                                runtime::RankExit{protocol::kExitDrained, false, "Drained", ""},
+                                running.spec.ranks_per_pod);
     }
     entry.actions_reported = entry.reconciler->status().actions.size();
     // As a Job's: resuming resets startTime, and with it spec.activeDeadlineSeconds's count

@@ -182,6 +182,39 @@ TEST(PlanCliTest, TableAndJson) {
   EXPECT_EQ(sum, j2["gpu_total_bytes"].get<int64_t>());
 }
 
+// Ranks per pod: plan says the layout, render prints one pod per ranksPerPod ranks.
+TEST(PlanCliTest, PlanAndRenderShowPodsOfSeveralRanks) {
+  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  std::ifstream in(kSource + "/configs/cluster-base-8gpu.yaml");  // workers: 4, 64Gi and 1 GPU a rank
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const std::string workers = "  workers: 4\n";
+  ASSERT_NE(yaml.find(workers), std::string::npos);
+  yaml.replace(yaml.find(workers), workers.size(), workers + "  ranksPerPod: 2\n");
+  const std::string job = WriteTemp("pods_of_two.yaml", yaml);
+
+  Result table = RunHeadroom("plan " + job);
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("layout: 2 pods x 2 ranks; each pod requests 128 GiB of memory and 2 GPU(s)"),
+            std::string::npos)
+      << table.out;
+  Result json = RunHeadroom("plan " + job + " --json --workers 2");
+  ASSERT_EQ(json.code, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["pods"], 1);
+  EXPECT_EQ(j["ranks_per_pod"], 2);
+
+  Result render = RunHeadroom("render " + job);
+  ASSERT_EQ(render.code, 0) << render.out;
+  EXPECT_EQ(render.out.rfind("# addition-base: 4 workers as 2 pods x 2 ranks\n", 0), 0u) << render.out;
+  size_t pods = 0;
+  for (size_t at = 0; (at = render.out.find("\nkind: Pod\n", at)) != std::string::npos; ++at) ++pods;
+  EXPECT_EQ(pods, 2u) << render.out;
+  EXPECT_NE(render.out.find("name: addition-base-worker-2\n"), std::string::npos) << render.out;
+  EXPECT_NE(render.out.find("nvidia.com/gpu: \"2\""), std::string::npos) << render.out;
+}
+
 TEST(PlanCliTest, InvalidJobExitsTwoWithPaths) {
   if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   std::string path =

@@ -299,6 +299,19 @@ TEST(WorkerCountTest, FindWalksEitherWayWithinTheBoundsAndTheBatch) {
   EXPECT_EQ(FindWorkerCount(s, 2, 8, [](int) { return false; }), 0);
 }
 
+TEST(WorkerCountTest, OnlyWholePodsAreCandidates) {
+  spec::TrainingJobSpec s;
+  s.grpo.prompts_per_step = 12;  // divides over 1, 2, 3, 4, 6, 12
+  s.grpo.updates_per_step = 1;
+  s.min_workers = 1;
+  s.max_workers = 12;
+  s.ranks_per_pod = 4;
+  EXPECT_EQ(FindWorkerCount(s, 5, 12), 12) << "6 would leave a pod of 2";
+  EXPECT_EQ(FindWorkerCount(s, 11, 1), 4);
+  EXPECT_EQ(NearestWorkerCount(s, 6, 4), 12) << "a reshard up from one pod of 4";
+  EXPECT_EQ(NearestWorkerCount(s, 2, 4), 4) << "no smaller whole pod: it stays";
+}
+
 TEST(WorkerCountTest, NearestSearchesAwayFromTheCurrentCountFirst) {
   spec::TrainingJobSpec s;
   s.grpo.prompts_per_step = 6;  // divides over 1, 2, 3, 6

@@ -161,6 +161,44 @@ TEST(SpecValidator, WorkerBounds) {
   EXPECT_EQ(PathsOf(Validate(job)), Paths{"spec.minWorkers"});
 }
 
+TEST(SpecValidator, RanksPerPodFillsWholePods) {
+  TrainingJob job = Good();  // workers 2
+  job.spec.ranks_per_pod = 2;
+  EXPECT_TRUE(Validate(job).empty());
+  job.spec.workers = 4;
+  job.spec.ranks_per_pod = 8;  // four ranks cannot fill a pod of eight
+  EXPECT_EQ(PathsOf(Validate(job)), Paths{"spec.workers"});
+  EXPECT_EQ(MessageAt(Validate(job), "spec.workers"),
+            "must be a multiple of ranksPerPod (8), got 4: every pod runs ranksPerPod ranks");
+  job = Good();
+  job.spec.ranks_per_pod = 0;
+  EXPECT_EQ(MessageAt(Validate(job), "spec.ranksPerPod"), "must be >= 1, got 0");
+  // Through the parser: the problem names the field and its line.
+  const ParseResult parsed = ParseTrainingJob(GoodJobWith("  workers: 2\n", "  workers: 2\n  ranksPerPod: 4\n"));
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(PathsOf(parsed.errors), Paths{"spec.workers"}) << AllErrors(parsed);
+}
+
+TEST(SpecValidator, SeveralRanksPerPodTakeOneGpuEach) {
+  TrainingJob job = Good();
+  job.spec.ranks_per_pod = 2;
+  job.spec.resources.gpus = 1;
+  EXPECT_TRUE(Validate(job).empty());
+  job.spec.resources.gpus = 2;
+  EXPECT_EQ(PathsOf(Validate(job)), Paths{"spec.resources.gpus"});
+  EXPECT_EQ(MessageAt(Validate(job), "spec.resources.gpus"),
+            "must be 0 or 1 (a rank's GPUs) when ranksPerPod > 1 (2), got 2: each pod requests ranksPerPod x gpus");
+  job.spec.ranks_per_pod = 1;  // one rank may drive several GPUs, as before
+  EXPECT_TRUE(Validate(job).empty());
+}
+
+TEST(SpecValidator, RanksPerPodIsNoPartOfTheRun) {
+  TrainingJob job = Good();
+  const std::string before = RunDefinitionHash(job.spec);
+  job.spec.ranks_per_pod = 2;
+  EXPECT_EQ(RunDefinitionHash(job.spec), before);
+}
+
 TEST(SpecValidator, WorkerCountFitsTheMiniBatch) {
   GrpoSpec g;
   g.prompts_per_step = 32;

@@ -31,12 +31,14 @@ struct JobShape {
   double threshold = 0.85;
   int max_restarts = 5;
   int micro_batch = 32;
+  int ranks_per_pod = 1;
 };
 
 inline spec::TrainingJob MakeJob(const JobShape& s) {
   std::ostringstream y;
   y << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: " << s.name << "}\n"
-    << "spec:\n  workers: " << s.workers << "\n  minWorkers: 1\n  maxWorkers: " << s.max_workers << "\n"
+    << "spec:\n  workers: " << s.workers << "\n  ranksPerPod: " << s.ranks_per_pod
+    << "\n  minWorkers: 1\n  maxWorkers: " << s.max_workers << "\n"
     << "  resources: {cpu: \"1\", memory: " << s.memory << ", gpus: 0}\n"
     << "  model: {preset: tiny}\n  task: {name: reverse, digits: 3, seed: 1}\n"
     << "  grpo: {steps: " << s.steps << ", promptsPerStep: 8, groupSize: 4, maxPromptLength: 8, "

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "core/memory/cgroup.h"
@@ -140,6 +141,57 @@ TEST(LocalProcessBackend, KernelOomKillInTheRanksCgroupIsReportedAsOomKilled) {
   EXPECT_LT(c.steps.size(), 5u);  // 64 MiB hold at most 3 leaks of 16 MiB plus the program
 }
 
+TEST(LocalProcessBackend, RanksPerPodRunUnderOneLauncherPerPod) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir));
+  backend.Launch({1, MakeJob({.workers = 4, .steps = 5, .ranks_per_pod = 2}), "{}"});
+  EXPECT_EQ(backend.live_pids().size(), 2u);  // one process per pod: its launcher
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 4u);
+  for (const auto& r : c.last.ranks) {
+    ASSERT_TRUE(r.exit);
+    EXPECT_EQ(r.exit->exit_code, 0) << r.rank << ": " << r.exit->reason;
+  }
+  ASSERT_EQ(c.steps.size(), 20u);
+  std::set<int> ranks;
+  for (const auto& s : c.steps) ranks.insert(s.rank);
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  for (int rank = 0; rank < 4; ++rank) {
+    std::istringstream log(testing::ReadAll(backend.generation_dir(1) + "/rank-" + std::to_string(rank) + ".log"));
+    std::string line;
+    ASSERT_TRUE(std::getline(log, line)) << rank;
+    EXPECT_EQ(nlohmann::json::parse(line)["env_rank"], rank);
+  }
+}
+
+// The pod's cgroup holds both its ranks at twice a rank's limit; the kernel kills one of
+// them, and the pod (its launcher) goes down with 137, read as an OOM kill for both ranks,
+// as a pod of one rank would be.
+TEST(LocalProcessBackend, ARankOomKilledInItsPodsCgroupTakesThePodDown) {
+  REQUIRE_FAKE_WORKER();
+  const std::string why = memory::MemoryCgroup::UnsupportedReason();
+  if (!why.empty()) GTEST_SKIP() << "no memory cgroup on this machine: " << why;
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir, LocalBackendOptions::Cgroups::kRequire));
+  ASSERT_TRUE(backend.using_cgroups());
+  backend.Launch(
+      {1, MakeJob({.workers = 2, .steps = 100, .memory = "64Mi", .leak = "16Mi", .guard = false, .ranks_per_pod = 2}),
+       "{}"});
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 2u);
+  // The pod's end on its first rank; the other was stopped with it (one OOM kill, not two).
+  ASSERT_TRUE(c.last.ranks[0].exit && c.last.ranks[1].exit);
+  EXPECT_EQ(c.last.ranks[0].exit->exit_code, 137);
+  EXPECT_TRUE(c.last.ranks[0].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[0].exit->reason, "OOMKilled");
+  EXPECT_EQ(c.last.ranks[1].exit->exit_code, 137);
+  EXPECT_FALSE(c.last.ranks[1].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[1].exit->reason, "StoppedWithPod");
+  // 128 MiB for two ranks hold at most 3 leaks of 16 MiB each plus the programs.
+  EXPECT_LT(c.steps.size(), 10u);
+}
+
 TEST(LocalProcessBackend, WithoutCgroupsTheLimitIsSoftAndEnforcedByTheBackend) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;
@@ -155,6 +207,26 @@ TEST(LocalProcessBackend, WithoutCgroupsTheLimitIsSoftAndEnforcedByTheBackend) {
   EXPECT_EQ(c.last.ranks[0].exit->reason, "SoftLimitExceeded");
   ASSERT_FALSE(c.steps.empty());
   EXPECT_EQ(c.steps.back().host_limit_bytes, 64LL << 20);  // the worker saw the soft limit
+}
+
+// Without cgroups a pod's soft limit is ranksPerPod times a rank's, over its launcher's and
+// its ranks' resident sets together (each rank alone stays under a rank's limit longer).
+TEST(LocalProcessBackend, WithoutCgroupsAPodsRanksShareItsSoftLimit) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalProcessBackend backend(Options(dir, LocalBackendOptions::Cgroups::kOff));
+  backend.Launch(
+      {1, MakeJob({.workers = 2, .steps = 30, .memory = "64Mi", .leak = "16Mi", .guard = false, .ranks_per_pod = 2}),
+       "{}"});
+  Collected c = RunUntilEnded(backend);
+  ASSERT_EQ(c.last.ranks.size(), 2u);
+  ASSERT_TRUE(c.last.ranks[0].exit && c.last.ranks[1].exit);
+  EXPECT_EQ(c.last.ranks[0].exit->exit_code, 137);
+  EXPECT_TRUE(c.last.ranks[0].exit->oom_killed);
+  EXPECT_EQ(c.last.ranks[0].exit->reason, "SoftLimitExceeded");
+  EXPECT_EQ(c.last.ranks[1].exit->reason, "StoppedWithPod");
+  // Two ranks leaking 16 MiB a step cross 128 MiB within 4 steps each.
+  EXPECT_LT(c.steps.size(), 12u);
 }
 
 TEST(LocalProcessBackend, DestructorKillsLiveRanksAndRemovesCgroups) {

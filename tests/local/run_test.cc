@@ -106,6 +106,46 @@ TEST(LocalRun, ReshardDecisionRelaunchesWithMoreWorkers) {
   EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0002/rank-1.log"));
 }
 
+// Pods of two ranks: a reshard asked for 3 workers gets the nearest whole pods, 4 (2 pods).
+TEST(LocalRun, AReshardOfPodsOfTwoRanksChangesThePodCount) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(
+      dir, {{"FAKE_GUARD_AT_STEP", "3"},
+            {"FAKE_GUARD_DECISION",
+             R"({"action":"reshard","resource":"host","reason":"optimizer state does not fit","target_workers":3})"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.workers = 2, .steps = 8, .ranks_per_pod = 2}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.reshards, 1);
+  EXPECT_EQ(r.status.workers, 4);
+  EXPECT_NE(ReadAll(o.workdir + "/gen-0002/job.yaml").find("workers: 4"), std::string::npos);
+  // Two launchers now: each pod's output beside its first rank's name.
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0002/rank-2.out"));
+  EXPECT_FALSE(std::filesystem::exists(o.workdir + "/gen-0002/rank-1.out"));
+  EXPECT_TRUE(std::filesystem::exists(o.workdir + "/gen-0002/rank-3.log"));
+}
+
+// A rank OOM-killed in its pod takes the pod down, and the job restarts from the
+// checkpoint exactly as a job of one rank a pod does.
+TEST(LocalRun, WithoutTheGuardAPodsOomKillRestartsTheJob) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(dir);
+  o.guard_enabled = false;
+  if (!HaveCgroups()) o.cgroups = LocalBackendOptions::Cgroups::kOff;
+  LocalRunResult r = RunJobLocally(
+      MakeJob(
+          {.workers = 2, .steps = 24, .memory = "160Mi", .leak = "16Mi", .checkpoint_every = 4, .ranks_per_pod = 2}),
+      o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  EXPECT_EQ(r.summary.steps, 24);
+  EXPECT_GE(r.summary.oom_kills, 1);
+  ASSERT_FALSE(r.summary.actions.empty());
+  EXPECT_EQ(r.summary.actions[0].type, runtime::ActionType::kRestartAfterOOMKill);
+  // One kill a pod, not one for each of its ranks.
+  EXPECT_EQ(r.summary.oom_kills, static_cast<int>(r.summary.actions.size()));
+}
+
 TEST(LocalRun, ShrinkMicroBatchDecisionRewritesTheSpec) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;

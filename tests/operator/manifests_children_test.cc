@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/protocol/environment.h"
 #include "operator/manifests/children.h"
@@ -89,6 +90,39 @@ TEST(Children, PodIsLockedDownAndMountsWhatTheWorkerNeeds) {
   const json* ckpt = FindByName(pod["spec"]["volumes"], "checkpoints");
   ASSERT_NE(ckpt, nullptr);
   EXPECT_EQ((*ckpt)["persistentVolumeClaim"]["claimName"], "ckpt-pvc");
+}
+
+TEST(Children, APodOfSeveralRanksRunsTheLauncherAndRequestsTheirSum) {
+  spec::TrainingJob job = MakeJob();
+  job.spec.workers = 4;
+  job.spec.ranks_per_pod = 2;
+  job.spec.resources.cpu = "1500m";
+  job.spec.resources.cpu_millis = 1500;
+  job.spec.resources.memory = "3Gi";
+  job.spec.resources.memory_bytes = 3LL << 30;
+  EXPECT_EQ(PodFirstRanks(job.spec), (std::vector<int>{0, 2}));
+  const json pod = BuildWorkerPod({job, 1, ""}, 2, "default");
+  EXPECT_EQ(pod["metadata"]["name"], "addition-tiny-worker-2");
+  EXPECT_EQ(pod["metadata"]["labels"][kLabelRank], "2");
+  const json& c = pod["spec"]["containers"][0];
+  for (const char* kind : {"limits", "requests"}) {
+    EXPECT_EQ(c["resources"][kind]["cpu"], "3") << kind;
+    EXPECT_EQ(c["resources"][kind]["memory"], "6Gi") << kind;
+    EXPECT_EQ(c["resources"][kind]["nvidia.com/gpu"], "2") << kind;
+  }
+  EXPECT_EQ(c["command"], json::array({"headroom-worker"}));
+  EXPECT_EQ(c["args"], json::array({"launch", "--ranks-per-pod", "2", "--first-rank", "2", "--metrics-port",
+                                    std::to_string(kMetricsPort), "--", "--job", "/etc/headroom/job.yaml",
+                                    "--checkpoint-dir", "/checkpoints"}));
+  EXPECT_EQ(EnvValue(pod, "RANK"), "2");  // the launcher gives each rank its own
+  EXPECT_EQ(EnvValue(pod, "WORLD_SIZE"), "4");
+  EXPECT_EQ(EnvValue(pod, "MASTER_ADDR"), "addition-tiny-worker-0.addition-tiny.default.svc");
+  // One rank a pod: the pod it always was (no launcher).
+  job.spec.ranks_per_pod = 1;
+  const json one = BuildWorkerPod({job, 1, ""}, 3, "default");
+  EXPECT_EQ(one["spec"]["containers"][0]["args"][0], "--job");
+  EXPECT_EQ(one["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1500m");
+  EXPECT_EQ(PodFirstRanks(job.spec), (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(Children, NoOwnerReferenceWithoutUid) {

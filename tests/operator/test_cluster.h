@@ -20,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -56,6 +57,7 @@ struct JobShape {
   std::string memory = "256Mi";
   int max_restarts = 5;
   std::string leak = "0";
+  int ranks_per_pod = 1;
 };
 
 inline json JobObject(const JobShape& s) {
@@ -64,6 +66,7 @@ inline json JobObject(const JobShape& s) {
               {"metadata", {{"name", s.name}}},
               {"spec",
                {{"workers", s.workers},
+                {"ranksPerPod", s.ranks_per_pod},
                 {"minWorkers", 1},
                 {"maxWorkers", s.max_workers},
                 {"resources", {{"cpu", "1"}, {"memory", s.memory}, {"gpus", 0}}},
@@ -237,17 +240,36 @@ class Cluster {
     {
       std::lock_guard<std::mutex> lock(mu_);
       const std::string key = job + "/" + std::to_string(launch.generation);
-      if (!rendezvous_.count(key)) rendezvous_[key] = net::FreePort();
+      if (!rendezvous_.count(key)) rendezvous_[key] = PortsLocked(1);
       rendezvous = rendezvous_[key];
       std::filesystem::create_directories(dir_ + "/jobs/" + job);
       spec_file = dir_ + "/jobs/" + job + "/job-g" + std::to_string(launch.generation) + ".yaml";
       std::ofstream(spec_file) << spec::ToYaml(launch.job);
     }
-    const int metrics = net::FreePort();
     json& c = pod["spec"]["containers"][0];
+    // Every pod here shares one network: a launcher's ranks serve the ports right above
+    // its own, which no other pod may be given.
+    const bool launcher = !c["args"].empty() && c["args"][0] == "launch";
+    const int metrics = Ports(launcher ? 1 + launch.job.spec.ranks_per_pod : 1);
     c["command"] = json::array({options_.worker});
-    c["args"] = json::array({"--job", spec_file, "--checkpoint-dir", dir_ + "/jobs/" + job + "/checkpoints",
-                             "--metrics-port", std::to_string(metrics)});
+    const json worker_args =
+        json::array({"--job", spec_file, "--checkpoint-dir", dir_ + "/jobs/" + job + "/checkpoints"});
+    if (launcher) {
+      // A pod of several ranks: the operator's launcher line, on this machine's paths and
+      // ports (its ranks serve metrics + 1 + LOCAL_RANK).
+      json args = json::array();
+      for (size_t i = 0; i < c["args"].size() && c["args"][i] != "--"; ++i) {
+        const bool port = i > 0 && c["args"][i - 1] == "--metrics-port";
+        args.push_back(port ? json(std::to_string(metrics)) : c["args"][i]);
+      }
+      args.push_back("--");
+      for (const json& a : worker_args) args.push_back(a);
+      c["args"] = std::move(args);
+    } else {
+      c["args"] = worker_args;
+      c["args"].push_back("--metrics-port");
+      c["args"].push_back(std::to_string(metrics));
+    }
     for (json& e : c["env"]) {
       if (e["name"] == "MASTER_ADDR") e["value"] = "127.0.0.1";
       if (e["name"] == "MASTER_PORT") e["value"] = std::to_string(rendezvous);
@@ -256,6 +278,22 @@ class Cluster {
     c["env"].push_back({{"name", "FAKE_ONCE_DIR"}, {"value", dir_ + "/jobs/" + job}});
     pod["metadata"]["annotations"][manifests::kMetricsPortAnnotation] = std::to_string(metrics);
     (void)rank;
+  }
+
+  // `span` consecutive ports from a free one, none handed out before.
+  int Ports(int span) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return PortsLocked(span);
+  }
+  int PortsLocked(int span) {
+    for (;;) {
+      const int first = net::FreePort();
+      bool taken = false;
+      for (int p = first; p < first + span; ++p) taken = taken || ports_.count(p);
+      if (taken) continue;
+      for (int p = first; p < first + span; ++p) ports_.insert(p);
+      return first;
+    }
   }
 
   Options options_;
@@ -267,6 +305,7 @@ class Cluster {
   std::unique_ptr<TrainingJobController> operator_;
   std::mutex mu_;
   std::map<std::string, int> rendezvous_;
+  std::set<int> ports_;  // handed out to pods (metrics, rendezvous)
 };
 
 #define REQUIRE_BINARY(path)                                                                      \

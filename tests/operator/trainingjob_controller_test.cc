@@ -248,6 +248,62 @@ TEST(TrainingJobController, ScaleSubresourceReshards) {
   EXPECT_TRUE(Has(c.EventReasons("grow"), "Reshard")) << c.EventMessages("grow");
 }
 
+// Two ranks to a pod: 4 workers run as 2 pods, each its launcher and 2 ranks, every rank's
+// steps read from its pod's one /metrics; `kubectl scale --replicas=2` reshards to 1 pod.
+TEST(TrainingJobController, RanksPerPodRunTwoPodsOfTwoAndReshardToOne) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker());
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "pairs";
+  shape.workers = 4;
+  shape.ranks_per_pod = 2;
+  shape.steps = 60;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitUntil(
+      [&] {
+    auto pods = c.PodsOf("pairs");
+    return pods.size() == 2 && pods[0]["status"].value("phase", "") == "Running" &&
+           pods[1]["status"].value("phase", "") == "Running";
+      },
+      15s));
+  std::set<std::string> names;
+  for (const json& pod : c.PodsOf("pairs")) {
+    names.insert(kubeclient::Name(pod));
+    const json& container = pod["spec"]["containers"][0];
+    EXPECT_EQ(container["args"][0], "launch");
+    EXPECT_EQ(container["resources"]["limits"]["memory"], "512Mi");  // 2 x 256Mi
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"pairs-worker-0", "pairs-worker-2"}));
+  // The status' memory is the newest step all four ranks passed: only there once the
+  // operator reads each rank's series out of its pod's scrape.
+  ASSERT_TRUE(c.WaitForJob(
+      "pairs",
+      [](const json& j) {
+    return j.value("status", json::object()).value("memory", json::object()).value("hostLimitBytes", 0) > 0;
+      },
+      20s, "memory from all four ranks"));
+
+  json scale = c.Jobs().GetScale("default", "pairs");
+  scale["spec"]["replicas"] = 2;
+  c.Jobs().UpdateScale("default", "pairs", scale);
+  ASSERT_TRUE(c.WaitForJob(
+      "pairs", [](const json& j) { return j.value("status", json::object()).value("reshards", 0) == 1; }, 20s,
+      "a reshard"));
+  EXPECT_TRUE(c.WaitUntil(
+      [&] {
+    auto pods = c.PodsOf("pairs");
+    return pods.size() == 1 && kubeclient::Name(pods[0]) == "pairs-worker-0" &&
+           pods[0]["metadata"]["labels"][manifests::kLabelGeneration] == "2";
+      },
+      15s));
+  ASSERT_TRUE(c.WaitForPhase("pairs", "Succeeded", 40s));
+  const json status = c.Status("pairs");
+  EXPECT_EQ(status.value("workers", 0), 2);
+  EXPECT_EQ(status.value("restarts", -1), 0);
+  EXPECT_EQ(status.value("step", 0), 60);
+}
+
 // The cluster takes the worker's pod away three ways, each as Kubernetes does it: the
 // scheduler preempts it (DisruptionTarget PreemptionByScheduler by a strategic merge patch
 // of its status, then a deletion with a grace period), a node drain evicts it (the

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "tests/worker/helpers/multirank.h"
 #include "worker/comm/communicator_factory.h"
 
@@ -25,6 +28,52 @@ std::vector<float> Download(const void* device, size_t n) {
   std::vector<float> host(n);
   EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
   return host;
+}
+
+// A pod's ranks, one per device (LOCAL_RANK = rank, as the pod's launcher sets it): each
+// on cuda:LOCAL_RANK, an all-reduce over them sums every rank's value. Needs two devices.
+// First in this file: its ranks are forked, and CUDA initialised in this process by an
+// earlier test would not survive a fork.
+TEST(NcclCommunicator, SeveralLocalRanksEachOnItsOwnDevice) {
+  // Counted in a child: CUDA initialised in this process would not survive the forks below.
+  int devices = 0;
+  const auto probe = headroom::testing::RunRanks(1, [](const headroom::testing::RankContext& ctx) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    ctx.Report(std::to_string(count));
+  });
+  if (!probe.empty() && !probe[0].message.empty()) devices = std::atoi(probe[0].message.c_str());
+  if (devices < 2) GTEST_SKIP() << "needs two CUDA devices, this machine has " << devices;
+  const int world = std::min(devices, 4);
+  const int port = headroom::testing::FreePort();
+  const auto results = headroom::testing::RunRanks(world, [&](const headroom::testing::RankContext& ctx) {
+    CommunicatorOptions options;
+    options.backend = "nccl";
+    options.rank = ctx.rank;
+    options.world_size = world;
+    options.local_rank = ctx.rank;
+    options.master_port = port;
+    options.rendezvous_timeout = std::chrono::seconds(30);
+    options.collective_timeout = std::chrono::seconds(30);
+    NcclCommunicator comm(options);
+    if (comm.device() != torch::Device(torch::kCUDA, static_cast<int16_t>(ctx.rank))) {
+      throw std::runtime_error("rank " + std::to_string(ctx.rank) + " on " + comm.device().str());
+    }
+    const size_t n = 1024;
+    std::vector<float> host(n, static_cast<float>(ctx.rank + 1));
+    void* a = nullptr;
+    if (cudaMalloc(&a, n * sizeof(float)) != cudaSuccess) throw std::runtime_error("cudaMalloc");
+    cudaMemcpy(a, host.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    comm.AllReduceAsync(a, n, ncclFloat32, ReduceOp::kSum);
+    comm.Synchronize();
+    const std::vector<float> sum = Download(a, n);
+    const float want = static_cast<float>(world * (world + 1) / 2);
+    for (float v : sum) {
+      if (v != want) throw std::runtime_error("sum " + std::to_string(v) + " != " + std::to_string(want));
+    }
+    cudaFree(a);
+  });
+  for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << headroom::testing::Describe(results);
 }
 
 TEST(NcclCommunicator, CollectivesOnOneDevice) {

@@ -58,10 +58,16 @@ void LogToStderr() {
   spdlog::set_default_logger(logger);
 }
 
+// A rank's device is cuda:LOCAL_RANK (torchrun's contract; a pod's launcher sets it per
+// rank), else its rank modulo the devices this process sees.
 torch::Device PickDevice(const spec::TrainingJobSpec& spec, int rank) {
   if (spec.resources.gpus > 0) {
-    if (torch::cuda::is_available())
-      return torch::Device(torch::kCUDA, rank % std::max<int>(1, torch::cuda::device_count()));
+    if (torch::cuda::is_available()) {
+      const int devices = std::max<int>(1, torch::cuda::device_count());
+      const char* local = std::getenv(protocol::kLocalRankEnv);
+      const int index = local && *local ? std::atoi(local) : rank;
+      return torch::Device(torch::kCUDA, index % devices);
+    }
     spdlog::warn("spec.resources.gpus is {} but this LibTorch sees no CUDA device: running on CPU",
                  spec.resources.gpus);
   }

@@ -3,6 +3,7 @@
 // seconds and can make a worker leak, crash or stop for the guard on demand.
 //
 //   headroom-fake-worker --job JOB.yaml [--checkpoint-dir DIR] [--metrics-port N] [--log FILE]
+//   headroom-fake-worker launch ... -- ARGS   (a pod's ranks, as headroom-worker launch)
 //   env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, HEADROOM_TERMINATION_LOG,
 //        HEADROOM_MEMORY_LIMIT_BYTES (soft limit when no cgroup limit is visible),
 //        HEADROOM_SIMULATE_GPU_OOM_AT_STEP (core/protocol/environment.h)
@@ -65,6 +66,7 @@
 #include <prometheus/registry.h>
 
 #include "core/checkpoint/checkpoint_layout.h"
+#include "core/launch/pod_launcher.h"
 #include "core/memory/host_memory.h"
 #include "core/metrics/metrics_http_server.h"
 #include "core/metrics/names.h"
@@ -139,6 +141,8 @@ void WriteTermination(const std::string& text) { headroom::protocol::WriteTermin
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A pod of several ranks, as headroom-worker runs one (core/launch/pod_launcher.h).
+  if (argc > 1 && std::string(argv[1]) == "launch") return headroom::launch::RunLaunchCommand(argc - 1, argv + 1);
   // First of all: a supervisor may send SIGTERM as soon as the process exists (the pod
   // reports Running at exec), and the default action would kill us without a drain.
   signal(SIGTERM, OnStopSignal);

@@ -1,4 +1,4 @@
-#include "operator/trainingjob/http_scrape.h"
+#include "core/net/http_get.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace headroom::trainingjob {
+namespace headroom::net {
 
 namespace {
 
@@ -108,4 +108,4 @@ std::optional<std::string> HttpGet(const std::string& ipv4, int port, const std:
   return body;
 }
 
-}  // namespace headroom::trainingjob
+}  // namespace headroom::net
