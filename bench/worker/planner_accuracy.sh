@@ -7,7 +7,9 @@
 # `headroom plan`'s host total for the same spec.
 #   bench/worker/planner_accuracy.sh [BUILD_DIR]
 #   HEADROOM_ACCURACY_STEPS (default 5), HEADROOM_ACCURACY_WARMUP (default 2),
-#   HEADROOM_ACCURACY_JOBS (default "text preset"). A build of only the two targets has no
+#   HEADROOM_ACCURACY_JOBS (default "text preset"; "deep" is the preset job with 8 blocks,
+#   where checkpointing has blocks to save), HEADROOM_ACCURACY_LEVERS (default "none
+#   checkpointing budget both offload"). A build of only the two targets has no
 #   build stamp: run it with HEADROOM_ALLOW_STALE_BUILD=1 (local/build_freshness.h).
 # Measured: the step log's host_peak_bytes (the worker's memory monitor: the cgroup's
 # working set, sampled every 5 ms during the step, core/memory/peak_sampler.h), the largest
@@ -33,6 +35,7 @@ fi
 STEPS=${HEADROOM_ACCURACY_STEPS:-5}
 WARMUP=${HEADROOM_ACCURACY_WARMUP:-2}
 JOBS=${HEADROOM_ACCURACY_JOBS:-text preset}
+LEVERS=${HEADROOM_ACCURACY_LEVERS:-none checkpointing budget both offload}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -51,6 +54,8 @@ else:
     # visible share of the peak or the comparison says nothing about them.
     spec["spec"]["task"]["digits"] = 12  # the most the task allows: prompts of 14 tokens
     spec["spec"]["grpo"].update(promptsPerStep=64, maxPromptLength=14, maxResponseLength=13, microBatchSize=512)
+    if job == "deep":
+        spec["spec"]["model"]["layers"] = 8
     budget = 4096  # tokens, against 512 x (14 + 13) = 13824
 s = spec["spec"]
 s["grpo"]["steps"] = steps
@@ -69,7 +74,7 @@ PY
 
 results="$work/results.tsv"
 for job in $JOBS; do
-  for lever in none checkpointing budget both offload; do
+  for lever in $LEVERS; do
     spec="$work/$job-$lever.yaml"
     variant "$job" "$lever" "$spec"
     "$HEADROOM" plan "$spec" --json >"$work/$job-$lever.plan.json"
