@@ -1,6 +1,7 @@
 // Policy: one decision, with a reason, from a forecast and the job's memoryGuard.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/guard/policy.h"
@@ -350,6 +351,143 @@ TEST(PolicyTest, TokenSpikeEnablesActivationCheckpointingWhenThePlanShowsItFits)
   EXPECT_NE(d.reason.find("enableActivationCheckpointing: would not fit: planned peak"), std::string::npos) << d.reason;
 }
 
+// The largest budget the plan, scaled to the measurement, fits under the threshold with
+// the forecast's margin: what the policy reads off a forecast (decision_test helpers).
+struct TokenBudgetFit {
+  double measured = 0, scale = 1, margin = 0, threshold = 0;
+  int64_t planned_now = 0;
+  bool Fits(const spec::TrainingJobSpec& job, int budget, const PlanOptions& options) const {
+    spec::TrainingJobSpec with = job;
+    with.grpo.max_tokens_per_micro_batch = budget;
+    const double after = measured - (planned_now - PlanMemory(with, 1, options).gpu_total_bytes) * scale;
+    return after + margin <= threshold;
+  }
+};
+
+TokenBudgetFit GpuFitOf(const Forecast& fc, const spec::TrainingJobSpec& job, const PlanOptions& options) {
+  TokenBudgetFit f;
+  for (int64_t v : fc.gpu.predicted_peak_bytes) f.measured = std::max(f.measured, static_cast<double>(v));
+  f.measured = std::max(f.measured, static_cast<double>(fc.gpu.current_peak_bytes));
+  f.planned_now = PlanMemory(job, 1, options).gpu_total_bytes;
+  f.scale = std::clamp(f.measured / static_cast<double>(f.planned_now), 0.25, 4.0);
+  f.margin = static_cast<double>(std::max<int64_t>(0, fc.gpu.forecast_margin_bytes));
+  f.threshold = static_cast<double>(fc.gpu.threshold_bytes);
+  return f;
+}
+
+// A token-driven spike: the guard asks the planner for the largest token budget whose
+// planned peak, scaled to the measurement, fits, and says the numbers. The threshold lies
+// between the plans at 3 and 4 full-length sequences, so the budget lands in between.
+TEST(PolicyTest, TokenSpikeShrinksTheTokenBudgetToTheLargestThatFits) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kShrinkTokenBudget};
+  const PlanOptions options{80 * kGiB};
+  const int seq = job.grpo.max_prompt_length + job.grpo.max_response_length;
+  auto plan_at = [&](int budget) {
+    spec::TrainingJobSpec with = job;
+    with.grpo.max_tokens_per_micro_batch = budget;
+    return PlanMemory(with, 1, options);
+  };
+  const Plan off = PlanMemory(job, 1, options), at3 = plan_at(3 * seq), at4 = plan_at(4 * seq);
+  ASSERT_LT(at3.gpu_total_bytes, at4.gpu_total_bytes);
+  ASSERT_LT(at4.gpu_total_bytes, off.gpu_total_bytes);
+  // Measured as planned: the state flat, the token-driven part at a 1000-token batch.
+  const double per_token = static_cast<double>(off.gpu_activation_bytes) / 1000;
+  const double threshold = at3.gpu_total_bytes + 0.5 * static_cast<double>(at4.gpu_total_bytes - at3.gpu_total_bytes);
+  const auto limit = static_cast<int64_t>(threshold / job.memory_guard.gpu_threshold);
+  Forecast fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, limit);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  ASSERT_TRUE(d.target_max_tokens_per_micro_batch.has_value());
+  const int target = *d.target_max_tokens_per_micro_batch;
+  EXPECT_GE(target, 3 * seq) << d.reason;
+  EXPECT_LT(target, 4 * seq) << d.reason;
+  // The largest: it fits and one token more does not.
+  const TokenBudgetFit fit = GpuFitOf(fc, job, options);
+  EXPECT_TRUE(fit.Fits(job, target, options)) << d.reason;
+  EXPECT_FALSE(fit.Fits(job, target + 1, options)) << d.reason;
+  EXPECT_NE(d.reason.find("shrink maxTokensPerMicroBatch from " + std::to_string(8 * seq) + " to " +
+                          std::to_string(target) + " tokens: planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find(" threshold, now "), std::string::npos) << d.reason;
+
+  // A budget already set counts from itself, not from the micro-batch's rows.
+  spec::TrainingJobSpec budgeted = job;
+  budgeted.grpo.max_tokens_per_micro_batch = 6 * seq;
+  d = Decide(fc, budgeted, GuardHistory{}, nullptr, 1, options);
+  EXPECT_NE(d.reason.find("from " + std::to_string(6 * seq) + " to "), std::string::npos) << d.reason;
+
+  // Already one full-length sequence per micro-batch (a budget of seq, or microBatchSize 1):
+  // nothing to shrink.
+  for (auto one : {std::pair{8, seq}, std::pair{1, 0}}) {
+    spec::TrainingJobSpec at_one = job;
+    at_one.grpo.micro_batch_size = one.first;
+    at_one.grpo.max_tokens_per_micro_batch = one.second;
+    d = Decide(fc, at_one, GuardHistory{}, nullptr, 1, options);
+    EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+    EXPECT_NE(d.reason.find("shrinkTokenBudget: the budget is already one full-length sequence"), std::string::npos)
+        << d.reason;
+  }
+
+  // A threshold over the state but below even one sequence's plan: skipped, saying the numbers.
+  const double state = static_cast<double>(off.gpu_state_bytes);
+  const auto tight = static_cast<int64_t>((state + 0.5 * (static_cast<double>(plan_at(seq).gpu_total_bytes) - state)) /
+                                          job.memory_guard.gpu_threshold);
+  fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, tight);
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_NE(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: would not fit even at " + std::to_string(seq) + " tokens: planned peak "),
+            std::string::npos)
+      << d.reason;
+}
+
+// A budget cuts the step's batch: it does not help a leak or a level that crosses by itself.
+TEST(PolicyTest, ShrinkTokenBudgetSkipsALeakAndALevelThatCrosses) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kShrinkTokenBudget};
+  Decision d = Decide(HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB), job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: growth from step to step is not the batch"), std::string::npos)
+      << d.reason;
+  // Flat at 95% of the limit: the level itself is over the 90% threshold.
+  d = Decide(HostForecast(job, 8, 0.95 * kGiB, 0, 0, kGiB), job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: the level itself crosses; a budget cannot help"), std::string::npos)
+      << d.reason;
+}
+
+// OOM-killed again right after the restart: halve the padded tokens a micro-batch may hold,
+// never below one full-length sequence; at one sequence it is skipped, saying so.
+TEST(PolicyTest, RepeatedOomKillHalvesTheTokenBudgetDownToOneSequence) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkTokenBudget};
+  const int seq = job.grpo.max_prompt_length + job.grpo.max_response_length;
+  GuardHistory h;
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  Decision d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_EQ(d.target_max_tokens_per_micro_batch, 4 * seq);
+  EXPECT_NE(d.reason.find("halve maxTokensPerMicroBatch from " + std::to_string(8 * seq) + " to " +
+                          std::to_string(4 * seq) + " tokens"),
+            std::string::npos)
+      << d.reason;
+  job.grpo.max_tokens_per_micro_batch = seq + seq / 2;  // half of it is under one sequence
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.target_max_tokens_per_micro_batch, seq) << d.reason;
+  job.grpo.max_tokens_per_micro_batch = seq;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: the budget is already one full-length sequence"), std::string::npos)
+      << d.reason;
+}
+
 TEST(PolicyTest, RepeatedGpuOomEnablesActivationCheckpointingWhenListed) {
   spec::TrainingJobSpec job = DefaultJob();
   job.model.preset = "small";
@@ -538,6 +676,7 @@ TEST(DecisionTest, JsonRoundTripAndApply) {
   d.memory_class = "capacity";
   d.target_workers = 4;
   d.target_offload_optimizer = false;
+  d.target_max_tokens_per_micro_batch = 3072;
   Decision back = Decision::FromJson(d.ToJson());
   EXPECT_EQ(back.action, d.action);
   EXPECT_EQ(back.reason, d.reason);
@@ -545,6 +684,9 @@ TEST(DecisionTest, JsonRoundTripAndApply) {
   EXPECT_EQ(back.forecast_peak_bytes, 123456789);
   EXPECT_EQ(back.target_workers, 4);
   EXPECT_FALSE(back.target_micro_batch_size.has_value());
+  EXPECT_EQ(back.target_max_tokens_per_micro_batch, 3072);
+  EXPECT_NE(d.ToJson().find("\"target_max_tokens_per_micro_batch\":3072"), std::string::npos) << d.ToJson();
+  EXPECT_FALSE(Decision::FromJson(Decision{}.ToJson()).target_max_tokens_per_micro_batch.has_value());
   EXPECT_EQ(back.target_offload_optimizer, false);
   EXPECT_FALSE(back.target_offload_params.has_value());
   EXPECT_EQ(d.ToJson().rfind("{\"action\":\"reshard\"", 0), 0u) << d.ToJson();
@@ -564,11 +706,13 @@ TEST(DecisionTest, BadJsonNamesTheProblem) {
   EXPECT_NE(error("{\"action\":\"restart\",\"step\":\"seven\"}").find("\"step\""), std::string::npos);
   EXPECT_NE(error("[1]").find("expected an object"), std::string::npos);
   EXPECT_NE(error("{").find("not JSON"), std::string::npos);
-  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "enableActivationCheckpointing",
-                           "disableOffload", "enableOffload", "fail"}) {
+  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "shrinkTokenBudget",
+                           "enableActivationCheckpointing", "disableOffload", "enableOffload", "fail"}) {
     EXPECT_EQ(DecisionActionName(*DecisionActionFromName(name)), std::string(name));
   }
   EXPECT_EQ(FromGuardAction(GuardAction::kShrinkMicroBatch), DecisionAction::kShrinkMicroBatch);
+  EXPECT_EQ(FromGuardAction(GuardAction::kShrinkTokenBudget), DecisionAction::kShrinkTokenBudget);
+  EXPECT_EQ(ToGuardAction(DecisionAction::kShrinkTokenBudget), GuardAction::kShrinkTokenBudget);
   EXPECT_EQ(ToGuardAction(DecisionAction::kFail), std::nullopt);
 }
 
@@ -582,6 +726,13 @@ TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
   reshard.action = DecisionAction::kReshard;
   reshard.step = 30;
   h.Record(reshard);
+  Decision budget;
+  budget.action = DecisionAction::kShrinkTokenBudget;
+  budget.step = 35;
+  h.Record(budget);
+  EXPECT_EQ(h.token_budget_shrinks, 1);
+  EXPECT_EQ(h.last_restart_step, 35);
+  EXPECT_NE(h.ToJson().find("\"token_budget_shrinks\":1"), std::string::npos) << h.ToJson();
   h.RecordCrashRestart(40, /*oom_kill=*/true);
   EXPECT_EQ(h.restarts, 2);
   EXPECT_EQ(h.reshards, 1);

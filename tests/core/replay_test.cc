@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/guard/planner.h"
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
 
@@ -193,6 +194,51 @@ TEST(ReplayTest, LineJsonHasTheDesignKeysInOrder) {
     prev = at;
   }
   EXPECT_NE(line.find("\"action\":\"restart\""), std::string::npos) << line;
+}
+
+// A trace measured as planned (the state flat, the token-driven part per token at 1000
+// tokens) whose batch after step 9 is 40% longer than any before: with only a token budget
+// to shrink, the guard sees that batch's tokens, shrinks the budget before it runs, and the
+// replay line names the target.
+TEST(ReplayTest, ALongerNextBatchShrinksTheTokenBudgetBeforeItRuns) {
+  ReplayOptions options;
+  options.spec.model.preset = "small";
+  options.spec.resources.gpus = 1;
+  options.spec.grpo.micro_batch_size = 8;
+  options.spec.memory_guard.actions = {spec::GuardAction::kRestart, spec::GuardAction::kShrinkTokenBudget};
+  const Plan plan = PlanMemory(options.spec, 1, PlanOptions{80LL << 30});
+  const double state = static_cast<double>(plan.gpu_state_bytes);
+  const double per_token = static_cast<double>(plan.gpu_activation_bytes) / 1000;
+  // The threshold lies at the state plus 1.2 batches of 1000 tokens.
+  const auto limit = static_cast<int64_t>((state + 1200 * per_token) / options.spec.memory_guard.gpu_threshold);
+  std::vector<StepMemory> trace;
+  for (int t = 0; t < 11; ++t) {
+    StepMemory m;
+    m.step = t;
+    m.tokens = t == 10 ? 1400 : 1000 - 10 * (t % 2);
+    m.gpu_bytes = static_cast<int64_t>(state);
+    m.gpu_peak_bytes = static_cast<int64_t>(state + per_token * static_cast<double>(m.tokens));
+    m.gpu_limit_bytes = limit;
+    m.host_bytes = m.host_peak_bytes = 2LL << 30;
+    m.host_limit_bytes = 64LL << 30;
+    trace.push_back(m);
+  }
+  const auto steps = Replay(trace, options);
+  const ReplayStep* first = FirstAction(steps);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->step, 9) << first->decision.reason;  // before the long batch, not after
+  EXPECT_EQ(first->decision.action, DecisionAction::kShrinkTokenBudget) << first->decision.reason;
+  EXPECT_NE(first->decision.reason.find("next batch 1400 tokens"), std::string::npos) << first->decision.reason;
+  ASSERT_TRUE(first->decision.target_max_tokens_per_micro_batch.has_value());
+  const int seq = options.spec.grpo.max_prompt_length + options.spec.grpo.max_response_length;
+  EXPECT_GE(*first->decision.target_max_tokens_per_micro_batch, seq);
+  EXPECT_LT(*first->decision.target_max_tokens_per_micro_batch, 8 * seq);
+  const std::string line = ReplayLineJson(*first);
+  EXPECT_NE(line.find("\"action\":\"shrinkTokenBudget\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"target_max_tokens_per_micro_batch\":" +
+                      std::to_string(*first->decision.target_max_tokens_per_micro_batch)),
+            std::string::npos)
+      << line;
 }
 
 // The one-step-ahead peak forecast, over every trace and resource: median error <= 3%.
