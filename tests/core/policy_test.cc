@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/base/human_bytes.h"
 #include "core/guard/policy.h"
 #include "core/protocol/environment.h"
 
@@ -527,6 +528,7 @@ TEST(PolicyTest, StateThatDoesNotFitReshardsToTheSmallestFittingCount) {
   EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
   ASSERT_TRUE(d.target_workers.has_value());
   EXPECT_EQ(*d.target_workers, 3) << d.reason;
+  EXPECT_NE(d.reason.find("reshard from 1 to 3 workers: planned peak "), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("skipped restart: would not help"), std::string::npos) << d.reason;
 
   // At maxWorkers, no reshard.
@@ -535,6 +537,11 @@ TEST(PolicyTest, StateThatDoesNotFitReshardsToTheSmallestFittingCount) {
   d = Decide(fc, job, GuardHistory{}, &plan1, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
   EXPECT_NE(d.reason.find("already at maxWorkers (1)"), std::string::npos) << d.reason;
+  // Two workers allowed: the plan shows 2 still over the threshold, saying by how much.
+  job.max_workers = 2;
+  d = Decide(fc, job, GuardHistory{}, &plan1, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("reshard: would not fit at 2 workers: planned peak "), std::string::npos) << d.reason;
 }
 
 TEST(PolicyTest, OffloadMovesStateToTheSideWithRoom) {
@@ -560,6 +567,7 @@ TEST(PolicyTest, OffloadMovesStateToTheSideWithRoom) {
   }
   Decision d = Decide(f.ForecastNext(), job, GuardHistory{}, nullptr, 1, po);
   EXPECT_EQ(d.action, DecisionAction::kDisableOffload) << d.reason;
+  EXPECT_NE(d.reason.find(" to the GPU: planned peak "), std::string::npos) << d.reason;
   EXPECT_EQ(d.target_offload_params, false);
   EXPECT_EQ(d.target_offload_optimizer, false);
 
@@ -608,7 +616,8 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
   d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
-  EXPECT_EQ(d.target_micro_batch_size, job.grpo.micro_batch_size / 2);
+  ASSERT_TRUE(d.target_micro_batch_size.has_value());
+  EXPECT_LT(*d.target_micro_batch_size, job.grpo.micro_batch_size);
 
   d = DecideAfterCrash(ExitCause::kCrash, 51, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
@@ -618,6 +627,123 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   d = DecideAfterCrash(ExitCause::kOomKill, 90, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
   EXPECT_NE(d.reason.find("all 3 restarts of maxRestarts used"), std::string::npos) << d.reason;
+}
+
+// After a repeated OOM kill the worker's peak was at least its limit: each target is the
+// one the plan, scaled to the limit, shows under the threshold (the largest micro-batch,
+// the smallest worker count), with the numbers; where nothing fits by the plan, or no limit
+// is known, the older step (half, or the first count that holds less), saying so.
+TEST(PolicyTest, RepeatedOomKillTakesTheTargetThePlanShowsFitsAtTheLimit) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.grpo.micro_batch_size = 64;
+  job.grpo.max_prompt_length = 200;  // long sequences: the activations matter
+  job.grpo.max_response_length = 56;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
+  GuardHistory h;
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  auto host_at = [&](int micro, int workers) {
+    spec::TrainingJobSpec with = job;
+    with.grpo.micro_batch_size = micro;
+    return static_cast<double>(PlanMemory(with, workers).host_total_bytes);
+  };
+  const double now = host_at(64, 1);
+  // The measured peak is the limit; the plan scaled to it (clamped as in the policy).
+  const auto after = [&](int micro, double limit) {
+    const double scale = std::clamp(limit / now, 0.25, 4.0);
+    return limit - (now - host_at(micro, 1)) * scale;
+  };
+  // A limit at the plan itself: killed there, the job needs at least that, so the target
+  // is the largest micro-batch whose plan is under 90% of it.
+  job.resources.memory_bytes = static_cast<int64_t>(now);
+  const double limit = static_cast<double>(job.resources.memory_bytes);
+  const double threshold = job.memory_guard.host_threshold * limit;
+  Decision d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  ASSERT_TRUE(d.target_micro_batch_size.has_value());
+  const int target = *d.target_micro_batch_size;
+  EXPECT_GT(target, 1) << d.reason;
+  EXPECT_LT(target, 63) << d.reason;
+  EXPECT_LE(after(target, limit), threshold) << d.reason;
+  EXPECT_GT(after(target + 1, limit), threshold) << d.reason << ": the largest that fits";
+  EXPECT_NE(d.reason.find(": shrink microBatchSize from 64 to " + std::to_string(target) + ": planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find("threshold, now " + HumanBytes(limit) + " (the limit it was stopped at)"), std::string::npos)
+      << d.reason;
+
+  // With no limit to plan against: half, saying so.
+  spec::TrainingJobSpec unlimited = job;
+  unlimited.resources.memory_bytes = 0;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, unlimited, h, 1);
+  EXPECT_EQ(d.target_micro_batch_size, 32) << d.reason;
+  EXPECT_NE(d.reason.find("halve microBatchSize from 64 to 32 (no limit to plan against)"), std::string::npos)
+      << d.reason;
+
+  // Reshard: the smallest worker count whose plan, scaled to the limit, is under the
+  // threshold, with the numbers; at a limit no count fits, the first that holds less.
+  job.sharding.stage = 2;
+  job.grpo.prompts_per_step = 24;
+  job.max_workers = 8;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kReshard};
+  const double one = static_cast<double>(PlanMemory(job, 1).host_total_bytes);
+  const double three = static_cast<double>(PlanMemory(job, 3).host_total_bytes);
+  const double two = static_cast<double>(PlanMemory(job, 2).host_total_bytes);
+  ASSERT_LT(three, two);
+  // The threshold between the plans at 3 and 2 workers, as fractions of the one at 1 (the
+  // limit): 2 workers do not fit, 3 do.
+  job.memory_guard.host_threshold = (two + three) / 2 / one;
+  job.resources.memory_bytes = static_cast<int64_t>(one);
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  EXPECT_EQ(d.target_workers, 3) << d.reason;
+  EXPECT_NE(d.reason.find("reshard from 1 to 3 workers: planned peak "), std::string::npos) << d.reason;
+  // Under even 8 workers' plan: none fits.
+  job.memory_guard.host_threshold = 0.5 * static_cast<double>(PlanMemory(job, 8).host_total_bytes) / one;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.target_workers, 2) << d.reason;
+  EXPECT_NE(d.reason.find("so each holds less (the plan shows none under the threshold)"), std::string::npos)
+      << d.reason;
+}
+
+// Every candidate is proven by the planner: the reasons of reshard and shrinkMicroBatch
+// give the planned peak, the threshold and the peak now, and when none fits the failure
+// lists each one skipped with its numbers.
+TEST(PolicyTest, EveryCandidateSaysItsPlannedPeakAndNoneFittingFailsListingEach) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.grpo.micro_batch_size = 8;
+  const PlanOptions options{80 * kGiB};
+  const Plan off = PlanMemory(job, 1, options);
+  const double per_token = static_cast<double>(off.gpu_activation_bytes) / 1000;
+  const double state = static_cast<double>(off.gpu_state_bytes);
+  // The threshold halfway up the token-driven part: half the micro-batch fits.
+  auto limit_at = [&](double fraction_of_activations) {
+    return static_cast<int64_t>((state + fraction_of_activations * static_cast<double>(off.gpu_activation_bytes)) /
+                                job.memory_guard.gpu_threshold);
+  };
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch};
+  Forecast fc = GpuSpikeForecast(job, state, per_token, 1000, limit_at(0.6));
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  EXPECT_NE(d.reason.find("shrink microBatchSize from 8 to " + std::to_string(*d.target_micro_batch_size) +
+                          ": planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find(" threshold, now "), std::string::npos) << d.reason;
+
+  // A threshold under the state plus any batch: every token-driven lever is skipped with
+  // its numbers, and the failure lists them all.
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch, GuardAction::kShrinkTokenBudget};
+  fc = GpuSpikeForecast(job, state, per_token, 1000, limit_at(0.001));
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  for (const char* skip : {"shrinkMicroBatch: would not fit even at microBatchSize 1: planned peak ",
+                           "shrinkTokenBudget: would not fit even at "}) {
+    EXPECT_NE(d.reason.find(skip), std::string::npos) << skip << " in " << d.reason;
+  }
+  EXPECT_NE(d.reason.find("nothing left to try ("), std::string::npos) << d.reason;
 }
 
 // A worker that dies before passing the step its restart resumed from (it failed while
