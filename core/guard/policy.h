@@ -14,8 +14,8 @@
 // actions:
 //   leak                     restart (a fresh process gets its memory back)
 //   state does not fit       reshard (more workers, each holding less), offload toggles
-//   token-driven spike       shrinkMicroBatch, enableActivationCheckpointing (when the
-//                            planner shows the peak then fits), reshard (fewer sequences
+//   token-driven spike       shrinkMicroBatch, shrinkTokenBudget (the largest budget that
+//                            fits), enableActivationCheckpointing, reshard (fewer sequences
 //                            per worker)
 // Every candidate but a restart is proven by the planner: the measured peak less what the
 // plan says the action saves, scaled to the measurement, must fit under the threshold with
