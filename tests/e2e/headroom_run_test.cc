@@ -410,8 +410,10 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithRecomputedBlocksSwitchesCheck
 //   - with the guard, told the next step's largest micro-batch before it runs, the job
 //     acts at the boundary before that step: every step, no OOM kill, no step lost;
 //   - with the token budget set nothing needs to act.
-// Not yet run (the branch that added it could not build the worker in time): enable it
-// after one run shows the three outcomes on this machine.
+// Disabled: not yet passing. Measured with a worker of this round (the drill config's
+// header has the numbers), the long batch's peak was as high under the budget as without
+// it, so the calibration's premise (low < high) fails with this 2-layer model; the worker
+// that reports micro_batch_tokens was not built on the branch that added this test.
 TEST(HeadroomRunE2E, DISABLED_LongPromptDrillIsKilledWithoutTheGuardAndNeedsNothingUnderABudget) {
   SKIP_UNLESS_RUNNABLE();
   Workspace ws;
