@@ -19,10 +19,12 @@
 //                       — the number memory follows, known before the step runs
 //   next_step_tokens    micro_batch_tokens for the next step: what the guard forecasts it
 //                       with (0 after the last step)
-//   micro_batch_tokens  padded tokens of this step's largest update micro-batch on this
-//                       rank, known before it ran (core/memory/micro_batch_tokens.h): what
-//                       its activation peak follows, so what the guard reads as the step's
-//                       tokens (0 from a worker that did not write it: then `tokens`)
+//   micro_batch_tokens  this step's largest update micro-batch on this rank, known before it
+//                       ran: its padded tokens at the planner's activation cost per token of
+//                       their length, in full-length-token equivalents
+//                       (core/memory/micro_batch_tokens.h). What its activation peak
+//                       follows, so what the guard reads as the step's tokens (0 from a
+//                       worker that did not write it: then `tokens`)
 //   generated_tokens    response tokens actually sampled
 //   guard_action        what the worker's memory guard decided after this step ("none", ...)
 //   *_forecast_steps    steps until the forecast peak crosses the limit; -1 = not within

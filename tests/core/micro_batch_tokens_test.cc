@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace headroom::memory {
@@ -37,6 +38,27 @@ TEST(MicroBatchTokens, UnderABudgetTheLongRowsGoTogetherAndTheShortOnesApart) {
   EXPECT_EQ(LargestMicroBatchTokens(kWithLong, 2, kResponse, 128, long_row - 1, 1), long_row);
   // Both limits hold: microBatchSize 1 under a large budget.
   EXPECT_EQ(LargestMicroBatchTokens(kWithLong, 2, kResponse, 1, 100 * long_row, 1), long_row);
+}
+
+// Weighted by the planner's per-token cost at each micro-batch's length: a micro-batch of
+// long rows weighs what its attention makes it weigh, and full-length rows their tokens.
+TEST(MicroBatchTokens, ACostPerTokenWeighsLongRowsByTheirLength) {
+  const int64_t h = 64, heads = 4, full = 300 + kResponse;
+  const TokenCost cost = [&](int64_t length) { return 17.0 * h + 2.5 * heads * static_cast<double>(length); };
+  // The long prompt pads every row to full length: the same as the padded tokens.
+  EXPECT_EQ(LargestMicroBatchTokens(kWithLong, 2, kResponse, 4, 0, 1, cost, full), 4 * full);
+  // Short rows count at their length's cost against a full-length row's.
+  const int64_t short_length = 12 + kResponse;
+  const double weight = cost(short_length) / cost(full);
+  EXPECT_EQ(LargestMicroBatchTokens(kShort, 2, kResponse, 4, 0, 1, cost, full),
+            std::llround(4.0 * static_cast<double>(short_length) * weight));
+  EXPECT_LT(weight, 1.0);
+  // The ratio between the two steps is their activations' ratio, not their tokens', to the
+  // rounding of the smaller to a whole number (half a unit of it).
+  const double tokens_ratio = static_cast<double>(full) / static_cast<double>(short_length);
+  const double small = static_cast<double>(LargestMicroBatchTokens(kShort, 2, kResponse, 4, 0, 1, cost, full));
+  EXPECT_NEAR(static_cast<double>(LargestMicroBatchTokens(kWithLong, 2, kResponse, 4, 0, 1, cost, full)) / small,
+              tokens_ratio / weight, (tokens_ratio / weight) * 0.5 / small);
 }
 
 TEST(MicroBatchTokens, NoPromptsNoTokens) { EXPECT_EQ(LargestMicroBatchTokens({}, 4, kResponse, 8, 0, 1), 0); }

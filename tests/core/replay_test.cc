@@ -5,10 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/guard/planner.h"
+#include "core/memory/micro_batch_tokens.h"
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
 
@@ -35,6 +41,13 @@ Crossing FirstCrossing(const std::vector<StepMemory>& trace) {
     }
   }
   return {};
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 const ReplayStep* FirstAction(const std::vector<ReplayStep>& steps) {
@@ -239,6 +252,51 @@ TEST(ReplayTest, ALongerNextBatchShrinksTheTokenBudgetBeforeItRuns) {
                       std::to_string(*first->decision.target_max_tokens_per_micro_batch)),
             std::string::npos)
       << line;
+}
+
+// The long-prompt drill as measured (configs/drill-long-prompts.yaml): ten short steps,
+// then a batch padded to a 415-token prompt that peaked at 728 MiB. Forecast by its padded
+// tokens (17.6 times the short steps') the guard sees it short of that peak, since
+// attention grows with the square of the length; by the worker's micro_batch_tokens (the
+// tokens at the planner's per-token cost of their length, in full-length equivalents) it
+// sees it at least as high, and acts at the boundary before it.
+TEST(ReplayTest, ALongPromptIsForecastAtItsActivationCostAndActedOnTheStepBefore) {
+  const auto measured = Load("long_prompt_drill");
+  ASSERT_EQ(measured.size(), 11u);
+  const StepMemory& long_step = measured.back();
+  // The drill's model (configs/models/qwen2-deep-long): hidden 64, 4 heads; 4 prompts of a
+  // step, each sampled 4 times, microBatchSize 16; responses at 8; full length 480 + 8.
+  const nlohmann::json config = nlohmann::json::parse(
+      ReadFileOrEmpty(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-deep-long/config.json"));
+  ASSERT_FALSE(config.is_null());
+  const double hidden = config["hidden_size"].get<double>(), heads = config["num_attention_heads"].get<double>();
+  const memory::TokenCost cost = [&](int64_t length) {
+    return kActivationElementsPerHidden * hidden + kActivationElementsPerHeadSeq * heads * static_cast<double>(length);
+  };
+  constexpr int64_t kRows = 16, kResponse = 8, kFull = 480 + 8;
+  auto weighted = measured;
+  for (StepMemory& m : weighted) {
+    const int64_t prompt = m.tokens / kRows - kResponse;  // every row at the step's longest
+    m.tokens = memory::LargestMicroBatchTokens(std::vector<int64_t>(4, prompt), 4, kResponse, kRows, 0, 1, cost, kFull);
+  }
+  ReplayOptions options;
+  options.host_threshold = 0.6;  // the drill's
+  const auto plain = Replay(measured, options), costed = Replay(weighted, options);
+  const ReplayStep& before_plain = plain[9];  // the decision after step 10, before step 11
+  const ReplayStep& before = costed[9];
+  ASSERT_EQ(before.step, 10);
+  std::printf(
+      "before step 11 (peak %lld MiB): forecast %lld MiB by padded tokens, %lld MiB by micro_batch_tokens: %s\n",
+      static_cast<long long>(long_step.host_peak_bytes >> 20),
+      static_cast<long long>(before_plain.decision.forecast_peak_bytes >> 20),
+      static_cast<long long>(before.decision.forecast_peak_bytes >> 20), before.decision.reason.c_str());
+  EXPECT_LT(before_plain.decision.forecast_peak_bytes, long_step.host_peak_bytes) << before_plain.decision.reason;
+  EXPECT_GE(before.decision.forecast_peak_bytes, long_step.host_peak_bytes) << before.decision.reason;
+  EXPECT_TRUE(before.decision.acts()) << before.decision.reason;
+  EXPECT_EQ(before.decision.resource, "host") << before.decision.reason;
+  for (size_t i = 0; i + 1 < 9; ++i) {
+    EXPECT_FALSE(costed[i].decision.acts()) << "step " << costed[i].step << ": " << costed[i].decision.reason;
+  }
 }
 
 // The one-step-ahead peak forecast, over every trace and resource: median error <= 3%.

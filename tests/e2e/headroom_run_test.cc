@@ -410,11 +410,10 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithRecomputedBlocksSwitchesCheck
 //   - with the guard, told the next step's largest micro-batch before it runs, the job
 //     acts at the boundary before that step: every step, no OOM kill, no step lost;
 //   - with the token budget set nothing needs to act.
-// Disabled: not yet passing. The drill config's header has what a run measured: the
-// first and third outcomes' premises hold with its 8-block model, but the forecaster,
-// linear in tokens, sees the long batch at well under its real peak (attention grows with
-// the square of the length), so the guard is not yet in time; and the branch that added
-// this test could not build the worker that writes micro_batch_tokens.
+// Disabled: not yet run. The drill config's header has what a run of this round's worker
+// measured (the first and third outcomes' premises hold with its 8-block model) and
+// tests/core/replay_test.cc replays it with micro_batch_tokens (the guard in time), but
+// the branch that added this test could not build the worker that writes them.
 TEST(HeadroomRunE2E, DISABLED_LongPromptDrillIsKilledWithoutTheGuardAndNeedsNothingUnderABudget) {
   SKIP_UNLESS_RUNNABLE();
   Workspace ws;
