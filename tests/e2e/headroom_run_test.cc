@@ -410,11 +410,7 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithRecomputedBlocksSwitchesCheck
 //   - with the guard, told the next step's largest micro-batch before it runs, the job
 //     acts at the boundary before that step: every step, no OOM kill, no step lost;
 //   - with the token budget set nothing needs to act.
-// Disabled: not yet run. The drill config's header has what a run of this round's worker
-// measured (the first and third outcomes' premises hold with its 8-block model) and
-// tests/core/replay_test.cc replays it with micro_batch_tokens (the guard in time), but
-// the branch that added this test could not build the worker that writes them.
-TEST(HeadroomRunE2E, DISABLED_LongPromptDrillIsKilledWithoutTheGuardAndNeedsNothingUnderABudget) {
+TEST(HeadroomRunE2E, LongPromptDrillIsKilledWithoutTheGuardAndNeedsNothingUnderABudget) {
   SKIP_UNLESS_RUNNABLE();
   Workspace ws;
   spec::TrainingJob job = LoadJob(kSource + "/configs/drill-long-prompts.yaml");
