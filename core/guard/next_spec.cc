@@ -67,8 +67,11 @@ NextSpec ApplyDecision(const spec::TrainingJob& current, const Decision& d) {
         return fall_back_to_restart("maxTokensPerMicroBatch is already " + std::to_string(now) +
                                     ", one full-length sequence");
       }
-      next.reason += " (maxTokensPerMicroBatch " + std::to_string(before.grpo.max_tokens_per_micro_batch) + " -> " +
-                     std::to_string(s.grpo.max_tokens_per_micro_batch) + ")";
+      const std::string was = before.grpo.max_tokens_per_micro_batch > 0
+                                  ? std::to_string(before.grpo.max_tokens_per_micro_batch)
+                                  : "off (" + std::to_string(now) + ")";
+      next.reason +=
+          " (maxTokensPerMicroBatch " + was + " -> " + std::to_string(s.grpo.max_tokens_per_micro_batch) + ")";
       return next;
     }
     case DecisionAction::kEnableActivationCheckpointing:

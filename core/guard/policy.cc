@@ -73,6 +73,39 @@ Candidate Skip(std::string why) {
   return c;
 }
 
+// What the planner says an action leaves of the peak on the side that crosses: the
+// measured peak (the forecast's highest within the horizon, or the last step's) less the
+// bytes the plan says the action saves there, scaled to the measurement (clamped to
+// [0.25, 4]: only the plan's shape is trusted, not its absolute size). It fits when it
+// is under the threshold with the forecast's margin.
+struct PlannedPeak {
+  double measured = 0;
+  double scale = 1;
+  double margin = 0;
+  double threshold = 0;
+  int64_t planned_now = 0;  // the uncorrected plan of the job as it runs, this side
+
+  double After(int64_t planned_after) const {
+    return measured - static_cast<double>(planned_now - planned_after) * scale;
+  }
+  bool Fits(double after) const { return after + margin <= threshold; }
+  // "planned peak 11.2 GiB of a 14.7 GiB threshold, now 17.9 GiB"
+  std::string Numbers(double after) const {
+    return "planned peak " + HumanBytes(after) + " of a " + HumanBytes(threshold) + " threshold, now " +
+           HumanBytes(measured);
+  }
+};
+
+PlannedPeak PlannedPeakOf(const Situation& s) {
+  PlannedPeak p;
+  p.planned_now = s.PlanSide(s.baseline);
+  p.measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
+  p.scale = p.planned_now > 0 ? std::clamp(p.measured / static_cast<double>(p.planned_now), 0.25, 4.0) : 1.0;
+  p.margin = static_cast<double>(std::max<int64_t>(0, s.rf.forecast_margin_bytes));
+  p.threshold = static_cast<double>(s.Threshold());
+  return p;
+}
+
 // A restart whose next step came back to the level it restarted at bought nothing: what
 // grew there is needed at that step of the run (a level shift that looked like a leak),
 // and a fresh process only grows it again. Not repeated for that resource.
@@ -128,7 +161,8 @@ Candidate TryReshard(const Situation& s) {
   }
   // Scale the plan by what we measure, so a wrong estimate of the absolute size does not
   // matter: only how the per-worker bytes fall with the worker count.
-  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
+  const PlannedPeak peak = PlannedPeakOf(s);
+  const double measured = peak.measured;
   const double scale = measured / planned_now;
   std::string last_reason;
   double expected = 0;
@@ -139,9 +173,8 @@ Candidate TryReshard(const Situation& s) {
       // the per-worker level, to the first count that lowers it.
       return expected < measured;
     }
-    if (expected > s.Threshold()) {
-      last_reason = "at " + std::to_string(n) + " workers the " + s.resource + " side would still need " +
-                    HumanBytes(expected) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) + " threshold";
+    if (!peak.Fits(expected)) {
+      last_reason = "would not fit at " + std::to_string(n) + " workers: " + peak.Numbers(expected);
       return false;
     }
     return true;
@@ -151,8 +184,9 @@ Candidate TryReshard(const Situation& s) {
     c.ok = true;
     c.decision.action = DecisionAction::kReshard;
     c.decision.target_workers = w;
-    c.why = "reshard from " + std::to_string(s.workers) + " to " + std::to_string(w) + " workers: about " +
-            HumanBytes(expected) + " per worker on the " + s.resource + " side (planned, scaled to the measurement)";
+    c.why = "reshard from " + std::to_string(s.workers) + " to " + std::to_string(w) +
+            " workers: " + peak.Numbers(expected) + " per worker on the " + s.resource +
+            " side (planned, scaled to the measurement)";
     return c;
   }
   if (!last_reason.empty()) return Skip("reshard: " + last_reason);
@@ -196,14 +230,42 @@ Candidate TryShrinkMicroBatch(const Situation& s) {
     if (planned > 0 && planned < micro) target = std::min(target, planned);
   }
   target = std::clamp(target, 1, micro - 1);
+  // The proof: the measured peak less the in-step part the smaller micro-batch sheds, by
+  // how the plan's token-driven bytes (activations and logits) fall from `micro` to the
+  // target; the largest target at or under the estimate above that fits with the
+  // forecast's margin.
+  const PlannedPeak peak = PlannedPeakOf(s);
+  auto token_driven = [&](int m) {
+    spec::TrainingJobSpec with = s.spec;
+    with.grpo.micro_batch_size = m;
+    const Plan p = PlanMemory(with, s.workers, s.plan_options);
+    return static_cast<double>(s.OnGpu() ? p.gpu_activation_bytes : p.host_activation_bytes);
+  };
+  const double now_driven = token_driven(micro);
+  auto after = [&](int m) {
+    const double ratio = now_driven > 0 ? token_driven(m) / now_driven : static_cast<double>(m) / micro;
+    return peak.measured - excess * (1 - ratio);
+  };
+  while (target > 1 && !peak.Fits(after(target))) --target;
+  if (!peak.Fits(after(target))) {
+    return Skip("shrinkMicroBatch: would not fit even at microBatchSize 1: " + peak.Numbers(after(1)));
+  }
   Candidate c;
   c.ok = true;
   c.decision.action = DecisionAction::kShrinkMicroBatch;
   c.decision.target_micro_batch_size = target;
-  c.why = "shrink microBatchSize from " + std::to_string(micro) + " to " + std::to_string(target) +
-          ": the step's batch adds " + HumanBytes(excess) + " on top of a level of " + HumanBytes(end) +
-          ", and that part scales with the micro-batch";
+  c.why = "shrink microBatchSize from " + std::to_string(micro) + " to " + std::to_string(target) + ": " +
+          peak.Numbers(after(target)) + " (the step's batch adds " + HumanBytes(excess) + " on top of a level of " +
+          HumanBytes(end) + ", and that part scales with the micro-batch)";
   return c;
+}
+
+// The spec refuses LoRA dropout with activation checkpointing (a recomputed block would
+// draw another dropout mask than its forward did), so the guard must not propose it.
+constexpr const char* kLoraDropoutNote =
+    "LoRA dropout (spec.model.lora.dropout > 0) cannot be recomputed with the same mask";
+bool LoraDropoutForbidsRecompute(const spec::TrainingJobSpec& spec) {
+  return spec.model.lora.enabled() && spec.model.lora.dropout > 0;
 }
 
 // Activation checkpointing lowers the step's activations (and, on a GPU, the weight casts
@@ -214,22 +276,16 @@ Candidate TryEnableActivationCheckpointing(const Situation& s) {
   constexpr const char* kName = "enableActivationCheckpointing";
   if (s.spec.grpo.activation_checkpointing) return Skip(std::string(kName) + ": already on");
   if (s.spec.sharding.stage >= 3) return Skip(std::string(kName) + ": ZeRO stage 3 recomputes every block already");
+  if (LoraDropoutForbidsRecompute(s.spec)) return Skip(std::string(kName) + ": " + kLoraDropoutNote);
   if (s.cause == Cause::kLeak) return Skip(std::string(kName) + ": growth from step to step is not the activations");
   const int64_t planned_now = s.PlanSide(s.baseline);
   if (planned_now <= 0) return Skip(std::string(kName) + ": the plan puts nothing on the " + s.resource + " side");
   spec::TrainingJobSpec with = s.spec;
   with.grpo.activation_checkpointing = true;
-  const int64_t planned_with = s.PlanSide(PlanMemory(with, s.workers, s.plan_options));
-  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
-  const double scale = std::clamp(measured / static_cast<double>(planned_now), 0.25, 4.0);
-  const double after = measured - static_cast<double>(planned_now - planned_with) * scale;
-  const double margin = static_cast<double>(std::max<int64_t>(0, s.rf.forecast_margin_bytes));
-  const std::string numbers = "planned peak " + HumanBytes(after) + " of a " +
-                              HumanBytes(static_cast<double>(s.Threshold())) + " threshold, now " +
-                              HumanBytes(measured);
-  if (after + margin > static_cast<double>(s.Threshold())) {
-    return Skip(std::string(kName) + ": would not fit: " + numbers);
-  }
+  const PlannedPeak peak = PlannedPeakOf(s);
+  const double after = peak.After(s.PlanSide(PlanMemory(with, s.workers, s.plan_options)));
+  const std::string numbers = peak.Numbers(after);
+  if (!peak.Fits(after)) return Skip(std::string(kName) + ": would not fit: " + numbers);
   Candidate c;
   c.ok = true;
   c.decision.action = DecisionAction::kEnableActivationCheckpointing;
@@ -248,22 +304,17 @@ Candidate TryShrinkTokenBudget(const Situation& s) {
   const int seq = s.spec.grpo.max_prompt_length + s.spec.grpo.max_response_length;
   const int now = EffectiveTokenBudget(s.spec.grpo);
   if (now <= seq) return Skip(std::string(kName) + ": the budget is already one full-length sequence");
-  const int64_t planned_now = s.PlanSide(s.baseline);
-  if (planned_now <= 0) return Skip(std::string(kName) + ": the plan puts nothing on the " + s.resource + " side");
-  const double measured = static_cast<double>(std::max(s.HorizonPeak(), s.rf.current_peak_bytes));
-  const double scale = std::clamp(measured / static_cast<double>(planned_now), 0.25, 4.0);
-  const double margin = static_cast<double>(std::max<int64_t>(0, s.rf.forecast_margin_bytes));
+  const PlannedPeak peak = PlannedPeakOf(s);
+  if (peak.planned_now <= 0) {
+    return Skip(std::string(kName) + ": the plan puts nothing on the " + s.resource + " side");
+  }
   auto after = [&](int budget) {
     spec::TrainingJobSpec with = s.spec;
     with.grpo.max_tokens_per_micro_batch = budget;
-    return measured -
-           static_cast<double>(planned_now - s.PlanSide(PlanMemory(with, s.workers, s.plan_options))) * scale;
+    return peak.After(s.PlanSide(PlanMemory(with, s.workers, s.plan_options)));
   };
-  auto fits = [&](int budget) { return after(budget) + margin <= static_cast<double>(s.Threshold()); };
-  auto numbers = [&](int budget) {
-    return "planned peak " + HumanBytes(after(budget)) + " of a " + HumanBytes(static_cast<double>(s.Threshold())) +
-           " threshold, now " + HumanBytes(measured);
-  };
+  auto fits = [&](int budget) { return peak.Fits(after(budget)); };
+  auto numbers = [&](int budget) { return peak.Numbers(after(budget)); };
   if (!fits(seq))
     return Skip(std::string(kName) + ": would not fit even at " + std::to_string(seq) + " tokens: " + numbers(seq));
   // The planned peak grows with the budget: the largest fitting one, by bisection.
@@ -319,6 +370,11 @@ Candidate TryOffload(const Situation& s, bool enable) {
                 " (forecast " + HumanBytes(static_cast<double>(dest_peak)) + " of a " +
                 HumanBytes(static_cast<double>(dest.threshold_bytes)) + " threshold)");
   }
+  const PlannedPeak peak = PlannedPeakOf(s);
+  const double after = peak.measured - moved;
+  if (!peak.Fits(after)) {
+    return Skip(std::string(name) + ": moving " + HumanBytes(moved) + " would not fit: " + peak.Numbers(after));
+  }
   Candidate c;
   c.ok = true;
   c.decision.action = enable ? DecisionAction::kEnableOffload : DecisionAction::kDisableOffload;
@@ -326,8 +382,8 @@ Candidate TryOffload(const Situation& s, bool enable) {
   if (optimizer) c.decision.target_offload_optimizer = enable;
   std::string what = params && optimizer ? "parameters and optimizer state" : params ? "parameters" : "optimizer state";
   c.why = std::string(enable ? "enable offload: move " : "disable offload: move ") + what + " (about " +
-          HumanBytes(moved) + ") to the " + (enable ? "host" : "GPU") + ", which has room (forecast " +
-          HumanBytes(static_cast<double>(dest_peak)) + " of a " +
+          HumanBytes(moved) + ") to the " + (enable ? "host" : "GPU") + ": " + peak.Numbers(after) + "; the " +
+          (enable ? "host" : "GPU") + " has room (forecast " + HumanBytes(static_cast<double>(dest_peak)) + " of a " +
           HumanBytes(static_cast<double>(dest.threshold_bytes)) + " threshold)";
   return c;
 }
@@ -601,64 +657,119 @@ Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step,
     d.reason = again + ": a crash loop the memory guard cannot fix, giving up";
     return d;
   }
-  // Repeated OOM kills at the same place: memory per worker must come down.
+  // Repeated OOM kills at the same place: memory per worker must come down. The worker
+  // was stopped at its limit, so the peak it was reaching is at least the limit: each
+  // target is the one the plan, scaled to that, shows under the threshold, with the
+  // numbers. Where the limit is unknown or no target fits by the plan, the older step is
+  // taken (the first worker count that holds less, half the micro-batch or budget), saying
+  // the plan could not show a fit.
   const int workers = std::max(1, current_workers);
+  const bool gpu = cause == ExitCause::kGpuOom;
+  auto side = [&](const Plan& p) { return gpu ? p.gpu_total_bytes : p.host_total_bytes; };
+  auto side_with = [&](const spec::TrainingJobSpec& with, int w) { return side(PlanMemory(with, w, plan_options)); };
+  const int64_t limit = gpu ? plan_options.gpu_total_bytes : spec.resources.memory_bytes;
+  PlannedPeak peak;
+  peak.planned_now = side_with(spec, workers);
+  peak.measured = static_cast<double>(limit);
+  peak.threshold = (gpu ? g.gpu_threshold : g.host_threshold) * static_cast<double>(limit);
+  const bool provable = limit > 0 && peak.planned_now > 0;
+  if (provable) peak.scale = std::clamp(peak.measured / static_cast<double>(peak.planned_now), 0.25, 4.0);
+  auto numbers = [&](double after) { return peak.Numbers(after) + " (the limit it was stopped at)"; };
+  const std::string unproven = provable ? " (the plan shows none under the threshold)" : " (no limit to plan against)";
   std::vector<std::string> skipped;
   for (spec::GuardAction a : g.actions) {
     if (a == spec::GuardAction::kReshard) {
-      const Plan now = PlanMemory(spec, workers, plan_options);
-      const int target = FindWorkerCount(spec, workers + 1, spec.max_workers, [&](int w) {
-        const Plan more = PlanMemory(spec, w, plan_options);
-        return cause == ExitCause::kGpuOom ? more.gpu_total_bytes < now.gpu_total_bytes
-                                           : more.host_total_bytes < now.host_total_bytes;
+      // Per-worker bytes scale with the plan's ratio between worker counts, as in Decide.
+      auto at = [&](int w) {
+        return static_cast<double>(side_with(spec, w)) * peak.measured / static_cast<double>(peak.planned_now);
+      };
+      const int fits =
+          provable ? FindWorkerCount(spec, workers + 1, spec.max_workers, [&](int w) { return peak.Fits(at(w)); }) : 0;
+      const int target = fits > 0 ? fits : FindWorkerCount(spec, workers + 1, spec.max_workers, [&](int w) {
+        return side_with(spec, w) < peak.planned_now;
       });
       if (target > 0) {
         d.action = DecisionAction::kReshard;
         d.target_workers = target;
-        d.reason = again + ": reshard from " + std::to_string(workers) + " to " + std::to_string(target) +
-                   " workers so each holds less";
+        d.reason = again + ": reshard from " + std::to_string(workers) + " to " + std::to_string(target) + " workers" +
+                   (fits > 0 ? ": " + numbers(at(target)) + " per worker" : " so each holds less" + unproven);
         return d;
       }
       skipped.push_back("reshard: no larger worker count up to maxWorkers divides the batch and holds less");
     } else if (a == spec::GuardAction::kShrinkMicroBatch) {
       const int micro = spec.grpo.micro_batch_size;
       if (micro > 1) {
+        auto after = [&](int m) {
+          spec::TrainingJobSpec with = spec;
+          with.grpo.micro_batch_size = m;
+          return peak.After(side_with(with, workers));
+        };
+        int fits = 0;
+        if (provable) {
+          for (int m = micro - 1; m >= 1 && fits == 0; --m) {
+            if (peak.Fits(after(m))) fits = m;
+          }
+        }
         d.action = DecisionAction::kShrinkMicroBatch;
-        d.target_micro_batch_size = std::max(1, micro / 2);
-        d.reason = again + ": halve microBatchSize from " + std::to_string(micro) + " to " +
-                   std::to_string(*d.target_micro_batch_size);
+        d.target_micro_batch_size = fits > 0 ? fits : std::max(1, micro / 2);
+        d.reason = again + (fits > 0 ? ": shrink" : ": halve") + " microBatchSize from " + std::to_string(micro) +
+                   " to " + std::to_string(*d.target_micro_batch_size) +
+                   (fits > 0 ? ": " + numbers(after(fits)) : unproven);
         return d;
       }
       skipped.push_back("shrinkMicroBatch: microBatchSize is already 1");
     } else if (a == spec::GuardAction::kShrinkTokenBudget) {
-      // Halve the padded tokens a micro-batch may hold, down to one full-length sequence.
+      // The padded tokens a micro-batch may hold, down to one full-length sequence.
       const int seq = spec.grpo.max_prompt_length + spec.grpo.max_response_length;
       const int now = EffectiveTokenBudget(spec.grpo);
       if (now > seq) {
+        auto after = [&](int budget) {
+          spec::TrainingJobSpec with = spec;
+          with.grpo.max_tokens_per_micro_batch = budget;
+          return peak.After(side_with(with, workers));
+        };
+        int fits = 0;
+        if (provable && peak.Fits(after(seq))) {
+          // The planned peak grows with the budget: the largest fitting one, by bisection.
+          int lo = seq, hi = now - 1;
+          while (lo < hi) {
+            const int mid = lo + (hi - lo + 1) / 2;
+            if (peak.Fits(after(mid))) {
+              lo = mid;
+            } else {
+              hi = mid - 1;
+            }
+          }
+          fits = lo;
+        }
         d.action = DecisionAction::kShrinkTokenBudget;
-        d.target_max_tokens_per_micro_batch = std::max(seq, now / 2);
-        d.reason = again + ": halve maxTokensPerMicroBatch from " + std::to_string(now) + " to " +
-                   std::to_string(*d.target_max_tokens_per_micro_batch) + " tokens";
+        d.target_max_tokens_per_micro_batch = fits > 0 ? fits : std::max(seq, now / 2);
+        d.reason = again + (fits > 0 ? ": shrink" : ": halve") + " maxTokensPerMicroBatch from " + std::to_string(now) +
+                   " to " + std::to_string(*d.target_max_tokens_per_micro_batch) + " tokens" +
+                   (fits > 0 ? ": " + numbers(after(fits)) : unproven);
         return d;
       }
       skipped.push_back("shrinkTokenBudget: the budget is already one full-length sequence");
     } else if (a == spec::GuardAction::kEnableActivationCheckpointing) {
       // What the planner says recomputed blocks save on the side that ran out.
-      const bool gpu = cause == ExitCause::kGpuOom;
       spec::TrainingJobSpec with = spec;
       with.grpo.activation_checkpointing = true;
-      const Plan now = PlanMemory(spec, workers, plan_options), after = PlanMemory(with, workers, plan_options);
-      const int64_t before_bytes = gpu ? now.gpu_total_bytes : now.host_total_bytes;
-      const int64_t after_bytes = gpu ? after.gpu_total_bytes : after.host_total_bytes;
-      if (!spec.grpo.activation_checkpointing && spec.sharding.stage < 3 && after_bytes < before_bytes) {
+      const int64_t before_bytes = peak.planned_now;
+      const int64_t after_bytes = side_with(with, workers);
+      if (!spec.grpo.activation_checkpointing && spec.sharding.stage < 3 && !LoraDropoutForbidsRecompute(spec) &&
+          after_bytes < before_bytes) {
+        const double after = peak.After(after_bytes);
         d.action = DecisionAction::kEnableActivationCheckpointing;
-        d.reason = again + ": enable activation checkpointing: planned peak " +
-                   HumanBytes(static_cast<double>(after_bytes)) + " instead of " +
-                   HumanBytes(static_cast<double>(before_bytes)) + " per worker";
+        d.reason = again + ": enable activation checkpointing: " +
+                   (provable ? numbers(after) + (peak.Fits(after) ? "" : ", still over the threshold by the plan")
+                             : "planned peak " + HumanBytes(static_cast<double>(after_bytes)) + " instead of " +
+                                   HumanBytes(static_cast<double>(before_bytes)) + " per worker");
         return d;
       }
       skipped.push_back(spec.grpo.activation_checkpointing || spec.sharding.stage >= 3
                             ? "enableActivationCheckpointing: blocks are recomputed already"
+                        : LoraDropoutForbidsRecompute(spec)
+                            ? std::string("enableActivationCheckpointing: ") + kLoraDropoutNote
                             : "enableActivationCheckpointing: the plan saves nothing on that side");
     } else if (a == spec::GuardAction::kRestart) {
       skipped.push_back("restart: the last one bought no progress");

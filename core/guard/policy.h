@@ -14,9 +14,12 @@
 // actions:
 //   leak                     restart (a fresh process gets its memory back)
 //   state does not fit       reshard (more workers, each holding less), offload toggles
-//   token-driven spike       shrinkMicroBatch, enableActivationCheckpointing (when the
-//                            planner shows the peak then fits), reshard (fewer sequences
+//   token-driven spike       shrinkMicroBatch, shrinkTokenBudget (the largest budget that
+//                            fits), enableActivationCheckpointing, reshard (fewer sequences
 //                            per worker)
+// Every candidate but a restart is proven by the planner: the measured peak less what the
+// plan says the action saves, scaled to the measurement, must fit under the threshold with
+// the forecast's margin, and its reason says "planned peak X of a Y threshold, now Z".
 // Candidates are tried in the order spec.memoryGuard.actions lists them, and only those
 // listed; an action that cannot help (at maxWorkers, micro-batch already 1, offload
 // already in that state, the other side has no room, restarts exhausted or the last restart
@@ -57,7 +60,9 @@ enum class ExitCause { kOomKill, kGpuOom, kCrash };
 // After a worker died (kernel OOM kill or any other crash) at or after `failed_step`,
 // with the newest checkpoint at `checkpoint_step`: restart from the checkpoint while
 // restarts remain; when the last restart bought no progress (crashed again at the same
-// step) escalate like Decide() does for an OOM kill (reshard / shrink micro-batch); fail
+// step) escalate like Decide() does for an OOM kill (reshard / shrink micro-batch or token
+// budget / checkpointing), each target the one the plan, scaled to the limit the worker was
+// stopped at, shows under the threshold (else the older halving step, saying so); fail
 // after maxRestarts, saying so.
 Decision DecideAfterCrash(ExitCause cause, int failed_step, int checkpoint_step, const spec::TrainingJobSpec& spec,
                           const GuardHistory& history, int current_workers, const PlanOptions& plan_options = {});

@@ -11,7 +11,9 @@ StepMemory StepMemoryOf(const protocol::StepRecord& r) {
   m.gpu_bytes = r.gpu_reserved_bytes;
   m.gpu_peak_bytes = r.gpu_peak_bytes;
   m.gpu_limit_bytes = r.gpu_total_bytes;
-  m.tokens = r.tokens;
+  // What the step's activation peak follows: its largest micro-batch (a worker that did
+  // not write it: the step's tokens, the same whenever one micro-batch holds the step).
+  m.tokens = r.micro_batch_tokens > 0 ? r.micro_batch_tokens : r.tokens;
   return m;
 }
 

@@ -42,6 +42,7 @@ inline constexpr char kWorkerGradNorm[] = "headroom_worker_grad_norm";
 inline constexpr char kWorkerGpuAllocRetries[] = "headroom_worker_gpu_alloc_retries";
 inline constexpr char kWorkerStepTokens[] = "headroom_worker_step_tokens";
 inline constexpr char kWorkerNextStepTokens[] = "headroom_worker_next_step_tokens";
+inline constexpr char kWorkerMicroBatchTokens[] = "headroom_worker_micro_batch_tokens";
 inline constexpr char kWorkerGeneratedTokens[] = "headroom_worker_generated_tokens";
 inline constexpr char kWorkerStepSeconds[] = "headroom_worker_step_seconds";
 inline constexpr char kWorkerTokensPerSecond[] = "headroom_worker_tokens_per_second";

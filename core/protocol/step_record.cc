@@ -30,6 +30,7 @@ void ForEachField(Record& r, Fn&& fn) {
   fn("step_seconds", r.step_seconds);
   fn("tokens_per_second", r.tokens_per_second);
   fn("next_step_tokens", r.next_step_tokens);
+  fn("micro_batch_tokens", r.micro_batch_tokens);
   fn("world_size", r.world_size);
   fn("rank", r.rank);
   fn("micro_batch_size", r.micro_batch_size);

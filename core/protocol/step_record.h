@@ -7,7 +7,7 @@
 // Keys, all written every step: step, reward_mean, loss, kl, host_bytes,
 // host_peak_bytes, host_limit_bytes, gpu_allocated_bytes, gpu_reserved_bytes,
 // gpu_peak_bytes, gpu_total_bytes, tokens, step_seconds, tokens_per_second (docs/design.md's),
-// then next_step_tokens, world_size, rank, micro_batch_size, exact_fraction,
+// then next_step_tokens, micro_batch_tokens, world_size, rank, micro_batch_size, exact_fraction,
 // clip_fraction, grad_norm, generated_tokens, gpu_alloc_retries, rollout_seconds,
 // update_seconds, guard_action, host_forecast_steps, host_threshold_steps,
 // host_growth_bytes_per_step, gpu_forecast_steps, gpu_threshold_steps,
@@ -17,8 +17,14 @@
 // log"), and on the records that carry them heldout_answers, heldout_answers_before:
 //   tokens              padded tokens the step processed: sequences * (prompt + maxResponse)
 //                       — the number memory follows, known before the step runs
-//   next_step_tokens    the same for the next step (what the guard forecasts with; 0 after
-//                       the last step)
+//   next_step_tokens    micro_batch_tokens for the next step: what the guard forecasts it
+//                       with (0 after the last step)
+//   micro_batch_tokens  this step's largest update micro-batch on this rank, known before it
+//                       ran: its padded tokens at the planner's activation cost per token of
+//                       their length, in full-length-token equivalents
+//                       (core/memory/micro_batch_tokens.h). What its activation peak
+//                       follows, so what the guard reads as the step's tokens (0 from a
+//                       worker that did not write it: then `tokens`)
 //   generated_tokens    response tokens actually sampled
 //   guard_action        what the worker's memory guard decided after this step ("none", ...)
 //   *_forecast_steps    steps until the forecast peak crosses the limit; -1 = not within
@@ -83,7 +89,7 @@ struct StepRecord {
   int64_t gpu_allocated_bytes = 0, gpu_reserved_bytes = 0, gpu_peak_bytes = 0;
   int64_t gpu_total_bytes = 0;  // device capacity: the GPU "limit"; 0 = no GPU
   int64_t gpu_alloc_retries = 0;
-  int64_t tokens = 0, next_step_tokens = 0, generated_tokens = 0;
+  int64_t tokens = 0, next_step_tokens = 0, micro_batch_tokens = 0, generated_tokens = 0;
   double step_seconds = 0, tokens_per_second = 0, rollout_seconds = 0, update_seconds = 0;
   int world_size = 1, rank = 0;
   int64_t micro_batch_size = 0;

@@ -234,7 +234,7 @@ spec:
                   properties:
                     type:
                       type: string
-                      description: restart, reshard, shrinkMicroBatch, disableOffload, enableOffload or oomRestart.
+                      description: An operator/runtime/action_type.h wire name - restart, reshard, shrinkMicroBatch, shrinkTokenBudget, enableActivationCheckpointing, disableOffload, enableOffload, restartAfterOOMKill, restartAfterGpuOOM, restartAfterCrash, resume, resumeAfterDisruption, suspend, unsuspend, scale or fail.
                     reason:
                       type: string
                       description: Why, in words, with the forecast that triggered it.

@@ -362,7 +362,9 @@ std::vector<FieldDef> MemoryGuardFields() {
                                    "Actions the guard may take, in escalation order, each at most once in the list.")
           .OneOf(GuardActionNames)
           .ItemsDoc("restart (checkpoint and restart at the same size), reshard (more workers), shrinkMicroBatch "
-                    "(a smaller microBatchSize), enableActivationCheckpointing (recompute blocks in backward, when the "
+                    "(a smaller microBatchSize), shrinkTokenBudget (a smaller maxTokensPerMicroBatch, the largest the "
+                    "planner "
+                    "shows fits), enableActivationCheckpointing (recompute blocks in backward, when the "
                     "planner shows it fits), disableOffload, enableOffload."),
   };
 }

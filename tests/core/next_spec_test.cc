@@ -100,6 +100,50 @@ TEST(NextSpec, ShrinkMicroBatchTakesTheTargetOrHalves) {
   EXPECT_EQ(c.job.spec.grpo.micro_batch_size, 1);
 }
 
+// A token budget that is off counts as microBatchSize full-length rows (24 rows here):
+// the decision's target, clamped to at least one sequence, or half; never larger.
+TEST(NextSpec, ShrinkTokenBudgetTakesTheTargetClampedOrHalves) {
+  const spec::TrainingJob job = Job();
+  const int seq = job.spec.grpo.max_prompt_length + job.spec.grpo.max_response_length;
+  const int rows = job.spec.grpo.micro_batch_size * seq;
+  NextSpec c = ApplyDecision(job, Make(DecisionAction::kShrinkTokenBudget));
+  EXPECT_EQ(c.applied, DecisionAction::kShrinkTokenBudget);
+  EXPECT_EQ(c.job.spec.grpo.max_tokens_per_micro_batch, rows / 2);
+  EXPECT_EQ(c.job.spec.grpo.micro_batch_size, job.spec.grpo.micro_batch_size) << "only the budget changes";
+  EXPECT_EQ(c.job.spec.workers, 1);
+  EXPECT_NE(
+      c.reason.find("(maxTokensPerMicroBatch off (" + std::to_string(rows) + ") -> " + std::to_string(rows / 2) + ")"),
+      std::string::npos)
+      << c.reason;
+  EXPECT_EQ(spec::RunDefinitionHash(c.job.spec), spec::RunDefinitionHash(job.spec)) << "the same run";
+  // Halving again counts from the budget now set.
+  NextSpec again = ApplyDecision(c.job, Make(DecisionAction::kShrinkTokenBudget));
+  EXPECT_EQ(again.job.spec.grpo.max_tokens_per_micro_batch, rows / 4);
+  EXPECT_NE(again.reason.find("(maxTokensPerMicroBatch " + std::to_string(rows / 2) + " -> "), std::string::npos)
+      << again.reason;
+
+  Decision d = Make(DecisionAction::kShrinkTokenBudget);
+  d.target_max_tokens_per_micro_batch = 3 * seq + 5;
+  EXPECT_EQ(ApplyDecision(job, d).job.spec.grpo.max_tokens_per_micro_batch, 3 * seq + 5);
+  d.target_max_tokens_per_micro_batch = seq / 2;  // under one sequence: one sequence
+  EXPECT_EQ(ApplyDecision(job, d).job.spec.grpo.max_tokens_per_micro_batch, seq);
+  d.target_max_tokens_per_micro_batch = 2 * rows;  // never grows
+  c = ApplyDecision(job, d);
+  EXPECT_EQ(c.applied, DecisionAction::kRestart);
+  EXPECT_EQ(c.job, job);
+  EXPECT_NE(c.reason.find("maxTokensPerMicroBatch is already " + std::to_string(rows)), std::string::npos) << c.reason;
+
+  // One sequence already (a budget of seq, or microBatchSize 1): a plain restart.
+  spec::TrainingJob one = job;
+  one.spec.grpo.max_tokens_per_micro_batch = seq;
+  EXPECT_EQ(ApplyDecision(one, Make(DecisionAction::kShrinkTokenBudget)).applied, DecisionAction::kRestart);
+  one = job;
+  one.spec.grpo.micro_batch_size = 1;
+  c = ApplyDecision(one, Make(DecisionAction::kShrinkTokenBudget));
+  EXPECT_EQ(c.applied, DecisionAction::kRestart);
+  EXPECT_EQ(c.job, one);
+}
+
 TEST(NextSpec, OffloadToggles) {
   NextSpec on = ApplyDecision(Job(), Make(DecisionAction::kEnableOffload));
   EXPECT_TRUE(on.job.spec.sharding.offload_optimizer);

@@ -1,8 +1,10 @@
 // Policy: one decision, with a reason, from a forecast and the job's memoryGuard.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "core/base/human_bytes.h"
 #include "core/guard/policy.h"
 #include "core/protocol/environment.h"
 
@@ -342,12 +344,157 @@ TEST(PolicyTest, TokenSpikeEnablesActivationCheckpointingWhenThePlanShowsItFits)
   EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
   EXPECT_NE(d.reason.find("enableActivationCheckpointing: already on"), std::string::npos) << d.reason;
 
+  // LoRA with dropout: the spec refuses checkpointing with it, so the guard does not propose it.
+  spec::TrainingJobSpec lora = job;
+  lora.model.lora.r = 8;
+  lora.model.lora.dropout = 0.05;
+  d = Decide(fc, lora, GuardHistory{}, nullptr, 1, options);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("enableActivationCheckpointing: LoRA dropout"), std::string::npos) << d.reason;
+
   // A threshold below even the plan with it: skipped, saying the numbers.
   const auto tight = static_cast<int64_t>(0.9 * on.gpu_total_bytes / job.memory_guard.gpu_threshold);
   fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, tight);
   d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
   EXPECT_NE(d.action, DecisionAction::kEnableActivationCheckpointing) << d.reason;
   EXPECT_NE(d.reason.find("enableActivationCheckpointing: would not fit: planned peak"), std::string::npos) << d.reason;
+}
+
+// The largest budget the plan, scaled to the measurement, fits under the threshold with
+// the forecast's margin: what the policy reads off a forecast (decision_test helpers).
+struct TokenBudgetFit {
+  double measured = 0, scale = 1, margin = 0, threshold = 0;
+  int64_t planned_now = 0;
+  bool Fits(const spec::TrainingJobSpec& job, int budget, const PlanOptions& options) const {
+    spec::TrainingJobSpec with = job;
+    with.grpo.max_tokens_per_micro_batch = budget;
+    const double after = measured - (planned_now - PlanMemory(with, 1, options).gpu_total_bytes) * scale;
+    return after + margin <= threshold;
+  }
+};
+
+TokenBudgetFit GpuFitOf(const Forecast& fc, const spec::TrainingJobSpec& job, const PlanOptions& options) {
+  TokenBudgetFit f;
+  for (int64_t v : fc.gpu.predicted_peak_bytes) f.measured = std::max(f.measured, static_cast<double>(v));
+  f.measured = std::max(f.measured, static_cast<double>(fc.gpu.current_peak_bytes));
+  f.planned_now = PlanMemory(job, 1, options).gpu_total_bytes;
+  f.scale = std::clamp(f.measured / static_cast<double>(f.planned_now), 0.25, 4.0);
+  f.margin = static_cast<double>(std::max<int64_t>(0, fc.gpu.forecast_margin_bytes));
+  f.threshold = static_cast<double>(fc.gpu.threshold_bytes);
+  return f;
+}
+
+// A token-driven spike: the guard asks the planner for the largest token budget whose
+// planned peak, scaled to the measurement, fits, and says the numbers. The threshold lies
+// between the plans at 3 and 4 full-length sequences, so the budget lands in between.
+TEST(PolicyTest, TokenSpikeShrinksTheTokenBudgetToTheLargestThatFits) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kShrinkTokenBudget};
+  const PlanOptions options{80 * kGiB};
+  const int seq = job.grpo.max_prompt_length + job.grpo.max_response_length;
+  auto plan_at = [&](int budget) {
+    spec::TrainingJobSpec with = job;
+    with.grpo.max_tokens_per_micro_batch = budget;
+    return PlanMemory(with, 1, options);
+  };
+  const Plan off = PlanMemory(job, 1, options), at3 = plan_at(3 * seq), at4 = plan_at(4 * seq);
+  ASSERT_LT(at3.gpu_total_bytes, at4.gpu_total_bytes);
+  ASSERT_LT(at4.gpu_total_bytes, off.gpu_total_bytes);
+  // Measured as planned: the state flat, the token-driven part at a 1000-token batch.
+  const double per_token = static_cast<double>(off.gpu_activation_bytes) / 1000;
+  const double threshold = at3.gpu_total_bytes + 0.5 * static_cast<double>(at4.gpu_total_bytes - at3.gpu_total_bytes);
+  const auto limit = static_cast<int64_t>(threshold / job.memory_guard.gpu_threshold);
+  Forecast fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, limit);
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_EQ(d.resource, "gpu");
+  ASSERT_TRUE(d.target_max_tokens_per_micro_batch.has_value());
+  const int target = *d.target_max_tokens_per_micro_batch;
+  EXPECT_GE(target, 3 * seq) << d.reason;
+  EXPECT_LT(target, 4 * seq) << d.reason;
+  // The largest: it fits and one token more does not.
+  const TokenBudgetFit fit = GpuFitOf(fc, job, options);
+  EXPECT_TRUE(fit.Fits(job, target, options)) << d.reason;
+  EXPECT_FALSE(fit.Fits(job, target + 1, options)) << d.reason;
+  EXPECT_NE(d.reason.find("shrink maxTokensPerMicroBatch from " + std::to_string(8 * seq) + " to " +
+                          std::to_string(target) + " tokens: planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find(" threshold, now "), std::string::npos) << d.reason;
+
+  // A budget already set counts from itself, not from the micro-batch's rows.
+  spec::TrainingJobSpec budgeted = job;
+  budgeted.grpo.max_tokens_per_micro_batch = 6 * seq;
+  d = Decide(fc, budgeted, GuardHistory{}, nullptr, 1, options);
+  EXPECT_NE(d.reason.find("from " + std::to_string(6 * seq) + " to "), std::string::npos) << d.reason;
+
+  // Already one full-length sequence per micro-batch (a budget of seq, or microBatchSize 1):
+  // nothing to shrink.
+  for (auto one : {std::pair{8, seq}, std::pair{1, 0}}) {
+    spec::TrainingJobSpec at_one = job;
+    at_one.grpo.micro_batch_size = one.first;
+    at_one.grpo.max_tokens_per_micro_batch = one.second;
+    d = Decide(fc, at_one, GuardHistory{}, nullptr, 1, options);
+    EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+    EXPECT_NE(d.reason.find("shrinkTokenBudget: the budget is already one full-length sequence"), std::string::npos)
+        << d.reason;
+  }
+
+  // A threshold over the state but below even one sequence's plan: skipped, saying the numbers.
+  const double state = static_cast<double>(off.gpu_state_bytes);
+  const auto tight = static_cast<int64_t>((state + 0.5 * (static_cast<double>(plan_at(seq).gpu_total_bytes) - state)) /
+                                          job.memory_guard.gpu_threshold);
+  fc = GpuSpikeForecast(job, static_cast<double>(off.gpu_state_bytes), per_token, 1000, tight);
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_NE(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: would not fit even at " + std::to_string(seq) + " tokens: planned peak "),
+            std::string::npos)
+      << d.reason;
+}
+
+// A budget cuts the step's batch: it does not help a leak or a level that crosses by itself.
+TEST(PolicyTest, ShrinkTokenBudgetSkipsALeakAndALevelThatCrosses) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kShrinkTokenBudget};
+  Decision d = Decide(HostForecast(job, 10, 356 * kMiB, 48 * kMiB, 48 * kMiB, kGiB), job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: growth from step to step is not the batch"), std::string::npos)
+      << d.reason;
+  // Flat at 95% of the limit: the level itself is over the 90% threshold.
+  d = Decide(HostForecast(job, 8, 0.95 * kGiB, 0, 0, kGiB), job, GuardHistory{}, nullptr, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: the level itself crosses; a budget cannot help"), std::string::npos)
+      << d.reason;
+}
+
+// OOM-killed again right after the restart: halve the padded tokens a micro-batch may hold,
+// never below one full-length sequence; at one sequence it is skipped, saying so.
+TEST(PolicyTest, RepeatedOomKillHalvesTheTokenBudgetDownToOneSequence) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.grpo.micro_batch_size = 8;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkTokenBudget};
+  const int seq = job.grpo.max_prompt_length + job.grpo.max_response_length;
+  GuardHistory h;
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  Decision d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kShrinkTokenBudget) << d.reason;
+  EXPECT_EQ(d.target_max_tokens_per_micro_batch, 4 * seq);
+  EXPECT_NE(d.reason.find("halve maxTokensPerMicroBatch from " + std::to_string(8 * seq) + " to " +
+                          std::to_string(4 * seq) + " tokens"),
+            std::string::npos)
+      << d.reason;
+  job.grpo.max_tokens_per_micro_batch = seq + seq / 2;  // half of it is under one sequence
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.target_max_tokens_per_micro_batch, seq) << d.reason;
+  job.grpo.max_tokens_per_micro_batch = seq;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("shrinkTokenBudget: the budget is already one full-length sequence"), std::string::npos)
+      << d.reason;
 }
 
 TEST(PolicyTest, RepeatedGpuOomEnablesActivationCheckpointingWhenListed) {
@@ -364,6 +511,12 @@ TEST(PolicyTest, RepeatedGpuOomEnablesActivationCheckpointingWhenListed) {
   d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1, PlanOptions{80 * kGiB});
   EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
   EXPECT_NE(d.reason.find("blocks are recomputed already"), std::string::npos) << d.reason;
+  job.sharding.stage = 2;
+  job.model.lora.r = 8;
+  job.model.lora.dropout = 0.05;
+  d = DecideAfterCrash(ExitCause::kGpuOom, 51, 50, job, h, 1, PlanOptions{80 * kGiB});
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  EXPECT_NE(d.reason.find("enableActivationCheckpointing: LoRA dropout"), std::string::npos) << d.reason;
 }
 
 TEST(PolicyTest, NormalBatchesWithTheSameStateDoNotAct) {
@@ -389,6 +542,7 @@ TEST(PolicyTest, StateThatDoesNotFitReshardsToTheSmallestFittingCount) {
   EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
   ASSERT_TRUE(d.target_workers.has_value());
   EXPECT_EQ(*d.target_workers, 3) << d.reason;
+  EXPECT_NE(d.reason.find("reshard from 1 to 3 workers: planned peak "), std::string::npos) << d.reason;
   EXPECT_NE(d.reason.find("skipped restart: would not help"), std::string::npos) << d.reason;
 
   // At maxWorkers, no reshard.
@@ -397,6 +551,11 @@ TEST(PolicyTest, StateThatDoesNotFitReshardsToTheSmallestFittingCount) {
   d = Decide(fc, job, GuardHistory{}, &plan1, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
   EXPECT_NE(d.reason.find("already at maxWorkers (1)"), std::string::npos) << d.reason;
+  // Two workers allowed: the plan shows 2 still over the threshold, saying by how much.
+  job.max_workers = 2;
+  d = Decide(fc, job, GuardHistory{}, &plan1, 1);
+  EXPECT_EQ(d.action, DecisionAction::kFail);
+  EXPECT_NE(d.reason.find("reshard: would not fit at 2 workers: planned peak "), std::string::npos) << d.reason;
 }
 
 TEST(PolicyTest, OffloadMovesStateToTheSideWithRoom) {
@@ -422,6 +581,7 @@ TEST(PolicyTest, OffloadMovesStateToTheSideWithRoom) {
   }
   Decision d = Decide(f.ForecastNext(), job, GuardHistory{}, nullptr, 1, po);
   EXPECT_EQ(d.action, DecisionAction::kDisableOffload) << d.reason;
+  EXPECT_NE(d.reason.find(" to the GPU: planned peak "), std::string::npos) << d.reason;
   EXPECT_EQ(d.target_offload_params, false);
   EXPECT_EQ(d.target_offload_optimizer, false);
 
@@ -470,7 +630,8 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
   d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
-  EXPECT_EQ(d.target_micro_batch_size, job.grpo.micro_batch_size / 2);
+  ASSERT_TRUE(d.target_micro_batch_size.has_value());
+  EXPECT_LT(*d.target_micro_batch_size, job.grpo.micro_batch_size);
 
   d = DecideAfterCrash(ExitCause::kCrash, 51, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
@@ -480,6 +641,123 @@ TEST(PolicyTest, AfterAnOomKillRestartThenEscalateThenFail) {
   d = DecideAfterCrash(ExitCause::kOomKill, 90, 50, job, h, 1);
   EXPECT_EQ(d.action, DecisionAction::kFail);
   EXPECT_NE(d.reason.find("all 3 restarts of maxRestarts used"), std::string::npos) << d.reason;
+}
+
+// After a repeated OOM kill the worker's peak was at least its limit: each target is the
+// one the plan, scaled to the limit, shows under the threshold (the largest micro-batch,
+// the smallest worker count), with the numbers; where nothing fits by the plan, or no limit
+// is known, the older step (half, or the first count that holds less), saying so.
+TEST(PolicyTest, RepeatedOomKillTakesTheTargetThePlanShowsFitsAtTheLimit) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.grpo.micro_batch_size = 64;
+  job.grpo.max_prompt_length = 200;  // long sequences: the activations matter
+  job.grpo.max_response_length = 56;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kShrinkMicroBatch};
+  GuardHistory h;
+  h.RecordCrashRestart(50, /*oom_kill=*/true);
+  auto host_at = [&](int micro, int workers) {
+    spec::TrainingJobSpec with = job;
+    with.grpo.micro_batch_size = micro;
+    return static_cast<double>(PlanMemory(with, workers).host_total_bytes);
+  };
+  const double now = host_at(64, 1);
+  // The measured peak is the limit; the plan scaled to it (clamped as in the policy).
+  const auto after = [&](int micro, double limit) {
+    const double scale = std::clamp(limit / now, 0.25, 4.0);
+    return limit - (now - host_at(micro, 1)) * scale;
+  };
+  // A limit at the plan itself: killed there, the job needs at least that, so the target
+  // is the largest micro-batch whose plan is under 90% of it.
+  job.resources.memory_bytes = static_cast<int64_t>(now);
+  const double limit = static_cast<double>(job.resources.memory_bytes);
+  const double threshold = job.memory_guard.host_threshold * limit;
+  Decision d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  ASSERT_TRUE(d.target_micro_batch_size.has_value());
+  const int target = *d.target_micro_batch_size;
+  EXPECT_GT(target, 1) << d.reason;
+  EXPECT_LT(target, 63) << d.reason;
+  EXPECT_LE(after(target, limit), threshold) << d.reason;
+  EXPECT_GT(after(target + 1, limit), threshold) << d.reason << ": the largest that fits";
+  EXPECT_NE(d.reason.find(": shrink microBatchSize from 64 to " + std::to_string(target) + ": planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find("threshold, now " + HumanBytes(limit) + " (the limit it was stopped at)"), std::string::npos)
+      << d.reason;
+
+  // With no limit to plan against: half, saying so.
+  spec::TrainingJobSpec unlimited = job;
+  unlimited.resources.memory_bytes = 0;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, unlimited, h, 1);
+  EXPECT_EQ(d.target_micro_batch_size, 32) << d.reason;
+  EXPECT_NE(d.reason.find("halve microBatchSize from 64 to 32 (no limit to plan against)"), std::string::npos)
+      << d.reason;
+
+  // Reshard: the smallest worker count whose plan, scaled to the limit, is under the
+  // threshold, with the numbers; at a limit no count fits, the first that holds less.
+  job.sharding.stage = 2;
+  job.grpo.prompts_per_step = 24;
+  job.max_workers = 8;
+  job.memory_guard.actions = {GuardAction::kRestart, GuardAction::kReshard};
+  const double one = static_cast<double>(PlanMemory(job, 1).host_total_bytes);
+  const double three = static_cast<double>(PlanMemory(job, 3).host_total_bytes);
+  const double two = static_cast<double>(PlanMemory(job, 2).host_total_bytes);
+  ASSERT_LT(three, two);
+  // The threshold between the plans at 3 and 2 workers, as fractions of the one at 1 (the
+  // limit): 2 workers do not fit, 3 do.
+  job.memory_guard.host_threshold = (two + three) / 2 / one;
+  job.resources.memory_bytes = static_cast<int64_t>(one);
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.action, DecisionAction::kReshard) << d.reason;
+  EXPECT_EQ(d.target_workers, 3) << d.reason;
+  EXPECT_NE(d.reason.find("reshard from 1 to 3 workers: planned peak "), std::string::npos) << d.reason;
+  // Under even 8 workers' plan: none fits.
+  job.memory_guard.host_threshold = 0.5 * static_cast<double>(PlanMemory(job, 8).host_total_bytes) / one;
+  d = DecideAfterCrash(ExitCause::kOomKill, 51, 50, job, h, 1);
+  EXPECT_EQ(d.target_workers, 2) << d.reason;
+  EXPECT_NE(d.reason.find("so each holds less (the plan shows none under the threshold)"), std::string::npos)
+      << d.reason;
+}
+
+// Every candidate is proven by the planner: the reasons of reshard and shrinkMicroBatch
+// give the planned peak, the threshold and the peak now, and when none fits the failure
+// lists each one skipped with its numbers.
+TEST(PolicyTest, EveryCandidateSaysItsPlannedPeakAndNoneFittingFailsListingEach) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.resources.gpus = 1;
+  job.grpo.micro_batch_size = 8;
+  const PlanOptions options{80 * kGiB};
+  const Plan off = PlanMemory(job, 1, options);
+  const double per_token = static_cast<double>(off.gpu_activation_bytes) / 1000;
+  const double state = static_cast<double>(off.gpu_state_bytes);
+  // The threshold halfway up the token-driven part: half the micro-batch fits.
+  auto limit_at = [&](double fraction_of_activations) {
+    return static_cast<int64_t>((state + fraction_of_activations * static_cast<double>(off.gpu_activation_bytes)) /
+                                job.memory_guard.gpu_threshold);
+  };
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch};
+  Forecast fc = GpuSpikeForecast(job, state, per_token, 1000, limit_at(0.6));
+  Decision d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  ASSERT_EQ(d.action, DecisionAction::kShrinkMicroBatch) << d.reason;
+  EXPECT_NE(d.reason.find("shrink microBatchSize from 8 to " + std::to_string(*d.target_micro_batch_size) +
+                          ": planned peak "),
+            std::string::npos)
+      << d.reason;
+  EXPECT_NE(d.reason.find(" threshold, now "), std::string::npos) << d.reason;
+
+  // A threshold under the state plus any batch: every token-driven lever is skipped with
+  // its numbers, and the failure lists them all.
+  job.memory_guard.actions = {GuardAction::kShrinkMicroBatch, GuardAction::kShrinkTokenBudget};
+  fc = GpuSpikeForecast(job, state, per_token, 1000, limit_at(0.001));
+  d = Decide(fc, job, GuardHistory{}, nullptr, 1, options);
+  EXPECT_EQ(d.action, DecisionAction::kFail) << d.reason;
+  for (const char* skip : {"shrinkMicroBatch: would not fit even at microBatchSize 1: planned peak ",
+                           "shrinkTokenBudget: would not fit even at "}) {
+    EXPECT_NE(d.reason.find(skip), std::string::npos) << skip << " in " << d.reason;
+  }
+  EXPECT_NE(d.reason.find("nothing left to try ("), std::string::npos) << d.reason;
 }
 
 // A worker that dies before passing the step its restart resumed from (it failed while
@@ -538,6 +816,7 @@ TEST(DecisionTest, JsonRoundTripAndApply) {
   d.memory_class = "capacity";
   d.target_workers = 4;
   d.target_offload_optimizer = false;
+  d.target_max_tokens_per_micro_batch = 3072;
   Decision back = Decision::FromJson(d.ToJson());
   EXPECT_EQ(back.action, d.action);
   EXPECT_EQ(back.reason, d.reason);
@@ -545,6 +824,9 @@ TEST(DecisionTest, JsonRoundTripAndApply) {
   EXPECT_EQ(back.forecast_peak_bytes, 123456789);
   EXPECT_EQ(back.target_workers, 4);
   EXPECT_FALSE(back.target_micro_batch_size.has_value());
+  EXPECT_EQ(back.target_max_tokens_per_micro_batch, 3072);
+  EXPECT_NE(d.ToJson().find("\"target_max_tokens_per_micro_batch\":3072"), std::string::npos) << d.ToJson();
+  EXPECT_FALSE(Decision::FromJson(Decision{}.ToJson()).target_max_tokens_per_micro_batch.has_value());
   EXPECT_EQ(back.target_offload_optimizer, false);
   EXPECT_FALSE(back.target_offload_params.has_value());
   EXPECT_EQ(d.ToJson().rfind("{\"action\":\"reshard\"", 0), 0u) << d.ToJson();
@@ -564,11 +846,13 @@ TEST(DecisionTest, BadJsonNamesTheProblem) {
   EXPECT_NE(error("{\"action\":\"restart\",\"step\":\"seven\"}").find("\"step\""), std::string::npos);
   EXPECT_NE(error("[1]").find("expected an object"), std::string::npos);
   EXPECT_NE(error("{").find("not JSON"), std::string::npos);
-  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "enableActivationCheckpointing",
-                           "disableOffload", "enableOffload", "fail"}) {
+  for (const char* name : {"none", "restart", "reshard", "shrinkMicroBatch", "shrinkTokenBudget",
+                           "enableActivationCheckpointing", "disableOffload", "enableOffload", "fail"}) {
     EXPECT_EQ(DecisionActionName(*DecisionActionFromName(name)), std::string(name));
   }
   EXPECT_EQ(FromGuardAction(GuardAction::kShrinkMicroBatch), DecisionAction::kShrinkMicroBatch);
+  EXPECT_EQ(FromGuardAction(GuardAction::kShrinkTokenBudget), DecisionAction::kShrinkTokenBudget);
+  EXPECT_EQ(ToGuardAction(DecisionAction::kShrinkTokenBudget), GuardAction::kShrinkTokenBudget);
   EXPECT_EQ(ToGuardAction(DecisionAction::kFail), std::nullopt);
 }
 
@@ -582,6 +866,13 @@ TEST(GuardHistoryTest, RecordsJsonAndEnvironment) {
   reshard.action = DecisionAction::kReshard;
   reshard.step = 30;
   h.Record(reshard);
+  Decision budget;
+  budget.action = DecisionAction::kShrinkTokenBudget;
+  budget.step = 35;
+  h.Record(budget);
+  EXPECT_EQ(h.token_budget_shrinks, 1);
+  EXPECT_EQ(h.last_restart_step, 35);
+  EXPECT_NE(h.ToJson().find("\"token_budget_shrinks\":1"), std::string::npos) << h.ToJson();
   h.RecordCrashRestart(40, /*oom_kill=*/true);
   EXPECT_EQ(h.restarts, 2);
   EXPECT_EQ(h.reshards, 1);

@@ -204,7 +204,18 @@ TEST(StepRecord, GuardReadsReservedGpuBytesAgainstTheDeviceTotal) {
   EXPECT_EQ(m.gpu_bytes, r.gpu_reserved_bytes);
   EXPECT_EQ(m.gpu_peak_bytes, r.gpu_peak_bytes);
   EXPECT_EQ(m.gpu_limit_bytes, r.gpu_total_bytes);
-  EXPECT_EQ(m.tokens, r.tokens);
+  EXPECT_EQ(m.tokens, r.tokens) << "a record without micro_batch_tokens: the step's tokens";
+}
+
+// The guard reads a step's tokens as its largest micro-batch's, what its activation peak
+// follows; the record carries them through its JSON.
+TEST(StepRecord, GuardReadsTheLargestMicroBatchsTokensWhenTheRecordHasThem) {
+  StepRecord r = FilledRecord();
+  r.micro_batch_tokens = 640;
+  const auto back = ParseStepLogLine(r.ToJson());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->micro_batch_tokens, 640);
+  EXPECT_EQ(guard::StepMemoryOf(*back).tokens, 640);
 }
 
 TEST(StepRecord, TakesTheForecastItLogs) {

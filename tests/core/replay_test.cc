@@ -5,9 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/guard/planner.h"
+#include "core/memory/micro_batch_tokens.h"
 #include "core/guard/replay.h"
 #include "core/guard/trace.h"
 
@@ -34,6 +41,13 @@ Crossing FirstCrossing(const std::vector<StepMemory>& trace) {
     }
   }
   return {};
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 const ReplayStep* FirstAction(const std::vector<ReplayStep>& steps) {
@@ -193,6 +207,96 @@ TEST(ReplayTest, LineJsonHasTheDesignKeysInOrder) {
     prev = at;
   }
   EXPECT_NE(line.find("\"action\":\"restart\""), std::string::npos) << line;
+}
+
+// A trace measured as planned (the state flat, the token-driven part per token at 1000
+// tokens) whose batch after step 9 is 40% longer than any before: with only a token budget
+// to shrink, the guard sees that batch's tokens, shrinks the budget before it runs, and the
+// replay line names the target.
+TEST(ReplayTest, ALongerNextBatchShrinksTheTokenBudgetBeforeItRuns) {
+  ReplayOptions options;
+  options.spec.model.preset = "small";
+  options.spec.resources.gpus = 1;
+  options.spec.grpo.micro_batch_size = 8;
+  options.spec.memory_guard.actions = {spec::GuardAction::kRestart, spec::GuardAction::kShrinkTokenBudget};
+  const Plan plan = PlanMemory(options.spec, 1, PlanOptions{80LL << 30});
+  const double state = static_cast<double>(plan.gpu_state_bytes);
+  const double per_token = static_cast<double>(plan.gpu_activation_bytes) / 1000;
+  // The threshold lies at the state plus 1.2 batches of 1000 tokens.
+  const auto limit = static_cast<int64_t>((state + 1200 * per_token) / options.spec.memory_guard.gpu_threshold);
+  std::vector<StepMemory> trace;
+  for (int t = 0; t < 11; ++t) {
+    StepMemory m;
+    m.step = t;
+    m.tokens = t == 10 ? 1400 : 1000 - 10 * (t % 2);
+    m.gpu_bytes = static_cast<int64_t>(state);
+    m.gpu_peak_bytes = static_cast<int64_t>(state + per_token * static_cast<double>(m.tokens));
+    m.gpu_limit_bytes = limit;
+    m.host_bytes = m.host_peak_bytes = 2LL << 30;
+    m.host_limit_bytes = 64LL << 30;
+    trace.push_back(m);
+  }
+  const auto steps = Replay(trace, options);
+  const ReplayStep* first = FirstAction(steps);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->step, 9) << first->decision.reason;  // before the long batch, not after
+  EXPECT_EQ(first->decision.action, DecisionAction::kShrinkTokenBudget) << first->decision.reason;
+  EXPECT_NE(first->decision.reason.find("next batch 1400 tokens"), std::string::npos) << first->decision.reason;
+  ASSERT_TRUE(first->decision.target_max_tokens_per_micro_batch.has_value());
+  const int seq = options.spec.grpo.max_prompt_length + options.spec.grpo.max_response_length;
+  EXPECT_GE(*first->decision.target_max_tokens_per_micro_batch, seq);
+  EXPECT_LT(*first->decision.target_max_tokens_per_micro_batch, 8 * seq);
+  const std::string line = ReplayLineJson(*first);
+  EXPECT_NE(line.find("\"action\":\"shrinkTokenBudget\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"target_max_tokens_per_micro_batch\":" +
+                      std::to_string(*first->decision.target_max_tokens_per_micro_batch)),
+            std::string::npos)
+      << line;
+}
+
+// The long-prompt drill as measured (configs/drill-long-prompts.yaml): ten short steps,
+// then a batch padded to a 415-token prompt that peaked at 728 MiB. Forecast by its padded
+// tokens (17.6 times the short steps') the guard sees it short of that peak, since
+// attention grows with the square of the length; by the worker's micro_batch_tokens (the
+// tokens at the planner's per-token cost of their length, in full-length equivalents) it
+// sees it at least as high, and acts at the boundary before it.
+TEST(ReplayTest, ALongPromptIsForecastAtItsActivationCostAndActedOnTheStepBefore) {
+  const auto measured = Load("long_prompt_drill");
+  ASSERT_EQ(measured.size(), 11u);
+  const StepMemory& long_step = measured.back();
+  // The drill's model (configs/models/qwen2-deep-long): hidden 64, 4 heads; 4 prompts of a
+  // step, each sampled 4 times, microBatchSize 16; responses at 8; full length 480 + 8.
+  const nlohmann::json config = nlohmann::json::parse(
+      ReadFileOrEmpty(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-deep-long/config.json"));
+  ASSERT_FALSE(config.is_null());
+  const double hidden = config["hidden_size"].get<double>(), heads = config["num_attention_heads"].get<double>();
+  const memory::TokenCost cost = [&](int64_t length) {
+    return kActivationElementsPerHidden * hidden + kActivationElementsPerHeadSeq * heads * static_cast<double>(length);
+  };
+  constexpr int64_t kRows = 16, kResponse = 8, kFull = 480 + 8;
+  auto weighted = measured;
+  for (StepMemory& m : weighted) {
+    const int64_t prompt = m.tokens / kRows - kResponse;  // every row at the step's longest
+    m.tokens = memory::LargestMicroBatchTokens(std::vector<int64_t>(4, prompt), 4, kResponse, kRows, 0, 1, cost, kFull);
+  }
+  ReplayOptions options;
+  options.host_threshold = 0.6;  // the drill's
+  const auto plain = Replay(measured, options), costed = Replay(weighted, options);
+  const ReplayStep& before_plain = plain[9];  // the decision after step 10, before step 11
+  const ReplayStep& before = costed[9];
+  ASSERT_EQ(before.step, 10);
+  std::printf(
+      "before step 11 (peak %lld MiB): forecast %lld MiB by padded tokens, %lld MiB by micro_batch_tokens: %s\n",
+      static_cast<long long>(long_step.host_peak_bytes >> 20),
+      static_cast<long long>(before_plain.decision.forecast_peak_bytes >> 20),
+      static_cast<long long>(before.decision.forecast_peak_bytes >> 20), before.decision.reason.c_str());
+  EXPECT_LT(before_plain.decision.forecast_peak_bytes, long_step.host_peak_bytes) << before_plain.decision.reason;
+  EXPECT_GE(before.decision.forecast_peak_bytes, long_step.host_peak_bytes) << before.decision.reason;
+  EXPECT_TRUE(before.decision.acts()) << before.decision.reason;
+  EXPECT_EQ(before.decision.resource, "host") << before.decision.reason;
+  for (size_t i = 0; i + 1 < 9; ++i) {
+    EXPECT_FALSE(costed[i].decision.acts()) << "step " << costed[i].step << ": " << costed[i].decision.reason;
+  }
 }
 
 // The one-step-ahead peak forecast, over every trace and resource: median error <= 3%.

@@ -64,7 +64,8 @@ TEST(SpecDefaults, AnEmptySpecGetsDesignMdDefaults) {
   EXPECT_EQ(s.memory_guard.max_restarts, 10);
   EXPECT_EQ(s.memory_guard.actions,
             (std::vector<GuardAction>{GuardAction::kRestart, GuardAction::kReshard, GuardAction::kShrinkMicroBatch,
-                                      GuardAction::kEnableActivationCheckpointing, GuardAction::kDisableOffload}));
+                                      GuardAction::kShrinkTokenBudget, GuardAction::kEnableActivationCheckpointing,
+                                      GuardAction::kDisableOffload}));
   EXPECT_FALSE(s.grpo.activation_checkpointing);
   EXPECT_EQ(s.grpo.max_tokens_per_micro_batch, 0);
   EXPECT_EQ(s.debug.host_leak_bytes_per_step, 0);

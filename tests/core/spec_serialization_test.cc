@@ -71,8 +71,9 @@ TEST(SpecSerialization, FullObjectWithDefaultsAndCamelCase) {
   EXPECT_EQ(j["apiVersion"], "headroom.dev/v1alpha1");
   EXPECT_EQ(j["spec"]["grpo"]["groupSize"], 8);
   EXPECT_EQ(j["spec"]["model"]["ffnHidden"], 256);
-  EXPECT_EQ(j["spec"]["memoryGuard"]["actions"][3], "enableActivationCheckpointing");
-  EXPECT_EQ(j["spec"]["memoryGuard"]["actions"][4], "disableOffload");
+  EXPECT_EQ(j["spec"]["memoryGuard"]["actions"][3], "shrinkTokenBudget");
+  EXPECT_EQ(j["spec"]["memoryGuard"]["actions"][4], "enableActivationCheckpointing");
+  EXPECT_EQ(j["spec"]["memoryGuard"]["actions"][5], "disableOffload");
   EXPECT_EQ(j["spec"]["grpo"]["activationCheckpointing"], false);
   EXPECT_EQ(j["spec"]["resources"]["memory"], "4Gi");
   EXPECT_EQ(j["spec"]["debug"]["hostLeakBytesPerStep"], 0);

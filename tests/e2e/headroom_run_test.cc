@@ -127,9 +127,9 @@ struct HostUse {
   int64_t peak = 0;   // host_peak_bytes: the most within a step (level + the step's transients)
 };
 
-HostUse MeasuredHost(const Workspace& ws, spec::TrainingJob job) {
+HostUse MeasuredHost(const Workspace& ws, spec::TrainingJob job, int steps = 2) {
   job.metadata.name += "-calibrate";
-  job.spec.grpo.steps = 2;
+  job.spec.grpo.steps = steps;
   job.spec.resources.memory = "4Gi";
   job.spec.resources.memory_bytes = 4LL << 30;
   RunOutcome r = HeadroomRun(ws, WriteJob(ws, job), "--no-guard");
@@ -399,6 +399,70 @@ TEST(HeadroomRunE2E, ActivationPeakThatFitsOnlyWithRecomputedBlocksSwitchesCheck
   spec::TrainingJob recomputed = job;
   recomputed.spec.grpo.activation_checkpointing = true;
   ExpectTheGuardEasesThePeak(ws, job, recomputed, "blocks recomputed", "enableActivationCheckpointing");
+}
+
+// The long-prompt drill (configs/drill-long-prompts.yaml): about 1 prompt in 50 is 20 to
+// 30 times the typical length, the first of them in step 11. Both peaks are measured over
+// the whole run: with the fixed microBatchSize (the long step's) and with a token budget of
+// one full-length sequence. The limit lies between them, with room for the sampler's
+// misses on each side, so that
+//   - without the guard the fixed micro-batch is OOM-killed at the first long batch;
+//   - with the guard, told the next step's largest micro-batch before it runs, the job
+//     acts at the boundary before that step: every step, no OOM kill, no step lost;
+//   - with the token budget set nothing needs to act.
+TEST(HeadroomRunE2E, LongPromptDrillIsKilledWithoutTheGuardAndNeedsNothingUnderABudget) {
+  SKIP_UNLESS_RUNNABLE();
+  Workspace ws;
+  spec::TrainingJob job = LoadJob(kSource + "/configs/drill-long-prompts.yaml");
+  // Relative paths resolve against where `headroom run` starts: make them absolute.
+  job.spec.model.path = kSource + "/" + job.spec.model.path;
+  job.spec.task.dataset.path = kSource + "/" + job.spec.task.dataset.path;
+  spec::TrainingJob budgeted = job;
+  budgeted.spec.grpo.max_tokens_per_micro_batch = job.spec.grpo.max_prompt_length + job.spec.grpo.max_response_length;
+  const int steps = job.spec.grpo.steps;
+  const int64_t big = MeasuredHost(ws, job, steps).peak;
+  const int64_t small = MeasuredHost(ws, budgeted, steps).peak;
+  std::cout << "calibration: host peak " << (big >> 20) << " MiB with microBatchSize " << job.spec.grpo.micro_batch_size
+            << ", " << (small >> 20) << " MiB under a budget of " << budgeted.spec.grpo.max_tokens_per_micro_batch
+            << " tokens\n";
+  // The budgeted peak 15% under the threshold, the fixed one 15% over the limit.
+  const double threshold = job.spec.memory_guard.host_threshold;
+  const double low = 1.15 * static_cast<double>(small) / threshold, high = static_cast<double>(big) / 1.15;
+  ASSERT_LT(low, high) << "the long batch does not move the peak enough: adjust the drill";
+  auto limited = [&](spec::TrainingJob j) {
+    j.spec.resources.memory_bytes = static_cast<int64_t>((low + high) / 2) & ~int64_t{(1 << 20) - 1};
+    j.spec.resources.memory = std::to_string(j.spec.resources.memory_bytes >> 20) + "Mi";
+    return j;
+  };
+
+  // Without the guard: OOM-killed during the first long batch.
+  RunOutcome killed = HeadroomRun(ws, WriteJob(ws, limited(job)), "--no-guard");
+  ASSERT_FALSE(killed.summary.is_null()) << killed.output;
+  ASSERT_GE(killed.summary["oom_kills"].get<int>(), 1) << killed.output;
+  const nlohmann::json first_kill = killed.summary["actions"].at(0);
+  EXPECT_EQ(first_kill["type"], "restartAfterOOMKill") << killed.summary.dump(2);
+  fs::remove_all(killed.workdir);
+
+  // With the guard: it acts at or before the boundary the kill came after.
+  RunOutcome guarded = HeadroomRun(ws, WriteJob(ws, limited(job)), "");
+  ASSERT_FALSE(guarded.summary.is_null()) << guarded.output;
+  EXPECT_EQ(guarded.exit_code, 0) << guarded.output;
+  EXPECT_EQ(guarded.summary["oom_kills"], 0) << guarded.output;
+  EXPECT_EQ(guarded.summary["steps_lost"], 0) << guarded.output;
+  EXPECT_EQ(guarded.summary["steps"], steps);
+  ASSERT_FALSE(guarded.summary["actions"].empty()) << guarded.summary.dump(2);
+  const nlohmann::json acted = guarded.summary["actions"].at(0);
+  EXPECT_LE(acted["step"].get<int>(), first_kill["step"].get<int>()) << guarded.summary.dump(2);
+  EXPECT_NE(acted["reason"].get<std::string>().find("next batch "), std::string::npos) << acted.dump();
+  fs::remove_all(guarded.workdir);
+
+  // Under a budget of one sequence: nothing acts.
+  RunOutcome calm = HeadroomRun(ws, WriteJob(ws, limited(budgeted)), "");
+  ASSERT_FALSE(calm.summary.is_null()) << calm.output;
+  EXPECT_EQ(calm.exit_code, 0) << calm.output;
+  EXPECT_EQ(calm.summary["oom_kills"], 0) << calm.output;
+  EXPECT_TRUE(calm.summary["actions"].empty()) << calm.summary.dump(2);
+  EXPECT_EQ(calm.summary["steps"], steps);
 }
 
 }  // namespace

@@ -161,6 +161,27 @@ TEST(LocalRun, ShrinkMicroBatchDecisionRewritesTheSpec) {
   EXPECT_EQ(r.summary.actions.at(0).type, runtime::ActionType::kShrinkMicroBatch);
 }
 
+// The guard's token budget reaches the next generation's spec, the status and the
+// summary; the micro-batch's row count is left as it was.
+TEST(LocalRun, ShrinkTokenBudgetDecisionRewritesTheSpec) {
+  REQUIRE_FAKE_WORKER();
+  TempDir dir;
+  LocalRunOptions o = Options(
+      dir, {{"FAKE_GUARD_AT_STEP", "2"},
+            {"FAKE_GUARD_DECISION", R"({"action":"shrinkTokenBudget","resource":"host","reason":"a long prompt next",)"
+                                    R"("target_max_tokens_per_micro_batch":56})"}});
+  LocalRunResult r = RunJobLocally(MakeJob({.steps = 6, .micro_batch = 32}), o);
+  EXPECT_EQ(r.exit_code, 0) << r.status.message;
+  const std::string next = ReadAll(o.workdir + "/gen-0002/job.yaml");
+  EXPECT_NE(next.find("maxTokensPerMicroBatch: 56"), std::string::npos) << next;
+  EXPECT_NE(next.find("microBatchSize: 32"), std::string::npos) << next;
+  EXPECT_EQ(r.summary.steps_lost, 0);
+  ASSERT_EQ(r.summary.actions.size(), 1u);
+  EXPECT_EQ(r.summary.actions.at(0).type, runtime::ActionType::kShrinkTokenBudget);
+  EXPECT_NE(r.summary.actions.at(0).reason.find("(maxTokensPerMicroBatch off (448) -> 56)"), std::string::npos)
+      << r.summary.actions.at(0).reason;
+}
+
 TEST(LocalRun, CrashRestartsFromTheLastCheckpointCountingStepsLost) {
   REQUIRE_FAKE_WORKER();
   TempDir dir;

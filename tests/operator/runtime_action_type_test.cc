@@ -15,6 +15,8 @@ constexpr ActionType kAll[] = {
     ActionType::kRestart,
     ActionType::kReshard,
     ActionType::kShrinkMicroBatch,
+    ActionType::kShrinkTokenBudget,
+    ActionType::kEnableActivationCheckpointing,
     ActionType::kDisableOffload,
     ActionType::kEnableOffload,
     ActionType::kRestartAfterOOMKill,
@@ -45,6 +47,7 @@ TEST(ActionType, EveryTypeHasOneWireNameThatReadsBack) {
 TEST(ActionType, GuardDecisionsKeepTheGuardsNames) {
   using guard::DecisionAction;
   for (DecisionAction a : {DecisionAction::kRestart, DecisionAction::kReshard, DecisionAction::kShrinkMicroBatch,
+                           DecisionAction::kShrinkTokenBudget, DecisionAction::kEnableActivationCheckpointing,
                            DecisionAction::kDisableOffload, DecisionAction::kEnableOffload, DecisionAction::kFail}) {
     EXPECT_STREQ(ToWireName(FromDecision(a)), guard::DecisionActionName(a));
   }

@@ -179,6 +179,26 @@ TEST(JobReconciler, ShrinkMicroBatchAndOffloadToggleChangeOnlyThoseFields) {
   EXPECT_EQ(rec2.status().actions.back().type, ActionType::kDisableOffload);
 }
 
+TEST(JobReconciler, ShrinkTokenBudgetChangesOnlyTheBudgetAndIsRecordedAsSuch) {
+  JobReconciler rec(MakeJob(), Options());
+  rec.Reconcile(Observation{});
+  guard::Decision shrink;
+  shrink.action = guard::DecisionAction::kShrinkTokenBudget;
+  shrink.reason = "a long prompt next";
+  const spec::GrpoSpec& g = MakeJob().spec.grpo;
+  const int seq = g.max_prompt_length + g.max_response_length;
+  shrink.target_max_tokens_per_micro_batch = seq;
+  NextStep next = rec.Reconcile(Script{}.Ended({Exit(76, shrink.ToJson())}, 0));
+  ASSERT_EQ(next.kind, Kind::kLaunch);
+  EXPECT_EQ(next.launch.job.spec.grpo.max_tokens_per_micro_batch, seq);
+  spec::TrainingJob expected = MakeJob();
+  expected.spec.grpo.max_tokens_per_micro_batch = seq;
+  EXPECT_EQ(next.launch.job, expected) << "nothing else changes";
+  EXPECT_EQ(spec::RunDefinitionHash(next.launch.job.spec), spec::RunDefinitionHash(MakeJob().spec));
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kShrinkTokenBudget);
+  EXPECT_NE(rec.status().actions.back().reason.find("a long prompt next"), std::string::npos);
+}
+
 TEST(JobReconciler, OomKillRestartsFromTheCheckpointCountingStepsLost) {
   JobReconciler rec(MakeJob(), Options());
   rec.Reconcile(Observation{});

@@ -85,6 +85,34 @@ TEST(TrainingJobController, GuardRestartStoryInStatusEventsAndOwnedChildren) {
   EXPECT_NE(metrics.find(R"(headroom_operator_jobs{phase="Restarting"} 0)"), std::string::npos) << metrics;
 }
 
+// The guard's token budget, as the operator shows it: the next generation's spec, the
+// status's lastAction, a ShrinkTokenBudget Event and the guard-actions metric.
+TEST(TrainingJobController, ShrinkTokenBudgetReachesTheSpecStatusEventsAndMetrics) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker({{"FAKE_GUARD_AT_STEP", "3"},
+                        {"FAKE_GUARD_DECISION", R"({"action":"shrinkTokenBudget","reason":"a long prompt next",)"
+                                                R"("target_max_tokens_per_micro_batch":56})"}}));
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "budget";
+  shape.steps = 6;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitForPhase("budget", "Succeeded", 60s));
+  const json status = c.Status("budget");
+  EXPECT_EQ(status["lastAction"].value("type", ""), "shrinkTokenBudget") << status.dump();
+  EXPECT_EQ(status.value("stepsLost", -1), 0);
+  const json cm = c.ConfigMaps().Get("default", "budget-spec");
+  EXPECT_NE(cm.dump().find("maxTokensPerMicroBatch"), std::string::npos) << cm.dump();
+  EXPECT_NE(cm.dump().find("56"), std::string::npos) << cm.dump();
+  ASSERT_TRUE(c.WaitUntil([&] { return Has(c.EventReasons("budget"), "Succeeded"); }, 5s));
+  EXPECT_TRUE(Has(c.EventReasons("budget"), "ShrinkTokenBudget")) << c.EventMessages("budget");
+  EXPECT_NE(c.EventMessages("budget").find("a long prompt next"), std::string::npos) << c.EventMessages("budget");
+  const std::string metrics = c.metrics().Render();
+  EXPECT_NE(metrics.find(R"(headroom_operator_guard_actions_total{action="shrinkTokenBudget",reason="memoryGuard"} 1)"),
+            std::string::npos)
+      << metrics;
+}
+
 TEST(TrainingJobController, InvalidSpecFailsWithEveryProblemAndIsNotRetried) {
   Cluster::Options o;
   o.kubelet = false;

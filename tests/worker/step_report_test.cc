@@ -51,6 +51,7 @@ StepReport EveryPhaseReported() {
   m.world_size = 4;
   m.rank = 3;
   m.micro_batch_size = 8;
+  r.micro_batch_tokens = 1024;
   r.next_step_tokens = 2048;
   r.dataset = DatasetState{"train.jsonl", "0123456789abcdef", 5, 2, 17};
   r.held_out = HeldOutScore{0.875, 0.5, 40, {{"What is 2 + 2?", "4", true}}};
@@ -101,6 +102,7 @@ TEST(StepReportTest, EveryKeyCarriesTheValueItsPhaseReported) {
   EXPECT_EQ(rec.rank, 3);
   EXPECT_EQ(rec.micro_batch_size, 8);
   EXPECT_EQ(rec.next_step_tokens, 2048);
+  EXPECT_EQ(rec.micro_batch_tokens, 1024);
   EXPECT_EQ(rec.epoch, 2);
   EXPECT_EQ(rec.cursor, 17);
   EXPECT_EQ(rec.prompts_filtered, 5);
@@ -148,7 +150,9 @@ TEST(StepReportTest, EachPhaseFillsExactlyItsKeysAndTogetherTheyFillEveryKey) {
        {"host_bytes", "host_peak_bytes", "host_limit_bytes", "gpu_allocated_bytes", "gpu_reserved_bytes",
         "gpu_peak_bytes", "gpu_total_bytes", "gpu_alloc_retries", "step_seconds", "tokens_per_second", "world_size",
         "rank", "micro_batch_size"}},
-      {"next step", [](StepReport& r) { r.next_step_tokens = 0; }, {"next_step_tokens"}},
+      {"micro-batch tokens",
+       [](StepReport& r) { r.micro_batch_tokens = r.next_step_tokens = 0; },
+       {"micro_batch_tokens", "next_step_tokens"}},
       {"dataset", [](StepReport& r) { r.dataset.reset(); }, {"epoch", "cursor", "prompts_filtered"}},
       {"held-out",
        [](StepReport& r) { r.held_out.reset(); },

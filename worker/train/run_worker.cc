@@ -10,10 +10,13 @@
 #include <fstream>
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include "core/guard/decision.h"
 #include "core/hf/hub_fetch.h"
+#include "core/memory/micro_batch_tokens.h"
 #include "core/guard/memory_guard.h"
+#include "core/guard/planner.h"
 #include "core/guard/step_record_memory.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
@@ -99,6 +102,8 @@ class WorkerGuard {
     verdict.forecast = guard_->last_forecast();
     return verdict;
   }
+
+  const guard::ModelShape& model() const { return model_; }
 
  private:
   const spec::TrainingJobSpec& spec_;
@@ -278,6 +283,27 @@ std::optional<HeldOutScore> EvaluateHeldOutBefore(StepLoop& loop, int64_t first_
   return held;
 }
 
+// The largest micro-batch step `step`'s update runs on this rank, from its prompts'
+// lengths, before it runs (core/memory/micro_batch_tokens.h), in full-length-token
+// equivalents at the planner's per-token activation cost: what the guard forecasts the
+// step's activations with, so a batch with a long prompt is known the step before it, at
+// what its attention weighs (a token budget keeps it at the budget's micro-batches).
+int64_t MicroBatchTokensOfStep(const GrpoTrainer& trainer, const guard::ModelShape& model, int64_t step) {
+  const spec::GrpoSpec& g = trainer.spec().grpo;
+  std::vector<int64_t> prompts;
+  for (int64_t i = 0; i < trainer.local_prompts(); ++i) {
+    prompts.push_back(static_cast<int64_t>(
+        trainer.task().Make(static_cast<uint64_t>(trainer.GlobalPrompt(step, i))).prompt_tokens.size()));
+  }
+  const memory::TokenCost cost = [&model](int64_t length) {
+    return guard::kActivationElementsPerHidden * static_cast<double>(model.hidden) +
+           guard::kActivationElementsPerHeadSeq * static_cast<double>(model.heads) * static_cast<double>(length);
+  };
+  return memory::LargestMicroBatchTokens(prompts, g.group_size, g.max_response_length, g.micro_batch_size,
+                                         g.max_tokens_per_micro_batch, g.updates_per_step, cost,
+                                         int64_t{g.max_prompt_length} + g.max_response_length);
+}
+
 // Step `step` (0-based), phase by phase; each phase's value goes into the report the
 // step's record is assembled from.
 StepReport RunOneStep(StepLoop& loop, int64_t step) {
@@ -287,9 +313,11 @@ StepReport RunOneStep(StepLoop& loop, int64_t step) {
   loop.telemetry.BeginStep();
   loop.leaks.Step(done);
   StepReport report;
+  report.micro_batch_tokens = MicroBatchTokensOfStep(loop.trainer, loop.guard.model(), step);
   report.training = loop.trainer.RunStep(step);
   report.measured = loop.telemetry.EndStep();
-  report.next_step_tokens = done < loop.spec.grpo.steps ? loop.trainer.TokensPerStep() : 0;
+  report.next_step_tokens =
+      done < loop.spec.grpo.steps ? MicroBatchTokensOfStep(loop.trainer, loop.guard.model(), done) : 0;
   report.dataset = loop.trainer.DatasetAfter(done);
   report.held_out = EvaluateHeldOutIfDue(loop, done);
   report.guard = loop.guard.AfterStep(guard::StepMemoryOf(AssembleStepRecord(report)), report.next_step_tokens);

@@ -43,6 +43,7 @@ protocol::StepRecord AssembleStepRecord(const StepReport& report) {
   FillTraining(rec, report.training, report.measured.seconds);
   FillMeasurement(rec, report.measured);
   rec.next_step_tokens = report.next_step_tokens;
+  rec.micro_batch_tokens = report.micro_batch_tokens;
   if (report.dataset) {
     rec.epoch = report.dataset->epoch;
     rec.cursor = report.dataset->cursor;

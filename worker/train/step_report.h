@@ -11,7 +11,9 @@
 //                                                   update_seconds, tokens_per_second
 //   telemetry (EndStep)        StepMeasurement      host_*, gpu_*, step_seconds, world_size,
 //                                                   rank, micro_batch_size
-//   the next step's size       next_step_tokens     next_step_tokens
+//   the step's and the next    micro_batch_tokens,  micro_batch_tokens, next_step_tokens
+//     step's largest micro-    next_step_tokens
+//     batch (known before each runs)
 //   dataset position           DatasetState         epoch, cursor, prompts_filtered
 //   held-out evaluation        HeldOutScore         heldout_reward, heldout_problems,
 //                                                   heldout_accuracy, heldout_answers
@@ -48,7 +50,8 @@ struct GuardVerdict {
 struct StepReport {
   StepResult training;                            // GrpoTrainer::RunStep (training.step is 0-based)
   StepMeasurement measured;                       // StepTelemetry::EndStep
-  int64_t next_step_tokens = 0;                   // GrpoTrainer::TokensPerStep; 0 after the last step
+  int64_t micro_batch_tokens = 0;                 // this step's largest micro-batch (MicroBatchTokensOfStep)
+  int64_t next_step_tokens = 0;                   // the same for the next step; 0 after the last step
   std::optional<DatasetState> dataset;            // text tasks: GrpoTrainer::DatasetAfter(finished steps)
   std::optional<HeldOutScore> held_out;           // the steps that evaluate the held-out problems
   std::optional<HeldOutScore> held_out_before;    // the starting model's, on a fresh run's first step
