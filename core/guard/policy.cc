@@ -52,7 +52,11 @@ struct Situation {
 
   int64_t Threshold() const { return rf.threshold_bytes; }
   bool OnGpu() const { return resource == "gpu"; }
-  int64_t PlanSide(const Plan& p) const { return OnGpu() ? p.gpu_total_bytes : p.host_total_bytes; }
+  // A plan is one rank's. On the host the forecast reads the pod's cgroup, which its
+  // ranksPerPod ranks share (docs/design.md, "Ranks per pod"): the pod holds that many plans.
+  int64_t PlanSide(const Plan& p) const {
+    return OnGpu() ? p.gpu_total_bytes : p.host_total_bytes * std::max(1, spec.ranks_per_pod);
+  }
   // Highest predicted peak within the horizon.
   int64_t HorizonPeak() const {
     int64_t m = 0;
@@ -355,7 +359,10 @@ Candidate TryOffload(const Situation& s, bool enable) {
   const bool optimizer = enable ? !sh.offload_optimizer : sh.offload_optimizer;
   const int64_t planned_here = s.PlanSide(s.plan);
   const double scale = planned_here > 0 ? static_cast<double>(s.rf.current_bytes) / planned_here : 1.0;
-  const double moved = OffloadableBytes(s.plan, /*gpu_side=*/enable, params, optimizer) * std::max(scale, 1.0);
+  // Enabling moves every rank of a pod onto the host they share.
+  const double ranks_moving = enable ? std::max(1, s.spec.ranks_per_pod) : 1;
+  const double moved =
+      OffloadableBytes(s.plan, /*gpu_side=*/enable, params, optimizer) * std::max(scale, 1.0) * ranks_moving;
   const ResourceForecast& dest = s.other;
   if (!dest.present && enable) {
     // Host is always there; a missing host forecast means no data yet.

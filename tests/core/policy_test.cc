@@ -360,6 +360,43 @@ TEST(PolicyTest, TokenSpikeEnablesActivationCheckpointingWhenThePlanShowsItFits)
   EXPECT_NE(d.reason.find("enableActivationCheckpointing: would not fit: planned peak"), std::string::npos) << d.reason;
 }
 
+// Eight ranks in one pod share its cgroup, and the host forecast reads that cgroup: the
+// pod holds eight ranks' plans. Measured exactly as planned for eight ranks, a threshold
+// three quarters of the way from the pod's plan with recomputed blocks to the plan without
+// is met by turning them on; read as one rank's plan (a scale clamped at 4x), the saving
+// would be halved and the lever wrongly refused.
+TEST(PolicyTest, APodsRanksShareTheHostLimitTheForecastReads) {
+  spec::TrainingJobSpec job = DefaultJob();
+  job.model.preset = "small";
+  job.workers = job.min_workers = job.max_workers = 8;
+  job.ranks_per_pod = 8;
+  job.memory_guard.actions = {GuardAction::kEnableActivationCheckpointing};
+  spec::TrainingJobSpec with = job;
+  with.grpo.activation_checkpointing = true;
+  const Plan off = PlanMemory(job, 8), on = PlanMemory(with, 8);
+  ASSERT_LT(on.host_total_bytes, off.host_total_bytes);
+  const double pod = 8;
+  const double threshold =
+      pod * (on.host_total_bytes + 0.75 * static_cast<double>(off.host_total_bytes - on.host_total_bytes));
+  const auto limit = static_cast<int64_t>(threshold / job.memory_guard.host_threshold);
+  job.resources.memory_bytes = limit / 8;  // a rank's
+  const double state = pod * static_cast<double>(off.host_total_bytes - off.host_activation_bytes);
+  const double per_token = pod * static_cast<double>(off.host_activation_bytes) / 1000;
+  Forecaster f(ForecasterOptionsFromSpec(job.memory_guard));
+  for (int i = 0; i < 8; ++i) {
+    StepMemory m;
+    m.step = i;
+    m.tokens = 1000 - 20 * (i % 3);
+    m.host_bytes = static_cast<int64_t>(state);
+    m.host_peak_bytes = static_cast<int64_t>(state + per_token * m.tokens);
+    m.host_limit_bytes = limit;
+    f.Observe(m);
+  }
+  const Decision d = Decide(f.ForecastNext(1000), job, GuardHistory{}, nullptr, 8);
+  EXPECT_EQ(d.action, DecisionAction::kEnableActivationCheckpointing) << d.reason;
+  EXPECT_EQ(d.resource, "host");
+}
+
 // The largest budget the plan, scaled to the measurement, fits under the threshold with
 // the forecast's margin: what the policy reads off a forecast (decision_test helpers).
 struct TokenBudgetFit {
