@@ -50,9 +50,11 @@ TEST(RenderGang, TheVolcanoExampleRendersItsPodGroupBeforeItsPods) {
   const size_t group = r.out.find("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n");
   ASSERT_NE(group, std::string::npos) << r.out;
   EXPECT_LT(group, r.out.find("kind: Pod\n")) << "the group comes before the pods";
-  EXPECT_NE(r.out.find("  minMember: 8\n", group), std::string::npos) << r.out;
-  EXPECT_EQ(Count(r.out, "kind: Pod\n"), 8u);
-  EXPECT_EQ(Count(r.out, "scheduling.k8s.io/group-name: qwen25-7b-gsm8k-g1\n"), 8u) << r.out;
+  // Eight ranks in one pod (ranksPerPod 8): a gang of one pod that asks for the whole node.
+  EXPECT_NE(r.out.find("  minMember: 1\n", group), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvidia.com/gpu: \"8\"", group), std::string::npos) << r.out;
+  EXPECT_EQ(Count(r.out, "kind: Pod\n"), 1u);
+  EXPECT_EQ(Count(r.out, "scheduling.k8s.io/group-name: qwen25-7b-gsm8k-g1\n"), 1u) << r.out;
 }
 
 TEST(RenderGang, TheKueueExampleNamesItsGroupOnEveryPod) {
@@ -62,10 +64,11 @@ TEST(RenderGang, TheKueueExampleNamesItsGroupOnEveryPod) {
   const Result r = RunHeadroom("render " + job);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("kind: PodGroup"), std::string::npos) << "Kueue needs no group object";
-  EXPECT_EQ(Count(r.out, "kind: Pod\n"), 16u);
-  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/pod-group-name: qwen25-7b-gsm8k-queued-g1\n"), 16u) << r.out;
-  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/pod-group-total-count: \"16\"\n"), 16u) << r.out;
-  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/queue-name: team-a\n"), 17u) << "the job's label and each pod's";
+  // 16 ranks as 2 pods of 8: Kueue's group counts pods.
+  EXPECT_EQ(Count(r.out, "kind: Pod\n"), 2u);
+  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/pod-group-name: qwen25-7b-gsm8k-queued-g1\n"), 2u) << r.out;
+  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/pod-group-total-count: \"2\"\n"), 2u) << r.out;
+  EXPECT_EQ(Count(r.out, "kueue.x-k8s.io/queue-name: team-a\n"), 3u) << "the job's label and each pod's";
 }
 
 }  // namespace

@@ -362,9 +362,10 @@ TEST(PolicyTest, TokenSpikeEnablesActivationCheckpointingWhenThePlanShowsItFits)
 
 // Eight ranks in one pod share its cgroup, and the host forecast reads that cgroup: the
 // pod holds eight ranks' plans. Measured exactly as planned for eight ranks, a threshold
-// three quarters of the way from the pod's plan with recomputed blocks to the plan without
-// is met by turning them on; read as one rank's plan (a scale clamped at 4x), the saving
-// would be halved and the lever wrongly refused.
+// a quarter of the way from the pod's plan with recomputed blocks (8 on) to the plan
+// without (8 off) is met by turning them on; read as one rank's plan, the measured/planned
+// scale clamps at 4x, the saving counts 4 (off - on), and 8 off - 4 (off - on) lies above
+// that threshold: the lever would be wrongly refused.
 TEST(PolicyTest, APodsRanksShareTheHostLimitTheForecastReads) {
   spec::TrainingJobSpec job = DefaultJob();
   job.model.preset = "small";
@@ -377,7 +378,7 @@ TEST(PolicyTest, APodsRanksShareTheHostLimitTheForecastReads) {
   ASSERT_LT(on.host_total_bytes, off.host_total_bytes);
   const double pod = 8;
   const double threshold =
-      pod * (on.host_total_bytes + 0.75 * static_cast<double>(off.host_total_bytes - on.host_total_bytes));
+      pod * (on.host_total_bytes + 0.25 * static_cast<double>(off.host_total_bytes - on.host_total_bytes));
   const auto limit = static_cast<int64_t>(threshold / job.memory_guard.host_threshold);
   job.resources.memory_bytes = limit / 8;  // a rank's
   const double state = pod * static_cast<double>(off.host_total_bytes - off.host_activation_bytes);
