@@ -10,14 +10,17 @@
 //
 // Contract:
 //   - Apply freezes every parameter that is not an adapter's (requires_grad false): the
-//     sharding puts only trainable parameters in its flat groups (model_shards.h), so the
-//     base has no gradient, no optimizer state, and is not in a checkpoint's shards.
+//     sharding (model_shards.h) gives it no gradient, no optimizer state and no place in a
+//     checkpoint's shards; stages 0-2 leave it whole in the model, stage 3 shards it in
+//     frozen groups gathered per block with the block's adapters.
 //   - The adapters of one model switch on and off together (AdaptersOff): off, the model
 //     computes exactly the base (the adapters' operators do not run at all), which is how
 //     the KL term's reference model is the base with no second copy.
-//   - Dropout draws only in training mode (Module::train()); a block recomputed in
-//     backward would draw another mask, so the spec refuses dropout with activation
-//     checkpointing (and LoRA with ZeRO stage 3).
+//   - Dropout draws only in training mode (Module::train()), from the default generator
+//     of the input's device. A block recomputed in backward must draw the same mask: ZeRO
+//     stage 3's recompute replays the generator state (recomputed_block.h), so dropout
+//     works there; activation checkpointing's does not, so the spec refuses dropout with
+//     activation checkpointing at stages 0-2.
 //   - The adapters are made on the device of the projection they wrap, in fp32, drawn
 //     from a generator seeded by spec.model.seed: every rank draws the same.
 #pragma once

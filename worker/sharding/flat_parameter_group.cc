@@ -20,8 +20,8 @@ torch::Tensor OnTheWire(const torch::Tensor& t) {
 }  // namespace
 
 FlatParameterGroup::FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params,
-                                       Communicator& comm, ShardingOptions options)
-    : comm_(comm), options_(options), layout_(params, comm.world_size()) {
+                                       Communicator& comm, ShardingOptions options, bool trainable)
+    : comm_(comm), options_(options), layout_(params, comm.world_size()), trainable_(trainable) {
   if (options_.stage < 0 || options_.stage > 3) {
     throw std::invalid_argument("spec.sharding.stage: must be 0, 1, 2 or 3, got " + std::to_string(options_.stage));
   }
@@ -49,7 +49,9 @@ FlatParameterGroup::FlatParameterGroup(const std::vector<std::pair<std::string, 
   // Every rank starts from rank 0's values, whatever seed each used.
   comm_.broadcast(flat_, 0);
   PointParametersAt(flat_);
-  if (options_.stage >= 2) {
+  if (!trainable_) {
+    // Frozen: no gradient buffer at any stage.
+  } else if (options_.stage >= 2) {
     grad_shard_ = torch::zeros({owned_.numel()}, opts);
   } else {
     flat_grad_ = torch::zeros({layout_.padded_numel()}, opts);
@@ -97,7 +99,12 @@ void FlatParameterGroup::Gather() {
   if (flat_grad_.defined() && !use_inference_) AttachGradients();  // ZeroGrad() came first
 }
 
+void FlatParameterGroup::RequireTrainable(const char* what) const {
+  if (!trainable_) throw std::logic_error(std::string("sharding: ") + what + " on a frozen parameter group");
+}
+
 void FlatParameterGroup::RefreshInferenceCopy() {
+  RequireTrainable("RefreshInferenceCopy");
   c10::InferenceMode normal_tensors(false);  // refreshed inside a rollout's scope too
   torch::NoGradGuard no_grad;
   const torch::Tensor& source = options_.stage == 3 ? param_shard_ : flat_;
@@ -107,6 +114,7 @@ void FlatParameterGroup::RefreshInferenceCopy() {
 }
 
 void FlatParameterGroup::UseInferenceCopy(bool on) {
+  RequireTrainable("UseInferenceCopy");
   if (on && !inference_.defined()) throw std::logic_error("sharding: inference copy used before its first refresh");
   if (on == use_inference_) return;
   c10::InferenceMode normal_tensors(false);
@@ -136,11 +144,13 @@ void FlatParameterGroup::ZeroGrad() {
 }
 
 void FlatParameterGroup::ZeroOwnedGradient() {
+  RequireTrainable("ZeroOwnedGradient");
   torch::NoGradGuard no_grad;
   (options_.stage >= 2 ? grad_shard_ : flat_grad_).zero_();
 }
 
 void FlatParameterGroup::BeginGradient() {
+  RequireTrainable("BeginGradient");
   if (options_.stage < 2) return;
   torch::NoGradGuard no_grad;
   if (!flat_grad_.defined()) {
@@ -154,6 +164,7 @@ void FlatParameterGroup::BeginGradient() {
 }
 
 void FlatParameterGroup::ReduceGradients() {
+  RequireTrainable("ReduceGradients");
   torch::NoGradGuard no_grad;
   if (!flat_grad_.defined()) throw std::logic_error("sharding: ReduceGradients without ZeroGrad/backward");
   const int64_t bucket = options_.bucket_numel;
@@ -188,6 +199,7 @@ torch::Tensor FlatParameterGroup::FullView(const torch::Tensor& flat, FlatRange 
 }
 
 torch::Tensor FlatParameterGroup::Gradient(FlatRange range) {
+  RequireTrainable("Gradient");
   if (options_.stage >= 2) {
     if (range.begin != owned_.begin || range.end != owned_.end) {
       throw std::logic_error("sharding: stage " + std::to_string(options_.stage) + " keeps only the owned gradient");
@@ -238,7 +250,7 @@ void FlatParameterGroup::PublishOwnedParameters() {
 
 ShardedBytes FlatParameterGroup::ResidentBytes() const {
   ShardedBytes b;
-  b.parameters = Bytes(flat_) + Bytes(param_shard_);
+  (trainable_ ? b.parameters : b.frozen) = Bytes(flat_) + Bytes(param_shard_);
   b.gradients = Bytes(flat_grad_) + Bytes(grad_shard_);
   b.inference_weights = Bytes(inference_);
   return b;

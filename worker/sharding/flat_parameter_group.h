@@ -26,6 +26,10 @@
 //     communicator's device: CPU for Gloo, CUDA for NCCL).
 //   - Stage 3: parameters are empty tensors unless gathered; using the model without
 //     Gather() first is a caller bug (shapes will not match).
+//   - A frozen group (trainable false: the frozen base of a LoRA job at stage 3,
+//     model_shards.h) holds parameters only, sharded and gathered as above, and never a
+//     gradient or a bf16 copy: its parameters are already in the dtype the passes read.
+//     The gradient and inference-copy calls throw std::logic_error on it.
 #pragma once
 
 #include <cstdint>
@@ -48,17 +52,19 @@ struct ShardedBytes {
   int64_t gradients = 0;
   int64_t optimizer = 0;
   int64_t inference_weights = 0;  // the bf16 copies (FlatParameterGroup::RefreshInferenceCopy)
-  int64_t total() const { return parameters + gradients + optimizer + inference_weights; }
+  int64_t frozen = 0;             // frozen groups' parameters (not in .parameters)
+  int64_t total() const { return parameters + gradients + optimizer + inference_weights + frozen; }
 };
 
 class FlatParameterGroup : NonCopyable {
  public:
   FlatParameterGroup(const std::vector<std::pair<std::string, torch::Tensor>>& params, Communicator& comm,
-                     ShardingOptions options);
+                     ShardingOptions options, bool trainable = true);
 
   const FlatLayout& layout() const { return layout_; }
   const ShardingOptions& options() const { return options_; }
   int stage() const { return options_.stage; }
+  bool trainable() const { return trainable_; }
   Communicator& comm() { return comm_; }
   FlatRange owned() const { return owned_; }
   torch::Device device() const { return device_; }
@@ -131,6 +137,9 @@ class FlatParameterGroup : NonCopyable {
   ShardingOptions options_;
   FlatLayout layout_;
   FlatRange owned_;
+  void RequireTrainable(const char* what) const;
+
+  bool trainable_ = true;
   torch::Device device_{torch::kCPU};
   torch::ScalarType dtype_ = torch::kFloat32;
   std::vector<torch::Tensor> params_;

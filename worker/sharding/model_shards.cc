@@ -19,42 +19,66 @@ void Add(ShardedBytes& into, const ShardedBytes& b) {
   into.gradients += b.gradients;
   into.optimizer += b.optimizer;
   into.inference_weights += b.inference_weights;
+  into.frozen += b.frozen;
 }
 
 }  // namespace
 
 ModelShards::ModelShards(CausalLM model, Communicator& comm, ShardingOptions options, AdamWConfig adamw)
     : model_(std::move(model)), comm_(comm), options_(options) {
-  // The trainable parameters only: a frozen one (a LoRA base, worker/model/lora.h) has no
-  // gradient or optimizer state to shard, and stays as the model holds it, whole on
-  // every rank.
-  NamedTensors all;
-  for (auto& [name, p] : model_->OrderedParameters()) {
-    if (p.requires_grad()) all.emplace_back(name, p);
+  // Trainable parameters go to groups with an optimizer. A frozen one (a LoRA base,
+  // worker/model/lora.h) has no gradient or optimizer state: stages 0-2 leave it as the
+  // model holds it, whole on every rank; stage 3 shards it too, in frozen groups gathered
+  // with their block and never stepped (see the header).
+  NamedParams trainable, frozen;
+  for (auto& [name, p] : model_->OrderedParameters()) (p.requires_grad() ? trainable : frozen).emplace_back(name, p);
+  if (trainable.empty()) throw std::invalid_argument("model shards: the model has no trainable parameter");
+  if (!per_layer()) {
+    groups_.push_back(std::make_unique<FlatParameterGroup>(trainable, comm_, options_));
+    optimizers_.push_back(std::make_unique<ShardedAdamW>(*groups_.back(), adamw));
+    ResetPeak();
+    return;
   }
-  if (all.empty()) throw std::invalid_argument("model shards: the model has no trainable parameter");
-  std::vector<NamedParams> split(1);
-  if (per_layer()) {
-    split.resize(static_cast<size_t>(1 + model_->layers()));
-    for (const auto& [name, p] : all) {
+  // [0]: outside the blocks; [1 + l]: block l.
+  const size_t units = static_cast<size_t>(1 + model_->layers());
+  std::vector<NamedParams> split_trainable(units), split_frozen(units);
+  for (auto* split : {&split_trainable, &split_frozen}) {
+    for (const auto& [name, p] : split == &split_trainable ? trainable : frozen) {
       const int64_t layer = model_->LayerOfParameter(name);
       if (layer >= model_->layers()) throw std::logic_error("model shards: parameter " + name + " past the last block");
-      split[static_cast<size_t>(1 + layer)].emplace_back(name, p);
+      (*split)[static_cast<size_t>(1 + layer)].emplace_back(name, p);
     }
-  } else {
-    split[0] = all;
   }
-  for (const NamedParams& params : split) {
-    groups_.push_back(std::make_unique<FlatParameterGroup>(params, comm_, options_));
-    optimizers_.push_back(std::make_unique<ShardedAdamW>(*groups_.back(), adamw));
+  units_.resize(units);
+  for (size_t u = 0; u < units; ++u) {
+    if (!split_trainable[u].empty()) {
+      groups_.push_back(std::make_unique<FlatParameterGroup>(split_trainable[u], comm_, options_));
+      optimizers_.push_back(std::make_unique<ShardedAdamW>(*groups_.back(), adamw));
+      units_[u].trainable = groups_.back().get();
+    }
+    if (!split_frozen[u].empty()) {
+      frozen_.push_back(std::make_unique<FlatParameterGroup>(split_frozen[u], comm_, options_, /*trainable=*/false));
+      units_[u].frozen = frozen_.back().get();
+    }
   }
-  if (per_layer()) model_->set_block_executor(this);
+  model_->set_block_executor(this);
   ResetPeak();
 }
 
 ModelShards::~ModelShards() {
   // The model's own block wrappers (model_transforms.h), if any, run its blocks again.
   if (per_layer()) model_->set_block_executor(TransformedBlockExecutor(*model_));
+}
+
+void ModelShards::GatherUnit(const Unit& unit) {
+  if (unit.trainable) unit.trainable->Gather();
+  if (unit.frozen) unit.frozen->Gather();
+  NotePeak();
+}
+
+void ModelShards::ReleaseUnit(const Unit& unit) {
+  if (unit.trainable) unit.trainable->Release();
+  if (unit.frozen) unit.frozen->Release();
 }
 
 int64_t ModelShards::numel() const {
@@ -64,28 +88,41 @@ int64_t ModelShards::numel() const {
 }
 
 void ModelShards::Gather() {
-  groups_.front()->Gather();
-  NotePeak();
+  if (per_layer()) GatherUnit(units_.front());
 }
 
 void ModelShards::GatherAll() {
   for (auto& g : groups_) g->Gather();
+  for (auto& g : frozen_) g->Gather();
   NotePeak();
 }
 
 void ModelShards::Release() {
   for (auto& g : groups_) g->Release();
+  for (auto& g : frozen_) g->Release();
 }
 
 void ModelShards::ZeroGrad() {
-  groups_.front()->ZeroGrad();
-  // Blocks: only the owned gradient; each backward through a block brings its own full
-  // buffer (Backward below).
-  for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->ZeroOwnedGradient();
+  if (!per_layer()) {
+    groups_.front()->ZeroGrad();
+  } else {
+    // The outer group's full gradient lives through the mini-batch; blocks zero only the
+    // owned gradient, and each backward through a block brings its own full buffer
+    // (Backward below).
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (FlatParameterGroup* g = units_[u].trainable) u == 0 ? g->ZeroGrad() : g->ZeroOwnedGradient();
+    }
+  }
   NotePeak();
 }
 
-void ModelShards::ReduceGradients() { groups_.front()->ReduceGradients(); }
+void ModelShards::ReduceGradients() {
+  if (!per_layer()) {
+    groups_.front()->ReduceGradients();
+  } else if (FlatParameterGroup* outer = units_.front().trainable) {
+    outer->ReduceGradients();
+  }
+}
 
 double ModelShards::Step(double max_grad_norm) {
   // The clip of torch::nn::utils::clip_grad_norm_ over all parameters: one norm over
@@ -127,6 +164,7 @@ ShardedBytes ModelShards::ResidentBytes() const {
     b.optimizer = optimizers_[i]->resident_bytes();
     Add(total, b);
   }
+  for (const auto& g : frozen_) Add(total, g->ResidentBytes());
   return total;
 }
 
@@ -143,30 +181,30 @@ torch::Tensor ModelShards::RunBlock(CausalLMImpl& model, int64_t layer, const to
     // Generation appends to the cache: a side effect a recompute must not repeat, and it
     // runs without autograd anyway.
     if (torch::GradMode::is_enabled()) throw std::logic_error("model shards: a cached forward under autograd");
-    FlatParameterGroup& group = block_group(layer);
-    group.Gather();
-    NotePeak();
+    const Unit& unit = block_unit(layer);
+    GatherUnit(unit);
     torch::Tensor y = RunTransformedBlock(model, layer, x, mask, cache);
-    group.Release();
+    ReleaseUnit(unit);
     return y;
   }
   return RecomputedBlock(*this, layer, x, mask);
 }
 
 torch::Tensor ModelShards::ForwardNoGrad(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask) {
-  FlatParameterGroup& group = block_group(layer);
-  group.Gather();
-  NotePeak();
+  const Unit& unit = block_unit(layer);
+  GatherUnit(unit);
   torch::Tensor y = RunTransformedBlock(*model_, layer, x, mask, nullptr);
-  group.Release();
+  ReleaseUnit(unit);
   return y;
 }
 
 torch::Tensor ModelShards::Backward(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
                                     const torch::Tensor& grad_y) {
-  FlatParameterGroup& group = block_group(layer);
-  group.Gather();
-  group.BeginGradient();  // the block's full gradient, attached as its parameters' .grad
+  const Unit& unit = block_unit(layer);
+  GatherUnit(unit);
+  // The block's full gradient, attached as its trainable parameters' .grad; a frozen
+  // group gets none (autograd computes no gradient for it).
+  if (unit.trainable) unit.trainable->BeginGradient();
   NotePeak();
   torch::Tensor dx;
   {
@@ -176,8 +214,8 @@ torch::Tensor ModelShards::Backward(int64_t layer, const torch::Tensor& x, const
     torch::autograd::backward({y}, {grad_y});
     dx = input.grad();
   }
-  group.ReduceGradients();  // adds this micro-batch's block gradient to the owned range
-  group.Release();
+  if (unit.trainable) unit.trainable->ReduceGradients();  // adds this micro-batch's block gradient to the owned range
+  ReleaseUnit(unit);
   return dx;
 }
 

@@ -16,6 +16,22 @@
 // layer gathered at a time"). The price: collectives per block per forward (and per
 // generated token) instead of per step, and each block's forward runs twice.
 //
+// Frozen parameters (a LoRA base, worker/model/lora.h; docs/design.md, "LoRA"). Stages
+// 0-2 leave them out of the groups, whole in the model on every rank: they have no
+// gradient or optimizer state to shard. Stage 3 exists so that no rank holds the whole
+// model, so there the frozen parameters are sharded too, in frozen groups of their own
+// (flat_parameter_group.h), one beside each block's trainable group and one beside the
+// outer group: each rank holds 1/N of the base, and a block's frozen group is gathered and
+// released with its trainable one, in forward and in backward's recompute. A frozen group
+// is never zeroed, reduced, stepped, copied to bf16 or checkpointed (parts() lists only
+// trainable groups, so a checkpoint holds the adapters alone at every stage). The adapters
+// themselves are sharded as stage 3 shards any trainable parameter, in their block's group:
+// replicating them would be as simple but would make stage 3 a special case of the
+// checkpoint layout and the optimizer, and the code path is the one full fine-tuning runs.
+// A unit (the outer parameters, a block) may have no trainable parameter (a LoRA job's
+// embeddings and head) or no frozen one; ResidentBytes().frozen counts the frozen groups
+// (0 at stages 0-2, where the model holds the base outside the groups).
+//
 // Contract:
 //   - Collective: the constructor, Gather, GatherAll, ReduceGradients, Step and every
 //     forward/backward through the model (stage 3) run on every rank in the same order
@@ -54,7 +70,7 @@ class ModelShards : public BlockExecutor, private BlockRecomputer, NonCopyable {
   Communicator& comm() { return comm_; }
   // Whether blocks are gathered one at a time (stage 3).
   bool per_layer() const { return options_.stage == 3; }
-  int64_t numel() const;  // every parameter, unpadded
+  int64_t numel() const;  // every trainable parameter, unpadded
 
   // What a forward needs up front: stage 3 gathers the outer group (blocks gather as
   // they run); other stages hold everything already.
@@ -65,8 +81,8 @@ class ModelShards : public BlockExecutor, private BlockRecomputer, NonCopyable {
   void Release();
 
   void ZeroGrad();
-  // Sums over the ranks what the groups have not reduced yet (stage 3: the outer group;
-  // blocks reduce in their backward).
+  // Sums over the ranks what the groups have not reduced yet (stage 3: the outer group,
+  // if it has trainable parameters; blocks reduce in their backward).
   void ReduceGradients();
   // Clips every group's gradient by the global norm over all of them, steps AdamW,
   // publishes the parameters. Returns the pre-clip norm.
@@ -104,15 +120,26 @@ class ModelShards : public BlockExecutor, private BlockRecomputer, NonCopyable {
   torch::Tensor Backward(int64_t layer, const torch::Tensor& x, const torch::Tensor& mask,
                          const torch::Tensor& grad_y) override;
 
-  FlatParameterGroup& block_group(int64_t layer) { return *groups_.at(static_cast<size_t>(1 + layer)); }
+  // Stage 3: what is gathered together, the outer parameters or one block's; either
+  // pointer may be null.
+  struct Unit {
+    FlatParameterGroup* trainable = nullptr;
+    FlatParameterGroup* frozen = nullptr;
+  };
+  const Unit& block_unit(int64_t layer) const { return units_.at(static_cast<size_t>(1 + layer)); }
+  void GatherUnit(const Unit& unit);
+  void ReleaseUnit(const Unit& unit);
   void NotePeak();
 
   CausalLM model_;
   Communicator& comm_;
   ShardingOptions options_;
-  // [0]: every parameter (stages 0-2) or the outer ones (stage 3); [1 + l]: block l.
+  // Trainable groups: every trainable parameter (stages 0-2), or at stage 3 the outer
+  // ones then each block's, leaving out units without any.
   std::vector<std::unique_ptr<FlatParameterGroup>> groups_;
-  std::vector<std::unique_ptr<ShardedAdamW>> optimizers_;  // one per group
+  std::vector<std::unique_ptr<ShardedAdamW>> optimizers_;    // one per group
+  std::vector<std::unique_ptr<FlatParameterGroup>> frozen_;  // stage 3 only
+  std::vector<Unit> units_;                                  // stage 3: [0] outer, [1 + l] block l
   ShardedBytes peak_;
   int64_t parameters_version_ = 0;  // bumped whenever the parameters may have changed
   int64_t inference_version_ = -1;  // parameters_version_ at the last refresh of the copies

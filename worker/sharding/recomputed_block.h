@@ -10,7 +10,13 @@
 // sees the block's parameters, so nothing holds them between the two passes.
 //
 // Contract: the recomputer outlives the backward pass; Forward and Backward compute the
-// same function (deterministic: no dropout or sampling inside a block).
+// same function. Random draws inside a block (LoRA dropout) are the same in both: the
+// node keeps the state of the input device's default generator from before the forward,
+// runs the recompute from it, and then restores the generator's state, as
+// torch.utils.checkpoint's preserve_rng_state does. So the recompute must draw in the same
+// order as the forward (it runs the same code on the same input), and nothing else may
+// draw from that generator during the recompute. The node is in the graph even when x
+// does not require grad (frozen embeddings), so the block's parameters get gradients.
 #pragma once
 
 #include <cstdint>

@@ -127,10 +127,6 @@ GrpoTrainer::GrpoTrainer(const spec::TrainingJobSpec& spec, const ModelSource& m
   model_->to(device_);
   const bool bf16_inference_weights = Bf16InferenceWeightsByDefault(device_);
   const bool lora = spec_.model.lora.enabled();
-  if (lora && spec_.sharding.stage == 3) {
-    throw std::invalid_argument("spec.model.lora: runs at spec.sharding.stage 0, 1 or 2, got 3 (the frozen base is "
-                                "not sharded)");
-  }
   // With LoRA the reference model is the base itself, the policy with its adapters off
   // (ReferenceIsBase): no copy is made.
   if (g.kl_coef > 0 && !lora) {
@@ -333,7 +329,10 @@ GrpoTrainer::UpdatePhase GrpoTrainer::Update(int64_t step, const Rollout& rollou
     // LoRA: the base is the reference, the policy with its adapters off; its frozen
     // weights are what a copy would hold, so no copy exists.
     std::optional<AdaptersOff> base;
-    if (reference_is_base) base.emplace(*model_);
+    if (reference_is_base) {
+      base.emplace(*model_);
+      shards_->Gather();  // stage 3: the outer parameters (the base's embeddings and head)
+    }
     CausalLM& ref = reference_is_base ? model_ : reference_;
     batch.ref_logp = budget ? ResponseLogProbsNoGrad(ref, batch.sequences, batch.prompt_length, g.temperature, plan,
                                                      lengths, response_bias_, batch.prompt_padding)

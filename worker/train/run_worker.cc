@@ -180,10 +180,10 @@ void LogSetup(const spec::TrainingJob& job, GrpoTrainer& trainer, const torch::D
     }
   }
   const ShardedBytes held = trainer.shards().ResidentBytes();
-  spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes",
+  spdlog::info("sharding: stage {} over {} rank{}{}; this rank holds {} parameter, {} gradient, {} optimizer bytes{}",
                spec.sharding.stage, world_size, world_size == 1 ? "" : "s",
                trainer.shards().per_layer() ? ", blocks gathered one at a time" : "", held.parameters, held.gradients,
-               held.optimizer);
+               held.optimizer, held.frozen > 0 ? fmt::format(", {} bytes of the frozen base", held.frozen) : "");
 }
 
 // An input this worker refuses (exit 2): the reason, whole, on stderr and in the
