@@ -139,15 +139,29 @@ void AddShardedState(PlanRows& rows, const PlanInputs& in) {
   const spec::TrainingJobSpec& s = in.spec;
   const double n = in.workers;
   if (in.lora > 0) {
-    // LoRA (stages 0-2): the frozen base whole on every rank, bf16 on a GPU; only the
-    // adapters have gradients and AdamW moments, sharded as any parameters.
+    // LoRA: the frozen base, bf16 on a GPU, whole on every rank at stages 0-2; only the
+    // adapters have gradients and AdamW moments, sharded as any parameters. Stage 3 shards
+    // base and adapters alike (worker/sharding/model_shards.h): 1/N of each per rank, plus
+    // one block gathered at a time and the embeddings, final norm and head, which stay
+    // gathered through a mini-batch.
     const double base = static_cast<double>(in.model.parameters), adapters = static_cast<double>(in.lora);
     const double base_bytes = in.gpu ? 2.0 : in.p_bytes;
     const std::string sharding = StageNote(in.stage, in.workers);
-    rows.Add("parameters", base_bytes * base + in.p_bytes * adapters, in.gpu && !s.sharding.offload_params,
+    const bool offload_params = in.gpu && s.sharding.offload_params;
+    const double held = in.stage >= 3 ? n : 1.0;
+    rows.Add("parameters", (base_bytes * base + in.p_bytes * adapters) / held, in.gpu && !offload_params,
              "LoRA r " + std::to_string(s.model.lora.r) + ": frozen base " + (in.gpu ? "bf16" : "fp32") + " Psi + " +
-                 std::to_string(in.lora) + " adapter parameters fp32",
+                 std::to_string(in.lora) + " adapter parameters fp32" + (in.stage >= 3 ? ", /N" : "") +
+                 (offload_params ? ", offloaded" : ""),
              true);
+    if (in.stage >= 3) {
+      const double layers = static_cast<double>(std::max<int64_t>(1, in.model.layers));
+      const double block = static_cast<double>(in.model.layer_parameters);
+      const double outer = std::max(0.0, base - layers * block);
+      rows.Add("gathered layer", base_bytes * (block + outer) + in.p_bytes * adapters / layers, in.gpu,
+               "stage 3: one block of the base and its adapters gathered at a time, beside the embeddings and head",
+               true);
+    }
     const bool offload_optim = in.gpu && s.sharding.offload_optimizer;
     rows.Add("gradients", in.p_bytes * adapters / (in.stage >= 2 ? n : 1.0), in.gpu && !offload_optim,
              sharding + ": the adapters' only, fp32", true);

@@ -428,16 +428,12 @@ void LoraRule(Checker& c, const Context& x) {
   if (targets.size() > 1 && std::find(targets.begin(), targets.end(), kLoraAllLinear) != targets.end()) {
     c.Fail("spec.model.lora.targetModules", "all-linear names every projection: list it alone");
   }
-  if (x.s.sharding.stage == 3) {
-    // The frozen base stays whole on every rank (it has no gradient or optimizer state to
-    // shard); stage 3 would shard only the adapters, megabytes, and gather them per block.
-    c.Fail("spec.model.lora", "runs at spec.sharding.stage 0, 1 or 2, got 3: the frozen base is not sharded; use "
-                              "stage 2 (the adapters' gradients and optimizer state sharded)");
-  }
-  if (l.dropout > 0 && x.s.grpo.activation_checkpointing) {
+  // Stage 3 shards the frozen base too and replays a block's dropout mask in its recompute
+  // (worker/sharding/model_shards.h); activation checkpointing at stages 0-2 does not.
+  if (l.dropout > 0 && x.s.grpo.activation_checkpointing && x.s.sharding.stage != 3) {
     c.Fail("spec.model.lora.dropout",
-           "must be 0 with spec.grpo.activationCheckpointing: a block recomputed in backward would draw another "
-           "dropout mask than its forward did");
+           "must be 0 with spec.grpo.activationCheckpointing at spec.sharding.stage 0-2: a block recomputed in "
+           "backward would draw another dropout mask than its forward did (stage 3's recompute replays it)");
   }
   if (std::optional<hf::HfModelConfig> config = KnownModelConfig(x)) {
     const std::vector<std::string>& family = LoraModuleNames(config->architecture);

@@ -5,6 +5,7 @@
 // fully fine-tuned at stage 0 does not.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -73,6 +74,40 @@ TEST(PlannerLora, SevenBWithLoraFitsOneGpuAndFullFineTuningDoesNot) {
   std::cout << "Qwen2.5-7B, 1 x 80 GB, stage 0: LoRA r 16 plans " << with.gpu_total_bytes / 1e9 << " GB ("
             << (limit - with.gpu_total_bytes) / 1e9 << " GB under the " << guard.gpu_threshold
             << " threshold); full fine-tuning plans " << without.gpu_total_bytes / 1e9 << " GB\n";
+}
+
+// Stage 3 shards the frozen base too (worker/sharding/model_shards.h): each of 4 workers
+// holds a quarter of the base and of the adapters, plus one block of them gathered at a
+// time beside the embeddings and head (gathered through a mini-batch); gradients and
+// moments stay the adapters' alone.
+TEST(PlannerLora, StageThreeCountsAShardOfTheBaseAndOneGatheredBlock) {
+  spec::TrainingJobSpec s = SevenBJob(true);
+  s.sharding.stage = 3;
+  PlanOptions o;
+  o.gpu_total_bytes = kGpu80GB;
+  o.model = JobModelShape(s);
+  const int workers = 4;
+  const Plan p = PlanMemory(s, workers, o);
+  const hf::HfModelConfig config = hf::LoadHfConfig(s.model.path);
+  const double adapters = static_cast<double>(spec::LoraParameterCount(config, s.model.lora));
+  const double psi = static_cast<double>(config.ParameterCount());
+  const double outer =
+      static_cast<double>(config.vocab_size) * config.hidden_size * (config.tie_word_embeddings ? 1 : 2) +
+      config.hidden_size;  // embeddings, head, final norm
+  const double block = (psi - outer) / config.num_hidden_layers;
+  EXPECT_EQ(p.Find("parameters")->gpu_bytes, static_cast<int64_t>(std::llround((2 * psi + 4 * adapters) / workers)));
+  ASSERT_NE(p.Find("gathered layer"), nullptr);
+  EXPECT_NEAR(static_cast<double>(p.Find("gathered layer")->gpu_bytes),
+              2 * (block + outer) + 4 * adapters / config.num_hidden_layers, 1.0);
+  EXPECT_EQ(p.Find("gradients")->gpu_bytes, static_cast<int64_t>(std::llround(4 * adapters / workers)));
+  EXPECT_EQ(p.Find("optimizer")->gpu_bytes, static_cast<int64_t>(std::llround(8 * adapters / workers)));
+  EXPECT_EQ(p.Find("reference model"), nullptr);
+  const Plan stage0 = PlanOf(SevenBJob(true));
+  EXPECT_LT(p.Find("parameters")->gpu_bytes + p.Find("gathered layer")->gpu_bytes, stage0.Find("parameters")->gpu_bytes)
+      << "a shard and one block are less than the whole base";
+  std::cout << "Qwen2.5-7B, LoRA r 16, stage 3 on " << workers << " workers: parameters "
+            << p.Find("parameters")->gpu_bytes / 1e9 << " GB + gathered " << p.Find("gathered layer")->gpu_bytes / 1e9
+            << " GB per GPU (stage 0: " << stage0.Find("parameters")->gpu_bytes / 1e9 << " GB)\n";
 }
 
 TEST(PlannerLora, PresetAdaptersAreCountedExactly) {
