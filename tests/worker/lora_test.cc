@@ -191,12 +191,83 @@ TEST(Lora, OnlyAdaptersAreSharded) {
   auto comm = MakeLocalCommunicator();
   HfCausalLM model = testing::PresetModel(Dims());
   ApplyLora(*model, AllLinear(2));
-  for (int stage : {0, 1, 2}) {
+  int64_t base = 0;
+  for (const auto& [name, p] : model->OrderedParameters())
+    base += name.find(".lora_") == std::string::npos ? p.numel() : 0;
+  for (int stage : {0, 1, 2, 3}) {
     ShardingOptions o;
     o.stage = stage;
     ModelShards shards(model, *comm, o, AdamWConfig{});
     EXPECT_EQ(shards.numel(), 2 * 2 * (4 * 64 + 3 * 80)) << "stage " << stage;
+    // Stages 0-2 leave the base in the model; stage 3 holds it in frozen groups (one rank:
+    // all of it), beside the adapters' own groups.
+    EXPECT_EQ(shards.ResidentBytes().frozen, stage == 3 ? 4 * base : 0) << "stage " << stage;
+    EXPECT_EQ(shards.ResidentBytes().parameters, 4 * shards.numel()) << "stage " << stage;
+    if (stage == 3) shards.GatherAll();  // the next stage's shards start from the whole model
   }
+}
+
+// ZeRO stage 3 recomputes each block in backward (recomputed_block.h): with dropout on, the
+// recompute must draw the forward's masks, or the gradient is that of another function. The
+// sharded model's loss and adapter gradients equal a plain model's from the same generator
+// state, within the rounding of the forward's and backward's chained sums; the plain model
+// from another state (other masks) is far outside it.
+TEST(Lora, DropoutAtStageThreeReplaysItsMaskInTheRecompute) {
+  auto comm = MakeLocalCommunicator();
+  LoraOptions options = AllLinear(4);
+  options.dropout = 0.5;
+  HfCausalLM plain = testing::PresetModel(Dims()), sharded = testing::PresetModel(Dims());
+  for (HfCausalLM* m : {&plain, &sharded}) {
+    ApplyLora(**m, options);
+    RandomizeB(**m);
+    (*m)->train();
+  }
+  const torch::Tensor tokens = Tokens();
+  auto loss_of = [&](HfCausalLM& model, uint64_t seed) {
+    torch::manual_seed(seed);
+    return model->forward(tokens).square().mean();
+  };
+  ShardingOptions o;
+  o.stage = 3;
+  ModelShards shards(sharded, *comm, o, AdamWConfig{});
+  shards.Gather();
+  shards.ZeroGrad();
+  const torch::Tensor sharded_loss = loss_of(sharded, 42);
+  sharded_loss.backward();
+  shards.ReduceGradients();
+  const torch::Tensor plain_loss = loss_of(plain, 42);
+  plain_loss.backward();
+  std::map<std::string, torch::Tensor> same_masks, other_masks;
+  for (const auto& [name, p] : plain->OrderedParameters()) {
+    if (name.find(".lora_") != std::string::npos) same_masks[name] = p.grad().clone();
+  }
+  plain->zero_grad();
+  loss_of(plain, 43).backward();
+  for (const auto& [name, p] : plain->OrderedParameters()) {
+    if (name.find(".lora_") != std::string::npos) other_masks[name] = p.grad().clone();
+  }
+  const testing::ForwardSums s = testing::SumsOfForward(plain, 8);
+  const int64_t terms = std::max<int64_t>(s.terms, 3 * 8), depth = 2 * s.depth + 2;
+  EXPECT_TRUE(testing::WithinTolerance(sharded_loss, plain_loss,
+                                       testing::SummationTolerance(plain_loss.item<double>(), terms, depth)));
+  size_t compared = 0;
+  double farthest_other = 0;
+  for (const ShardedStatePart& part : shards.parts()) {
+    const torch::Tensor grad = part.group->Gradient(part.group->owned());  // one rank owns it all
+    for (const FlatSlot& slot : part.group->layout().slots()) {
+      const torch::Tensor got = grad.narrow(0, slot.offset, slot.numel).view(slot.shape);
+      const torch::Tensor& want = same_masks.at(slot.name);
+      const double tolerance = testing::SummationTolerance(want.abs().max().item<double>(), terms, depth);
+      EXPECT_TRUE(testing::WithinTolerance(got, want, tolerance)) << slot.name;
+      if (slot.name.find(".lora_B.") != std::string::npos) {
+        farthest_other = std::max(
+            farthest_other, (other_masks.at(slot.name) - want).abs().max().item<double>() / std::max(tolerance, 1e-30));
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, same_masks.size()) << "every adapter has its gradient at stage 3";
+  EXPECT_GT(farthest_other, 100.0) << "other masks give other gradients: the comparison can tell";
 }
 
 spec::TrainingJobSpec LoraJob(int stage, double kl_coef) {
@@ -222,14 +293,17 @@ spec::TrainingJobSpec LoraJob(int stage, double kl_coef) {
 
 TEST(Lora, AfterGrpoStepsTheBaseIsByteIdenticalAndOnlyAdaptersMoved) {
   auto comm = MakeLocalCommunicator();
-  for (int stage : {0, 1, 2}) {
+  for (int stage : {0, 1, 2, 3}) {
     const spec::TrainingJobSpec spec = LoraJob(stage, 0.05);
     GrpoTrainer trainer(spec, *comm, torch::kCPU);
     std::map<std::string, torch::Tensor> before;
+    trainer.shards().GatherAll();  // stage 3: the base and the adapters are sharded
     for (const auto& [name, p] : trainer.model()->OrderedParameters()) before[name] = p.detach().clone();
+    trainer.shards().Release();
     double moved = 0;
     for (int step = 0; step < 2; ++step) moved += trainer.RunStep(step).grad_norm;
     EXPECT_GT(moved, 0) << "stage " << stage;
+    trainer.shards().GatherAll();
     int64_t adapters_moved = 0;
     for (const auto& [name, p] : trainer.model()->OrderedParameters()) {
       const torch::Tensor& was = before.at(name);

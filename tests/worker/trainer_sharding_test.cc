@@ -42,6 +42,7 @@ using headroom::testing::Describe;
 using headroom::testing::Expect;
 using headroom::testing::FreePort;
 using headroom::testing::RankContext;
+using headroom::testing::ReadFloats;
 using headroom::testing::RunRanks;
 using namespace std::chrono_literals;
 
@@ -80,14 +81,6 @@ torch::Tensor Comparable(CausalLM model) {
   std::vector<torch::Tensor> parts;
   for (const auto& [name, p] : model->OrderedParameters()) parts.push_back(p.detach().reshape({-1}).clone());
   return torch::cat(parts);
-}
-
-std::vector<float> ReadFloats(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
 }
 
 // Where a run starts and what it leaves.
@@ -157,7 +150,7 @@ class TrainerShardingTest : public ::testing::Test {
         },
         120s);
     for (const auto& r : results) EXPECT_TRUE(r.exited && r.exit_code == 0) << name << "\n" << Describe(results);
-    return {ReadFloats(before), ReadFloats(after)};
+    return {ReadFloats(before.string()), ReadFloats(after.string())};
   }
 
   fs::path dir_;

@@ -7,7 +7,9 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -54,6 +56,16 @@ inline torch::Tensor Concat(const NamedParams& params) {
 
 inline void Expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
+}
+
+// What WriteBytes appended to `path`, as fp32 values (plain C++: a parent process that
+// forks ranks reads them without starting LibTorch).
+inline std::vector<float> ReadFloats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
 }
 
 inline void WriteBytes(const std::string& path, const torch::Tensor& t) {
