@@ -5,6 +5,7 @@
 // (counted in bytes), one block of it gathered at a time in a step, and the reference
 // log-probs (the adapters off) equal a separately loaded base model's. Checkpoints of
 // the adapters reshard: 2 ranks at stage 2 or 3 save, 1 rank at stage 0 or 3 resumes.
+// LoRA dropout trains at stage 3.
 // Each configuration runs as forked children (tests/worker/helpers/multirank.h); rank 0
 // writes the adapters and the base as raw fp32 bytes for the parent to compare.
 #include <spdlog/spdlog.h>
@@ -54,12 +55,13 @@ constexpr double kLearningRate = 1e-2;
 // without its adapters' gradient, a mask not replayed) moves elements by whole steps.
 constexpr double kAtol = kLearningRate / 100, kRtol = 1e-4;
 
-spec::TrainingJobSpec Job(int stage) {
+spec::TrainingJobSpec Job(int stage, double dropout = 0) {
   spec::TrainingJobSpec spec;
   spec.model.preset = "tiny";
   spec.model.lora.r = 4;
   spec.model.lora.alpha = 8;
   spec.model.lora.target_modules = {"all-linear"};
+  spec.model.lora.dropout = dropout;
   spec.task.name = "reverse";
   spec.task.digits = 2;
   spec.task.seed = 3;
@@ -81,6 +83,7 @@ struct Leg {
   int last_step = kSteps;   // exclusive
   bool save = false;        // checkpoints after the last step into `checkpoints`
   std::string checkpoints;  // under the test's directory
+  double dropout = 0;       // spec.model.lora.dropout
 };
 
 struct Result {
@@ -162,7 +165,7 @@ void ExpectReferenceIsTheBase(GrpoTrainer& trainer) {
 // adapters after, flattened in model order.
 Result Train(const fs::path& dir, int world, int stage, const Leg& leg = {}, bool check_reference = false) {
   const std::string name = std::to_string(world) + "-" + std::to_string(stage) + "-" + std::to_string(leg.first_step) +
-                           "-" + std::to_string(leg.last_step);
+                           "-" + std::to_string(leg.last_step) + (leg.dropout > 0 ? "-dropout" : "");
   const fs::path checkpoints = dir / (leg.checkpoints.empty() ? "checkpoints" : leg.checkpoints);
   const fs::path before = dir / (name + ".base0"), after = dir / (name + ".base"), adapters = dir / (name + ".lora");
   const int port = FreePort();
@@ -172,7 +175,7 @@ Result Train(const fs::path& dir, int world, int stage, const Leg& leg = {}, boo
     torch::set_num_threads(1);
     auto comm =
         world == 1 ? MakeLocalCommunicator() : MakeCommunicator("gloo", ctx.rank, world, "127.0.0.1", port, 30s);
-    GrpoTrainer trainer(Job(stage), *comm, torch::kCPU);
+    GrpoTrainer trainer(Job(stage, leg.dropout), *comm, torch::kCPU);
     // All ranks gather (collective at stage 3); rank 0 writes.
     auto dump = [&](const fs::path& path, bool adapter) {
       trainer.shards().GatherAll();
@@ -260,6 +263,24 @@ TEST_F(LoraShardingTest, EveryStageOnTwoRanksMatchesOneRankAndLeavesTheBase) {
     std::printf("stage %d, 2 ranks: adapters within %.3f of the tolerance of stage 0 on 1 rank\n", stage, worst);
     EXPECT_LE(worst, 1.0) << "stage " << stage << " on 2 ranks vs stage 0 on 1 rank";
   }
+}
+
+// LoRA dropout at stage 3 on two ranks trains (each block's recompute replays its mask;
+// lora_test.cc checks the gradient): the adapters move from where the run without dropout
+// ends, and the base stays byte-identical.
+TEST_F(LoraShardingTest, DropoutTrainsAtStageThreeOnTwoRanks) {
+#ifndef HEADROOM_HAVE_GLOO
+  GTEST_SKIP() << "built without Gloo";
+#endif
+  const Result plain = Train(dir_, 2, 3);
+  if (HasFailure()) return;
+  Leg leg;
+  leg.dropout = 0.1;
+  const Result dropped = Train(dir_, 2, 3, leg);
+  if (HasFailure()) return;
+  ASSERT_EQ(dropped.adapters.size(), plain.adapters.size());
+  EXPECT_EQ(dropped.base_after, dropped.base_before) << "the base changed";
+  EXPECT_GT(Worst(dropped.adapters, plain.adapters), 1.0) << "dropout changed nothing: were masks drawn at all?";
 }
 
 // A reshard: two ranks at stage 2 or 3 save after two steps (the checkpoint holds the
