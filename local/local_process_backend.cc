@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +19,7 @@
 #include <thread>
 
 #include "core/checkpoint/checkpoint_layout.h"
+#include "core/launch/child_process.h"
 #include "core/net/free_port.h"
 #include "core/protocol/environment.h"
 #include "local/local_pod_template.h"
@@ -27,8 +27,6 @@
 #include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
 #include "local/stale_cgroups.h"
-
-extern char** environ;
 
 namespace headroom::local {
 
@@ -149,21 +147,11 @@ std::string Var(const char* name, const std::string& value) { return std::string
 // This process's environment without the variables the launcher sets itself (the
 // protocol's and the template's): those are added after, so they replace ours.
 std::vector<std::string> InheritedEnvironment(const LocalPodTemplate& from_template) {
-  std::vector<std::string> ours;
-  for (const char* name : {protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kWorldSizeEnv,
-                           protocol::kMasterAddrEnv, protocol::kMasterPortEnv, protocol::kTerminationLogEnv,
-                           protocol::kMemoryLimitEnv, protocol::kGuardHistoryEnv}) {
-    ours.push_back(std::string(name) + "=");
-  }
-  for (const auto& [name, value] : from_template.env) ours.push_back(name + "=");
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    bool replaced = false;
-    for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
-    if (!replaced) env.push_back(kv);
-  }
-  return env;
+  std::vector<std::string> ours{protocol::kRankEnv,        protocol::kLocalRankEnv,   protocol::kWorldSizeEnv,
+                                protocol::kMasterAddrEnv,  protocol::kMasterPortEnv,  protocol::kTerminationLogEnv,
+                                protocol::kMemoryLimitEnv, protocol::kGuardHistoryEnv};
+  for (const auto& [name, value] : from_template.env) ours.push_back(name);
+  return launch::EnvironmentWithout(ours);
 }
 
 // A forked child held before exec until the parent writes to `gate` (so the parent can
@@ -174,36 +162,21 @@ struct HeldChild {
 };
 
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecWhenReleased(pid_t parent, int out_fd, const int gate[2], char* const argv[],
-                                   char* const envp[]) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+[[noreturn]] void ExecWhenReleased(pid_t parent, int out_fd, const int gate[2], const launch::ExecImage& image) {
+  launch::BecomeSupervisedChild(parent);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   close(gate[1]);
   char go = 0;
   // Wait until the parent has put us in the cgroup: no byte = the parent gave up.
   if (read(gate[0], &go, 1) != 1) _exit(127);
-  execve(argv[0], argv, envp);
-  const char msg[] = "headroom: cannot exec the worker binary\n";
-  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-  _exit(127);
+  image.ExecOrExit("headroom: cannot exec the worker binary\n");
 }
 
 // Forks `args` (with exactly `env`), its stdout and stderr to `out_path`, held before exec.
 HeldChild ForkHeld(std::vector<std::string> args, std::vector<std::string> env, const std::string& out_path) {
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const launch::ExecImage image(std::move(args), std::move(env));
   const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0) throw std::runtime_error("cannot open " + out_path + ": " + std::strerror(errno));
   int gate[2];
@@ -219,7 +192,7 @@ HeldChild ForkHeld(std::vector<std::string> args, std::vector<std::string> env, 
     close(gate[1]);
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
-  if (pid == 0) ExecWhenReleased(parent, out_fd, gate, argv.data(), envp.data());
+  if (pid == 0) ExecWhenReleased(parent, out_fd, gate, image);
   close(out_fd);
   close(gate[0]);
   return {pid, gate[1]};

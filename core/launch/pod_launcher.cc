@@ -1,7 +1,6 @@
 #include "core/launch/pod_launcher.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,13 +14,12 @@
 #include <optional>
 #include <thread>
 
+#include "core/launch/child_process.h"
 #include "core/metrics/metrics_http_server.h"
 #include "core/net/http_get.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
-
-extern char** environ;
 
 namespace headroom::launch {
 
@@ -69,45 +67,22 @@ bool Orderly(const End& e) {
 constexpr auto kSettle = std::chrono::milliseconds(500);
 
 std::vector<std::string> RankEnvironment(int rank, int local_rank, const std::string& termination_path) {
-  const std::string ours[] = {std::string(protocol::kRankEnv) + "=", std::string(protocol::kLocalRankEnv) + "=",
-                              std::string(protocol::kTerminationLogEnv) + "="};
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    bool replaced = false;
-    for (const std::string& p : ours) replaced = replaced || kv.rfind(p, 0) == 0;
-    if (!replaced) env.push_back(kv);
-  }
-  env.push_back(ours[0] + std::to_string(rank));
-  env.push_back(ours[1] + std::to_string(local_rank));
-  env.push_back(ours[2] + termination_path);
+  std::vector<std::string> env =
+      EnvironmentWithout({protocol::kRankEnv, protocol::kLocalRankEnv, protocol::kTerminationLogEnv});
+  env.push_back(std::string(protocol::kRankEnv) + "=" + std::to_string(rank));
+  env.push_back(std::string(protocol::kLocalRankEnv) + "=" + std::to_string(local_rank));
+  env.push_back(std::string(protocol::kTerminationLogEnv) + "=" + termination_path);
   return env;
 }
 
-// Forks one rank (args[0]: its program); in the child only async-signal-safe calls after fork.
+// Forks one rank (args[0]: its program).
 pid_t StartRank(std::vector<std::string> args, std::vector<std::string> env) {
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const ExecImage image(std::move(args), std::move(env));
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid != 0) return pid;
-  // Its own process group: a terminal's Ctrl-C reaches the launcher, which forwards it
-  // once. It dies with the launcher.
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  execve(argv[0], argv.data(), envp.data());
-  const char msg[] = "headroom launch: cannot exec the rank's program\n";
-  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-  _exit(127);
+  BecomeSupervisedChild(parent);
+  image.ExecOrExit("headroom launch: cannot exec the rank's program\n");
 }
 
 class RankMetrics {

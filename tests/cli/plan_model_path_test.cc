@@ -1,9 +1,7 @@
 // `headroom plan` for a job naming a Hugging Face model directory: the plan is sized from
 // that directory's config.json, and a config it cannot read is an error naming the field.
 #include <gtest/gtest.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,23 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/headroom_binary.h"
+
 namespace {
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = headroom::testing::CommandResult;
 
-Result Plan(const fs::path& job) {
-  Result r;
-  FILE* p =
-      popen((std::string(HEADROOM_BINARY_DIR) + "/bin/headroom plan " + job.string() + " --json 2>&1").c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  r.code = WEXITSTATUS(pclose(p));
-  return r;
-}
+Result Plan(const fs::path& job) { return headroom::testing::RunHeadroom("plan " + job.string() + " --json"); }
 
 // configs/reverse-tiny.yaml with its model replaced by `model`.
 fs::path Job(const fs::path& dir, const std::string& model) {

@@ -3,42 +3,21 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/cli/headroom_binary.h"
+
 namespace {
 
-const std::string kBinary = std::string(HEADROOM_BINARY_DIR) + "/bin/headroom";
-const std::string kSource = HEADROOM_SOURCE_DIR;
-
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
-
-Result RunHeadroom(const std::string& args) {
-  Result r;
-  FILE* p = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-bool HaveBinary() {
-  struct stat st;
-  return ::stat(kBinary.c_str(), &st) == 0;
-}
+using headroom::testing::HaveHeadroomBinary;
+using headroom::testing::RunHeadroom;
+using Result = headroom::testing::CommandResult;
+const std::string& kBinary = headroom::testing::kHeadroomBinary;
+const std::string& kSource = headroom::testing::kSourceDir;
 
 std::vector<nlohmann::json> JsonLines(const std::string& text) {
   std::vector<nlohmann::json> out;
@@ -57,7 +36,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 }
 
 TEST(ReplayCliTest, OneJsonLinePerStepWithTheDesignKeys) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   Result r = RunHeadroom("replay " + kSource + "/tests/core/testdata/traces/host_leak_linear.csv");
   ASSERT_EQ(r.code, 0) << r.out;
   auto lines = JsonLines(r.out);
@@ -76,7 +55,7 @@ TEST(ReplayCliTest, OneJsonLinePerStepWithTheDesignKeys) {
 }
 
 TEST(ReplayCliTest, OneJumpThenAPlateauGetsNoActionAndIsCalledALevelShift) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   // Host flat at 30% of 128 GiB, +28% of the limit at step 4, then flat at 58%.
   Result r = RunHeadroom("replay " + kSource + "/tests/core/testdata/traces/host_level_shift.csv");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -97,7 +76,7 @@ TEST(ReplayCliTest, OneJumpThenAPlateauGetsNoActionAndIsCalledALevelShift) {
 }
 
 TEST(ReplayCliTest, LimitsAcceptBytesAndQuantities) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   const std::string trace = kSource + "/tests/core/testdata/traces/host_leak_linear.csv";
   Result bytes = RunHeadroom("replay " + trace + " --host-limit 8589934592");
   Result quantity = RunHeadroom("replay " + trace + " --host-limit 8Gi --horizon 3 --host-threshold 0.9");
@@ -111,7 +90,7 @@ TEST(ReplayCliTest, LimitsAcceptBytesAndQuantities) {
 }
 
 TEST(ReplayCliTest, MalformedTraceNamesLineAndColumn) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   std::string path = WriteTemp("bad_trace.csv", "step,host_bytes,gpu_bytes\n0,100,0\n1,1e3,0\n");
   Result r = RunHeadroom("replay " + path);
   EXPECT_EQ(r.code, 2);
@@ -124,7 +103,7 @@ TEST(ReplayCliTest, MalformedTraceNamesLineAndColumn) {
 // A worker's step log is a trace too: the same rows as JSON lines (the GPU columns under
 // the step record's names) give the same decisions as the CSV.
 TEST(ReplayCliTest, AStepLogReplaysLikeTheSameTraceAsCsv) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   const std::string csv = kSource + "/tests/core/testdata/traces/host_leak_linear.csv";
   std::ifstream in(csv);
   std::string line, log;
@@ -161,7 +140,7 @@ TEST(ReplayCliTest, AStepLogReplaysLikeTheSameTraceAsCsv) {
 }
 
 TEST(PlanCliTest, TableAndJson) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   const std::string job = kSource + "/configs/cluster-base-8gpu.yaml";
   Result table = RunHeadroom("plan " + job + " --gpu-memory 80Gi");
   ASSERT_EQ(table.code, 0) << table.out;
@@ -184,7 +163,7 @@ TEST(PlanCliTest, TableAndJson) {
 
 // Ranks per pod: plan says the layout, render prints one pod per ranksPerPod ranks.
 TEST(PlanCliTest, PlanAndRenderShowPodsOfSeveralRanks) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   std::ifstream in(kSource + "/configs/cluster-base-8gpu.yaml");  // workers: 4, 64Gi and 1 GPU a rank
   std::stringstream text;
   text << in.rdbuf();
@@ -216,7 +195,7 @@ TEST(PlanCliTest, PlanAndRenderShowPodsOfSeveralRanks) {
 }
 
 TEST(PlanCliTest, InvalidJobExitsTwoWithPaths) {
-  if (!HaveBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
+  if (!HaveHeadroomBinary()) GTEST_SKIP() << kBinary << " not built (operator part)";
   std::string path =
       WriteTemp("bad_job.yaml", "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: x}\n"
                                 "spec:\n  grpo: {groupSize: 1}\n");
