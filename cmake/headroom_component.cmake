@@ -3,6 +3,8 @@
 # compiled into a static library (an INTERFACE library while the folder has only headers),
 # with the repository root as include path and <deps> linked publicly. One library per
 # folder, so a half-written file in one never breaks another part's build.
+include(${CMAKE_CURRENT_LIST_DIR}/headroom_unity.cmake)
+
 function(headroom_component name dir)
   get_filename_component(_dir ${CMAKE_CURRENT_SOURCE_DIR}/${dir} ABSOLUTE)
   file(GLOB _srcs CONFIGURE_DEPENDS ${_dir}/*.cc)
@@ -10,6 +12,7 @@ function(headroom_component name dir)
     add_library(${name} STATIC ${_srcs})
     target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
     target_link_libraries(${name} PUBLIC ${ARGN})
+    headroom_unity(${name})
   else()
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/human_bytes.h"
+
 namespace headroom::local {
 
 namespace {
@@ -19,12 +21,6 @@ std::string OneLine(const std::string& text) {
     out.push_back(u < 0x20 || u == 0x7f ? ' ' : c);
   }
   return out;
-}
-
-std::string Percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
-  return buf;
 }
 
 // A response as one short quoted line.
@@ -156,8 +152,8 @@ void RunSummary::Print(std::ostream& out) const {
   }
   if (heldout.problems > 0) {
     const auto& h = heldout;
-    out << "  held-out accuracy " << (h.accuracy_before ? Percent(*h.accuracy_before) : std::string("-")) << " -> "
-        << (h.accuracy_after ? Percent(*h.accuracy_after) : std::string("-")) << " (" << h.problems << " problems"
+    out << "  held-out accuracy " << (h.accuracy_before ? Percent(*h.accuracy_before, 1) : std::string("-")) << " -> "
+        << (h.accuracy_after ? Percent(*h.accuracy_after, 1) : std::string("-")) << " (" << h.problems << " problems"
         << (h.accuracy_after && h.step_after != total_steps ? ", at step " + std::to_string(h.step_after) : "")
         << (h.accuracy_before ? "" : "; the starting model was not measured") << ")\n";
     const std::vector<AnswerPair> pairs = PairAnswers(h);

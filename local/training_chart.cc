@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/base/human_bytes.h"
 #include "local/svg_chart.h"
 
 namespace headroom::local {
@@ -14,12 +15,6 @@ namespace {
 
 constexpr const char* kRewardColor = "#1f77b4";
 constexpr const char* kAccuracyColor = "#d95f02";
-
-std::string Percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction);
-  return buf;
-}
 
 // Steps across, fractions from 0 to 1 up.
 struct Scale : StepAxis {
@@ -57,11 +52,11 @@ void DrawAccuracy(std::ostream& svg, const Scale& sc, const std::vector<std::pai
       << "\"/>\n";
   for (const auto& [step, acc] : points) {
     const double x = sc.X(static_cast<double>(step)), y = sc.Y(acc);
-    svg << "<g><title>" << SvgEscape("held-out accuracy " + Percent(acc) + " at step " + std::to_string(step))
+    svg << "<g><title>" << SvgEscape("held-out accuracy " + Percent(acc, 1) + " at step " + std::to_string(step))
         << "</title><circle cx=\"" << SvgNum(x) << "\" cy=\"" << SvgNum(y) << "\" r=\"4.5\" fill=\"" << kAccuracyColor
         << "\"/><text x=\"" << SvgNum(x + (step == 0 ? 6 : -6)) << "\" y=\"" << SvgNum(y - 9) << "\" text-anchor=\""
-        << (step == 0 ? "start" : "end") << "\" fill=\"" << kAccuracyColor << "\" font-weight=\"bold\">" << Percent(acc)
-        << "</text></g>\n";
+        << (step == 0 ? "start" : "end") << "\" fill=\"" << kAccuracyColor << "\" font-weight=\"bold\">"
+        << Percent(acc, 1) << "</text></g>\n";
   }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a bare Debian machine for headroom: dependencies, configure, and a build of what
-# running a job needs (headroom, headroom-worker, headroom-operator). scripts/test.sh builds
-# the rest (tests, benchmarks), with every package the tests use; this installs only the
+# running a job on this machine needs (headroom, headroom-worker). scripts/build.sh builds
+# the rest (the operator, tests, benchmarks), and scripts/test.sh with every package the
+# tests use; this installs only the
 # packages that building and running need unless HEADROOM_BUILD_TARGETS asks for more.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -36,14 +36,16 @@ cat >"$root/root/timed.sh" <<'TIMED'
 #!/bin/bash
 cd /root/headroom
 export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-cpu() { times | tail -1 | awk '{ split($1, u, "m"); split($2, s, "m"); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2] }'; }
+# cpu VAR: VAR = CPU seconds of this shell's finished children so far. `times` runs in this
+# shell: in a command substitution's subshell it would count that subshell's children only.
+cpu() { times >/root/times.txt; printf -v "$1" '%s' "$(tail -1 /root/times.txt | awk '{ split($1, u, "m"); split($2, s, "m"); printf "%.0f", u[1]*60 + u[2] + s[1]*60 + s[2] }')"; }
 t0=$(date +%s)
 scripts/deps.sh run >/root/deps.log 2>&1 || { echo "deps failed: /root/deps.log"; exit 1; }
-t1=$(date +%s); c1=$(cpu)
+t1=$(date +%s); cpu c1
 scripts/setup.sh >/root/build.log 2>&1 || { echo "build failed: /root/build.log"; exit 1; }
-t2=$(date +%s); c2=$(cpu)
+t2=$(date +%s); cpu c2
 build/bin/headroom run configs/addition-text-qwen2.yaml >/root/run.log 2>&1 || { echo "run failed: /root/run.log"; exit 1; }
-t3=$(date +%s); c3=$(cpu)
+t3=$(date +%s); cpu c3
 echo "apt-get   $((t1 - t0)) s wall, ${c1} s CPU"
 echo "build     $((t2 - t1)) s wall, $((c2 - c1)) s CPU"
 echo "run       $((t3 - t2)) s wall, $((c3 - c2)) s CPU"

@@ -18,12 +18,12 @@ constexpr spec::EnumName<DecisionAction> kNames[] = {
 };
 #undef HEADROOM_DECISION_ACTION_NAME
 
-constexpr const char* kWhat = "decision JSON";
+constexpr const char* kDecisionWhat = "decision JSON";
 
 // One list of (key, member) for both directions, so writing and reading cannot drift;
 // "action" comes first and is written by name.
 template <typename D, typename Fn>
-void ForEachField(D& d, Fn&& fn) {
+void ForEachDecisionField(D& d, Fn&& fn) {
   fn("resource", d.resource);
   fn("reason", d.reason);
   fn("step", d.step);
@@ -71,20 +71,20 @@ std::optional<spec::GuardAction> ToGuardAction(DecisionAction a) {
 
 std::string Decision::ToJson() const {
   nlohmann::ordered_json j = {{"action", DecisionActionName(action)}};
-  ForEachField(*this, [&](const char* key, const auto& member) { j[key] = json_fields::Value(member); });
+  ForEachDecisionField(*this, [&](const char* key, const auto& member) { j[key] = json_fields::Value(member); });
   return j.dump();
 }
 
 Decision Decision::FromJson(const std::string& text) {
-  const nlohmann::json j = json_fields::ParseObject(text, kWhat);
+  const nlohmann::json j = json_fields::ParseObject(text, kDecisionWhat);
   Decision d;
   std::string action;
-  json_fields::Read(j, kWhat, "action", action);
+  json_fields::Read(j, kDecisionWhat, "action", action);
   if (action.empty()) throw std::invalid_argument("decision JSON: key \"action\" is missing");
   auto parsed = DecisionActionFromName(action);
   if (!parsed) throw std::invalid_argument("decision JSON: key \"action\": unknown action \"" + action + "\"");
   d.action = *parsed;
-  ForEachField(d, [&](const char* key, auto& member) { json_fields::Read(j, kWhat, key, member); });
+  ForEachDecisionField(d, [&](const char* key, auto& member) { json_fields::Read(j, kDecisionWhat, key, member); });
   return d;
 }
 

@@ -14,11 +14,11 @@ namespace headroom::guard {
 
 namespace {
 
-constexpr const char* kWhat = "guard history JSON";
+constexpr const char* kHistoryWhat = "guard history JSON";
 
 // One list of (key, member) for writing, reading and refusing unknown keys.
 template <typename History, typename Fn>
-void ForEachField(History& h, Fn&& fn) {
+void ForEachHistoryField(History& h, Fn&& fn) {
   fn("restarts", h.restarts);
   fn("crash_restarts", h.crash_restarts);
   fn("oom_kills", h.oom_kills);
@@ -125,19 +125,19 @@ void GuardHistory::RecordCrashRestart(int checkpoint_step, bool oom_kill) {
 
 std::string GuardHistory::ToJson() const {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  ForEachField(*this, [&](const char* key, const auto& member) { j[key] = member; });
+  ForEachHistoryField(*this, [&](const char* key, const auto& member) { j[key] = member; });
   return j.dump();
 }
 
 GuardHistory GuardHistory::FromJson(const std::string& text) {
-  const nlohmann::json j = json_fields::ParseObject(text, kWhat);
+  const nlohmann::json j = json_fields::ParseObject(text, kHistoryWhat);
   GuardHistory h;
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
-    ForEachField(h, [&](const char* key, const auto&) { known |= it.key() == key; });
+    ForEachHistoryField(h, [&](const char* key, const auto&) { known |= it.key() == key; });
     if (!known) throw std::invalid_argument("guard history JSON: unknown key \"" + it.key() + "\"");
   }
-  ForEachField(h, [&](const char* key, auto& member) { json_fields::Read(j, kWhat, key, member); });
+  ForEachHistoryField(h, [&](const char* key, auto& member) { json_fields::Read(j, kHistoryWhat, key, member); });
   return h;
 }
 

@@ -74,7 +74,7 @@ class ActivationCheckpointing : public ModelTransform {
   void Apply(CausalLMImpl& model) override { WrapBlocks(model, MakeRecomputeInBackward()); }
 };
 
-const bool registered =
+const bool activation_checkpointing_registered =
     RegisterModelTransform(kActivationCheckpointing, [] { return std::make_unique<ActivationCheckpointing>(); });
 
 }  // namespace

@@ -73,7 +73,7 @@ class LoraTransform : public ModelTransform {
   LoraOptions options_;
 };
 
-const bool registered = RegisterModelTransform(kLora, [] { return std::make_unique<LoraTransform>(); });
+const bool lora_registered = RegisterModelTransform(kLora, [] { return std::make_unique<LoraTransform>(); });
 
 }  // namespace
 
