@@ -42,6 +42,7 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
   shape.heads = c.num_attention_heads;
   shape.kv_heads = c.num_key_value_heads;
   shape.head_dim = c.head_dim;
+  shape.ffn_hidden = c.intermediate_size;
   shape.vocab = c.vocab_size;
   shape.tied_head = c.tie_word_embeddings;
   shape.source = c.architecture_name + " config.json";
@@ -191,8 +192,23 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const bool budgeted = budget > 0 && budget < micro * seq;
   const double tokens = budgeted ? budget : micro * seq;
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
-  const double per_token_layer =
-      kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
+  const double h = model.hidden, f = model.ffn_hidden;
+  const double q = static_cast<double>(model.heads) * model.head_dim;
+  const double kv = static_cast<double>(model.kv_heads) * model.head_dim;
+  // What one block's forward leaves for its backward, per token, in elements, as
+  // HfCausalLMImpl::Block allocates it: the block's input (the first RMSNorm saves it), the
+  // normed input (the q/k/v matmul), the rotated queries, keys and values (the attention:
+  // the packed qkv in the fused kernel, the per-head copies its matmuls save otherwise), the
+  // attention probabilities over seq keys per head (saved whole, not the causal half), the
+  // attention output (o_proj), the residual sum (the second RMSNorm) and its normed copy
+  // (the gate/up matmul), and in the SwiGLU MLP the stacked gate and up (2 f), silu(gate)
+  // (f) and their product (down_proj): 4 h + 2 q + 2 kv + 4 f + heads x seq. The MLP is
+  // most of it: at Qwen2.5-0.5B's width (f = 5.4 h) 4 f is 22 h of the block's 28 h.
+  const double per_token_layer = 4 * h + 2 * q + 2 * kv + 4 * f + static_cast<double>(model.heads) * seq;
+  // Backward's own working set on top, one block at a time: at the MLP, the gradient of
+  // the stacked gate and up (2 f) allocated while the block's output gradient (h) is alive
+  // and before the MLP's saved tensors are released.
+  const double backward = 2 * f + h;
   const std::string shape =
       budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
                : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
@@ -200,11 +216,13 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
     // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
     // each block's input is kept, and one block's activations exist while backward runs
     // it again.
-    rows.Add("activations", tokens * (model.layers * model.hidden + per_token_layer) * act_bytes, in.gpu,
-             shape + " x (layers x h + one block's 17 h + 2.5 heads seq), blocks recomputed", false);
+    rows.Add("activations", tokens * (model.layers * h + per_token_layer + backward) * act_bytes, in.gpu,
+             shape + " x (layers x h + one block's 4 h + 2 q + 2 kv + 4 ffn + heads seq + backward's 2 ffn + h)" +
+                 ", blocks recomputed",
+             false);
   } else {
-    rows.Add("activations", tokens * model.layers * per_token_layer * act_bytes, in.gpu,
-             shape + " x layers x (17 h + 2.5 heads seq)", false);
+    rows.Add("activations", tokens * (model.layers * per_token_layer + backward) * act_bytes, in.gpu,
+             shape + " x (layers x (4 h + 2 q + 2 kv + 4 ffn + heads seq) + backward's 2 ffn + h)", false);
   }
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials

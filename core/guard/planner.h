@@ -9,9 +9,13 @@
 // autocast and keeps fp32 weights, so no extra master copy), AdamW's two fp32 moments
 // (K = 8). PlanOptions::bf16_params models bf16 storage with an fp32 master (P = G = 2,
 // K = 12).
-// Activations per micro-batch (kept for backward), after Korthikanti et al. (34 h + 5 a s
-// bytes per token per layer in 16-bit, i.e. 17 h + 2.5 a s elements):
-//   micro * seq * layers * (17 * hidden + 2.5 * heads * seq) * act_bytes
+// Activations per micro-batch (kept for backward), counted from the tensors the worker's
+// block saves (HfCausalLMImpl::Block, its fused kernels; not Korthikanti et al.'s 17 h +
+// 2.5 a s, which assumes a 4 h GeLU MLP with dropout and misses a SwiGLU MLP's 4 ffn):
+//   micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * seq) + 2 ffn + h) * act_bytes
+// with q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width, and 2 ffn + h
+// the backward's own working set at one block's MLP. Recomputed blocks (activation
+// checkpointing, stage 3) keep layers * h and one block's activations instead.
 // plus the logits of one chunk of response tokens (core/memory/logits_chunk.h):
 // c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
@@ -26,9 +30,12 @@
 // Autocast weights (GPU jobs): the bf16 casts of the matmul weights that the update's
 // backward keeps, 2 Psi less an untied input embedding (stage 3: one block and the head,
 // as blocks are recomputed in backward).
-// Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
-// 200 MiB of host (kHostRuntimeBaselineBytes), plus ~512 MiB of CUDA context per GPU. Both
-// are estimates; PlanCorrection learns a measured/planned factor.
+// Runtime baseline: the process itself (LibTorch's static state, allocator arenas, thread
+// pools): about 80 MiB of anonymous host memory (kHostRuntimeBaselineBytes), plus ~512 MiB
+// of CUDA context per GPU. A CPU worker also maps ~117 MiB of LibTorch's code, file pages
+// that a memory cgroup is charged for only where it read them first and that the kernel
+// can reclaim: left out. Both are measurements, not derived; PlanCorrection learns a
+// measured/planned factor.
 // Placement: gpus == 0 -> everything on host. Otherwise state is on the GPU except what
 // offloadParams (parameters, reference model) and offloadOptimizer (optimizer state and
 // the fp32 gradient shard it steps on) move to host.
@@ -48,10 +55,8 @@
 
 namespace headroom::guard {
 
-inline constexpr int64_t kHostRuntimeBaselineBytes = 200LL << 20;
+inline constexpr int64_t kHostRuntimeBaselineBytes = 80LL << 20;
 inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
-inline constexpr double kActivationElementsPerHidden = 17.0;  // per token per layer
-inline constexpr double kActivationElementsPerHeadSeq = 2.5;  // attention scores per token per layer
 
 // The model dimensions the plan depends on, from a Hugging Face config: a preset's (or
 // spec.model's own layers/hidden/...) built-in one (spec::PresetModelConfig), or a
@@ -65,6 +70,7 @@ struct ModelShape {
   int64_t heads = 0;     // query heads
   int64_t kv_heads = 0;  // key/value heads (the generation cache holds these)
   int64_t head_dim = 0;
+  int64_t ffn_hidden = 0;  // the MLP's width (intermediate_size): most of a block's activations
   int64_t vocab = 0;
   bool tied_head = false;  // the output head is the embedding matrix (tie_word_embeddings)
   std::string source;      // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
