@@ -12,15 +12,21 @@
 // Activations per micro-batch (kept for backward), counted from the tensors the worker's
 // block saves (HfCausalLMImpl::Block, its fused kernels; not Korthikanti et al.'s 17 h +
 // 2.5 a s, which assumes a 4 h GeLU MLP with dropout and misses a SwiGLU MLP's 4 ffn):
-//   micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * seq) + 2 ffn + h) * act_bytes
-// with q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width, and 2 ffn + h
-// the backward's own working set at one block's MLP. Recomputed blocks (activation
-// checkpointing, stage 3) keep layers * h and one block's activations instead.
+//   micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * seq) + backward) * act_bytes
+// with q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width, and backward
+// the backward's own working set at one block: max(2 ffn + h at the MLP, 2 heads * seq + h
+// + kv at the attention). Recomputed blocks (activation checkpointing, stage 3) keep
+// layers * h and one block's activations instead (ActivationElementsPerToken).
 // plus the logits of one chunk of response tokens (core/memory/logits_chunk.h):
 // c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
+// Rollout prefill (host jobs): the rollout runs all batch local sequences' prompts
+// through the model at once, without gradient, so one block's working set is alive:
+// batch * maxPromptLength * RolloutPrefillElementsPerToken * 4 bytes. The step's peak is
+// the larger of that phase's and the update's (activations + logits): the component
+// "rollout prefill" is what the prefill adds above the update's, absent when nothing.
 // Reference model (klCoef > 0): parameters only, replicated; in bf16 (2 Psi) where the
 // inference weights below are kept, P Psi otherwise.
 // Inference weights (GPU jobs; PlanOptions::bf16_inference_weights): the bf16 copies the
@@ -88,6 +94,25 @@ ModelShape HfModelShape(const hf::HfModelConfig& config);
 // hf::HfConfigError naming the file and the field when the config cannot be read or used.
 ModelShape JobModelShape(const spec::TrainingJobSpec& spec);
 
+// The elements one token of a micro-batch of sequences `seq_length` long holds at the
+// update's peak (fp32 on the host, bf16 on the GPU), as the worker's blocks allocate them:
+// every block's saved tensors, layers x (4 h + 2 q + 2 kv + 4 ffn + heads x seq_length),
+// or with `recomputed` blocks (activation checkpointing, stage 3) the blocks' inputs
+// (layers x h) and one block's; plus backward's working set at one block, max(2 ffn + h,
+// 2 heads x seq_length + h + kv). The one count of a token's activation cost: the plan's
+// activations, and the worker's micro_batch_tokens (a micro-batch's tokens weighted by
+// their length's cost) that the guard forecasts with.
+double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, bool recomputed);
+
+// The elements per prompt token the rollout's prefill holds at its largest moment, on the
+// host: every local rollout sequence's prompt goes through the model at once, without
+// gradient, so one block's working set is alive, not every block's saved tensors; with
+// the attention's scores over all P keys per head (two copies: scores and their softmax)
+// it can be larger than the update's micro-batches under a token budget or with blocks
+// recomputed. max(the attention's output, the MLP's) of what HfCausalLMImpl::Block holds
+// (planner.cc names each tensor). Host only: on a GPU the attention has no score copies.
+double RolloutPrefillElementsPerToken(const ModelShape& model, int64_t prompt_length);
+
 struct PlanOptions {
   int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
   bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
@@ -103,7 +128,7 @@ struct PlanComponent {
   std::string name;  // "parameters", "gradients", "optimizer", "activations",
                      // "logits", "generation cache", "reference model",
                      // "gathered layer", "head gradient", "inference weights",
-                     // "autocast weights", "runtime"
+                     // "autocast weights", "runtime", "rollout prefill"
   int64_t host_bytes = 0;
   int64_t gpu_bytes = 0;
   std::string note;  // how it was computed, e.g. "stage 2: fp32 Psi"
