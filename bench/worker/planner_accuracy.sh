@@ -15,10 +15,13 @@
 # working set, sampled every 5 ms during the step, core/memory/peak_sampler.h), the largest
 # over the steps after the warm-up (the first steps grow the allocator's arenas and the
 # first one includes the model load). The ratio is measured / planned. Beside it, per
-# side of the plan: its state (everything but activations and logits) against the working
-# set at the end of that step, and its token-driven part against peak - end; and the
-# padded tokens the step ran against promptsPerStep x groupSize x (maxPromptLength +
-# maxResponseLength), which the plan assumes.
+# side of the plan: its state (everything but activations, logits and the rollout's
+# prefill) against the working set at the end of that step, and its in-step part (the
+# larger of the update's activations + logits and the rollout's prefill) against peak -
+# end; the plan again with maxPromptLength at the longest prompt that step ran (the plan
+# assumes every prompt at maxPromptLength; a text dataset's are shorter), and the padded
+# tokens the step ran against promptsPerStep x groupSize x (maxPromptLength +
+# maxResponseLength).
 # Offload on the CPU: the parameters' and the optimizer's home is already host memory, so
 # offloadParams/offloadOptimizer move nothing (worker/sharding/flat_parameter_group.cc,
 # sharded_adamw.cc) and the plan counts nothing different; the row shows that both stay
@@ -83,6 +86,19 @@ for job in $JOBS; do
       tail -n 20 "$work/$job-$lever.run.log" >&2
       exit 1
     fi
+    # The same plan at the prompt length that ran: the measured step's longest prompt (the
+    # rollout pads every row to it), from its padded tokens.
+    /usr/bin/python3 - "$spec" "$work/$job-$lever/gen-0001/rank-0.log" "$WARMUP" "$work/$job-$lever.ran.yaml" <<'PY'
+import json, sys, yaml
+spec_path, log_path, warmup, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+spec = yaml.safe_load(open(spec_path))
+g = spec["spec"]["grpo"]
+steps = [json.loads(l) for l in open(log_path) if l.startswith("{") and '"host_peak_bytes"' in l]
+top = max((r for r in steps if r.get("step", 0) > warmup), key=lambda r: r["host_peak_bytes"])
+g["maxPromptLength"] = top["tokens"] // (g["promptsPerStep"] * g["groupSize"]) - g["maxResponseLength"]
+yaml.safe_dump(spec, open(out, "w"), sort_keys=False)
+PY
+    "$HEADROOM" plan "$work/$job-$lever.ran.yaml" --json >"$work/$job-$lever.ran.plan.json"
     printf '%s\t%s\t%s\t%s\n' "$job" "$lever" "$work/$job-$lever.plan.json" \
       "$work/$job-$lever/gen-0001/rank-0.log" >>"$results"
     echo "ran $job / $lever" >&2
@@ -95,11 +111,13 @@ import yaml
 warmup = int(sys.argv[2])
 mib = lambda b: f"{b / 2**20:.0f}"
 print("host MiB per worker; peak = the step log's host_peak_bytes, the largest of the steps after the warm-up;")
-print("end = host_bytes at the end of that step; token-driven: plan = activations + logits, measured = peak - end;")
-print("tokens = the padded tokens that step ran (all micro-batches; the plan assumes every row at maxPromptLength + maxResponseLength)")
+print("end = host_bytes at the end of that step; in-step: plan = the larger of the update's activations + logits and")
+print("the rollout's prefill (its row: what it adds above the update's), measured = peak - end;")
+print("tokens = the padded tokens that step ran (all micro-batches; the plan assumes every row at maxPromptLength + maxResponseLength);")
+print("at the prompts that ran: the same plan with maxPromptLength = that step's longest prompt")
 print()
-print("| job | lever | planned peak | measured peak | ratio | within 10% | planned state / end of step | planned token-driven / peak - end | tokens ran / planned |")
-print("|---|---|---:|---:|---:|---|---:|---:|---:|")
+print("| job | lever | planned peak | measured peak | ratio | within 10% | planned state / end of step | planned in-step / peak - end | planned at the prompts that ran (ratio) | tokens ran / planned |")
+print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
 for line in open(sys.argv[1]):
     job, lever, plan_path, log_path = line.rstrip("\n").split("\t")
     plan = json.load(open(plan_path))
@@ -110,10 +128,12 @@ for line in open(sys.argv[1]):
     spec = yaml.safe_load(open(plan_path.replace(".plan.json", ".yaml")))["spec"]["grpo"]
     rows = spec["promptsPerStep"] * spec["groupSize"]
     seq = spec["maxPromptLength"] + spec["maxResponseLength"]
-    token = sum(c["host_bytes"] for c in plan["components"] if c["name"] in ("activations", "logits"))
+    in_step = sum(c["host_bytes"] for c in plan["components"] if c["name"] in ("activations", "logits", "rollout prefill"))
+    ran = json.load(open(plan_path.replace(".plan.json", ".ran.plan.json")))["host_total_bytes"]
     ratio = top["host_peak_bytes"] / planned
     label = lever + (" (no-op on CPU)" if lever == "offload" else "")
     print(f"| {job} | {label} | {mib(planned)} | {mib(top['host_peak_bytes'])} (steps {steps[0]['step']}-{steps[-1]['step']}) | "
-          f"{ratio:.2f} | {'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {mib(planned - token)} / {mib(top['host_bytes'])} | "
-          f"{mib(token)} / {mib(top['host_peak_bytes'] - top['host_bytes'])} | {top['tokens']} / {rows * seq} |")
+          f"{ratio:.2f} | {'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {mib(planned - in_step)} / {mib(top['host_bytes'])} | "
+          f"{mib(in_step)} / {mib(top['host_peak_bytes'] - top['host_bytes'])} | {mib(ran)} ({top['host_peak_bytes'] / ran:.2f}) | "
+          f"{top['tokens']} / {rows * seq} |")
 PY

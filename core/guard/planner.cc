@@ -42,6 +42,7 @@ ModelShape HfModelShape(const hf::HfModelConfig& c) {
   shape.heads = c.num_attention_heads;
   shape.kv_heads = c.num_key_value_heads;
   shape.head_dim = c.head_dim;
+  shape.ffn_hidden = c.intermediate_size;
   shape.vocab = c.vocab_size;
   shape.tied_head = c.tie_word_embeddings;
   shape.source = c.architecture_name + " config.json";
@@ -95,6 +96,11 @@ class PlanRows {
                             : (state ? plan_.host_state_bytes : plan_.host_activation_bytes);
     total += Round(bytes);
   }
+  // A transient of another phase than the update, on the host: in the total only.
+  void AddPhase(const std::string& name, double bytes, std::string note) {
+    plan_.components.push_back(PlanComponent{name, Round(bytes), 0, std::move(note)});
+  }
+  const Plan& plan() const { return plan_; }
 
  private:
   Plan& plan_;
@@ -192,6 +198,63 @@ void AddShardedState(PlanRows& rows, const PlanInputs& in) {
            true);
 }
 
+}  // namespace
+
+double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, bool recomputed) {
+  const double h = static_cast<double>(model.hidden), f = static_cast<double>(model.ffn_hidden);
+  const double q = static_cast<double>(model.heads) * static_cast<double>(model.head_dim);
+  const double kv = static_cast<double>(model.kv_heads) * static_cast<double>(model.head_dim);
+  const double scores = static_cast<double>(model.heads) * static_cast<double>(seq_length);  // per query token
+  // What one block's forward leaves for its backward, per token, in elements, as
+  // HfCausalLMImpl::Block allocates it: the block's input (the first RMSNorm saves it), the
+  // normed input (the q/k/v matmul), the rotated queries, keys and values (the attention:
+  // the packed qkv in the fused kernel, the per-head copies its matmuls save otherwise), the
+  // attention probabilities over seq keys per head (saved whole, not the causal half), the
+  // attention output (o_proj), the residual sum (the second RMSNorm) and its normed copy
+  // (the gate/up matmul), and in the SwiGLU MLP the stacked gate and up (2 f), silu(gate)
+  // (f) and their product (down_proj): 4 h + 2 q + 2 kv + 4 f + heads x seq. The MLP is
+  // most of it at short lengths: at Qwen2.5-0.5B's width (f = 5.4 h) 4 f is 22 h of 28 h.
+  const double block = 4 * h + 2 * q + 2 * kv + 4 * f + scores;
+  // Backward's own working set on top, one block at a time, the larger of: at the MLP, the
+  // gradient of the stacked gate and up (2 f) allocated while the residual stream's
+  // gradient (h) is alive; at the attention, the gradients of the probabilities and of the
+  // scores (softmax's backward: heads x seq each) beside the residual's (h) and the
+  // values' (kv). The attention's grows with the length: at 423 tokens of the long-prompt
+  // drill's model it is 11 times the MLP's.
+  const double backward = std::max(2 * f + h, 2 * scores + h + kv);
+  // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
+  // each block's input is kept, and one block's activations exist while backward runs it
+  // again.
+  const double kept =
+      recomputed ? static_cast<double>(model.layers) * h + block : static_cast<double>(model.layers) * block;
+  return kept + backward;
+}
+
+double RolloutPrefillElementsPerToken(const ModelShape& model, int64_t prompt_length) {
+  const double h = static_cast<double>(model.hidden), f = static_cast<double>(model.ffn_hidden);
+  const double q = static_cast<double>(model.heads) * static_cast<double>(model.head_dim);
+  const double kv = static_cast<double>(model.kv_heads) * static_cast<double>(model.head_dim);
+  const double p = static_cast<double>(prompt_length);
+  const double groups = model.kv_heads > 0 ? static_cast<double>(model.heads / model.kv_heads) : 1.0;
+  // Alive through every block (HfCausalLMImpl::ForwardCached, Blocks, Block): the embedded
+  // prompt (ForwardCached keeps it), the block's input (another tensor from the second
+  // block on), its normed copy, and the padded causal mask [B, 1, P, P].
+  const double kept = (model.layers > 1 ? 3 : 2) * h + p;
+  // At the attention's output (Attention, the path without the fused kernel: grouped-query
+  // heads, or padded prompts): the stacked q/k/v and their rotated copy, with grouped-query
+  // heads the queries folded per key/value head (a copy) and the mask repeated per group,
+  // the scores and their softmax over P keys per head, and the output.
+  const double attention =
+      kept + 2 * (q + 2 * kv) + (groups > 1 ? q + groups * p : 0) + 2 * static_cast<double>(model.heads) * p + q;
+  // At the MLP: q/k/v, the attention's output, the residual sum and its normed copy, and
+  // the stacked gate and up with their SwiGLU product; at the block's end the stacked gate
+  // and up are gone, the down projection and the new residual sum there.
+  const double mlp = kept + (q + 2 * kv) + q + 2 * h + std::max(3 * f, f + 2 * h);
+  return std::max(attention, mlp);
+}
+
+namespace {
+
 // The token-driven part: activations of one micro-batch and one chunk of logits.
 void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const spec::TrainingJobSpec& s = in.spec;
@@ -205,20 +268,20 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   const bool budgeted = budget > 0 && budget < micro * seq;
   const double tokens = budgeted ? budget : micro * seq;
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
-  const double per_token_layer =
-      kActivationElementsPerHidden * model.hidden + kActivationElementsPerHeadSeq * model.heads * seq;
+  const bool recomputed = s.grpo.activation_checkpointing || in.stage >= 3;
+  const double per_token = ActivationElementsPerToken(model, static_cast<int64_t>(seq), recomputed);
   const std::string shape =
       budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
                : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
-  if (s.grpo.activation_checkpointing || in.stage >= 3) {
-    // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
-    // each block's input is kept, and one block's activations exist while backward runs
-    // it again.
-    rows.Add("activations", tokens * (model.layers * model.hidden + per_token_layer) * act_bytes, in.gpu,
-             shape + " x (layers x h + one block's 17 h + 2.5 heads seq), blocks recomputed", false);
+  const std::string backward = " + backward's max(2 ffn + h, 2 heads seq + h + kv)";
+  if (recomputed) {
+    rows.Add(
+        "activations", tokens * per_token * act_bytes, in.gpu,
+        shape + " x (layers x h + one block's 4 h + 2 q + 2 kv + 4 ffn + heads seq" + backward + "), blocks recomputed",
+        false);
   } else {
-    rows.Add("activations", tokens * model.layers * per_token_layer * act_bytes, in.gpu,
-             shape + " x layers x (17 h + 2.5 heads seq)", false);
+    rows.Add("activations", tokens * per_token * act_bytes, in.gpu,
+             shape + " x (layers x (4 h + 2 q + 2 kv + 4 ffn + heads seq)" + backward + ")", false);
   }
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
@@ -230,6 +293,28 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
            "one chunk of " + std::to_string(static_cast<int64_t>(chunk)) + " tokens x vocab " +
                std::to_string(model.vocab) + ", fp32 logits and exponentials" + (in.gpu ? " + bf16 product" : ""),
            false);
+}
+
+// The rollout's prefill on the host (see header): its transient against the update's. The
+// step's peak is the larger of the two phases', so the row is what the prefill adds above
+// the update's activations and logits (none when the update's is the larger). Counted in
+// neither the state nor the token-driven part: it does not stay between steps, and it
+// does not scale with the update's micro-batches.
+void AddRolloutPrefill(PlanRows& rows, const PlanInputs& in) {
+  if (in.gpu) return;
+  const spec::GrpoSpec& g = in.spec.grpo;
+  const double local_prompts = std::ceil(static_cast<double>(g.prompts_per_step) / in.workers);
+  const int64_t sequences = static_cast<int64_t>(local_prompts) * g.group_size;
+  const double prefill = RolloutPrefillElementsPerToken(in.model, g.max_prompt_length) *
+                         static_cast<double>(sequences) * g.max_prompt_length * 4;  // fp32 on the host
+  const PlanComponent* act = rows.plan().Find("activations");
+  const PlanComponent* logits = rows.plan().Find("logits");
+  const double update = static_cast<double>((act ? act->host_bytes : 0) + (logits ? logits->host_bytes : 0));
+  if (prefill <= update) return;
+  rows.AddPhase("rollout prefill", prefill - update,
+                std::to_string(sequences) + " sequences x prompt " + std::to_string(g.max_prompt_length) +
+                    " at once, one block's working set: " + std::to_string(static_cast<int64_t>(prefill) >> 20) +
+                    " MiB, above the update's activations and logits");
 }
 
 // The bf16 copies of the parameters the rollout and old log-probs read (see header): 2
@@ -319,6 +404,7 @@ void CorrectAndTotal(Plan& plan, const PlanCorrection& correction) {
     for (PlanComponent& c : plan.components) {
       c.host_bytes = Round(c.host_bytes * correction.host_scale);
       c.gpu_bytes = Round(c.gpu_bytes * correction.gpu_scale);
+      if (c.name == "rollout prefill") continue;  // neither (AddRolloutPrefill)
       const bool token_driven = c.name == "activations" || c.name == "logits";
       (token_driven ? plan.host_activation_bytes : plan.host_state_bytes) += c.host_bytes;
       (token_driven ? plan.gpu_activation_bytes : plan.gpu_state_bytes) += c.gpu_bytes;
@@ -362,6 +448,7 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
   AddShardedState(rows, in);
   AddActivations(rows, in);
   AddResidentExtras(rows, in);
+  AddRolloutPrefill(rows, in);
   CorrectAndTotal(plan, correction);
   return plan;
 }

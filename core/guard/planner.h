@@ -9,14 +9,24 @@
 // autocast and keeps fp32 weights, so no extra master copy), AdamW's two fp32 moments
 // (K = 8). PlanOptions::bf16_params models bf16 storage with an fp32 master (P = G = 2,
 // K = 12).
-// Activations per micro-batch (kept for backward), after Korthikanti et al. (34 h + 5 a s
-// bytes per token per layer in 16-bit, i.e. 17 h + 2.5 a s elements):
-//   micro * seq * layers * (17 * hidden + 2.5 * heads * seq) * act_bytes
+// Activations per micro-batch (kept for backward), counted from the tensors the worker's
+// block saves (HfCausalLMImpl::Block, its fused kernels; not Korthikanti et al.'s 17 h +
+// 2.5 a s, which assumes a 4 h GeLU MLP with dropout and misses a SwiGLU MLP's 4 ffn):
+//   micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * seq) + backward) * act_bytes
+// with q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width, and backward
+// the backward's own working set at one block: max(2 ffn + h at the MLP, 2 heads * seq + h
+// + kv at the attention). Recomputed blocks (activation checkpointing, stage 3) keep
+// layers * h and one block's activations instead (ActivationElementsPerToken).
 // plus the logits of one chunk of response tokens (core/memory/logits_chunk.h):
 // c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
 // Generation KV cache: 2 * layers * kv_heads * head_dim * seq * batch * kv_bytes with
 // batch = promptsPerStep / workers * groupSize (the local rollout sequences).
+// Rollout prefill (host jobs): the rollout runs all batch local sequences' prompts
+// through the model at once, without gradient, so one block's working set is alive:
+// batch * maxPromptLength * RolloutPrefillElementsPerToken * 4 bytes. The step's peak is
+// the larger of that phase's and the update's (activations + logits): the component
+// "rollout prefill" is what the prefill adds above the update's, absent when nothing.
 // Reference model (klCoef > 0): parameters only, replicated; in bf16 (2 Psi) where the
 // inference weights below are kept, P Psi otherwise.
 // Inference weights (GPU jobs; PlanOptions::bf16_inference_weights): the bf16 copies the
@@ -26,9 +36,12 @@
 // Autocast weights (GPU jobs): the bf16 casts of the matmul weights that the update's
 // backward keeps, 2 Psi less an untied input embedding (stage 3: one block and the head,
 // as blocks are recomputed in backward).
-// Runtime baseline: the process itself (LibTorch, allocator arenas, thread pools): about
-// 200 MiB of host (kHostRuntimeBaselineBytes), plus ~512 MiB of CUDA context per GPU. Both
-// are estimates; PlanCorrection learns a measured/planned factor.
+// Runtime baseline: the process itself (LibTorch's static state, allocator arenas, thread
+// pools): about 80 MiB of anonymous host memory (kHostRuntimeBaselineBytes), plus ~512 MiB
+// of CUDA context per GPU. A CPU worker also maps ~117 MiB of LibTorch's code, file pages
+// that a memory cgroup is charged for only where it read them first and that the kernel
+// can reclaim: left out. Both are measurements, not derived; PlanCorrection learns a
+// measured/planned factor.
 // Placement: gpus == 0 -> everything on host. Otherwise state is on the GPU except what
 // offloadParams (parameters, reference model) and offloadOptimizer (optimizer state and
 // the fp32 gradient shard it steps on) move to host.
@@ -48,10 +61,8 @@
 
 namespace headroom::guard {
 
-inline constexpr int64_t kHostRuntimeBaselineBytes = 200LL << 20;
+inline constexpr int64_t kHostRuntimeBaselineBytes = 80LL << 20;
 inline constexpr int64_t kGpuRuntimeBaselineBytes = 512LL << 20;
-inline constexpr double kActivationElementsPerHidden = 17.0;  // per token per layer
-inline constexpr double kActivationElementsPerHeadSeq = 2.5;  // attention scores per token per layer
 
 // The model dimensions the plan depends on, from a Hugging Face config: a preset's (or
 // spec.model's own layers/hidden/...) built-in one (spec::PresetModelConfig), or a
@@ -65,6 +76,7 @@ struct ModelShape {
   int64_t heads = 0;     // query heads
   int64_t kv_heads = 0;  // key/value heads (the generation cache holds these)
   int64_t head_dim = 0;
+  int64_t ffn_hidden = 0;  // the MLP's width (intermediate_size): most of a block's activations
   int64_t vocab = 0;
   bool tied_head = false;  // the output head is the embedding matrix (tie_word_embeddings)
   std::string source;      // for notes: "preset tiny", "Qwen2ForCausalLM config.json"
@@ -82,6 +94,25 @@ ModelShape HfModelShape(const hf::HfModelConfig& config);
 // hf::HfConfigError naming the file and the field when the config cannot be read or used.
 ModelShape JobModelShape(const spec::TrainingJobSpec& spec);
 
+// The elements one token of a micro-batch of sequences `seq_length` long holds at the
+// update's peak (fp32 on the host, bf16 on the GPU), as the worker's blocks allocate them:
+// every block's saved tensors, layers x (4 h + 2 q + 2 kv + 4 ffn + heads x seq_length),
+// or with `recomputed` blocks (activation checkpointing, stage 3) the blocks' inputs
+// (layers x h) and one block's; plus backward's working set at one block, max(2 ffn + h,
+// 2 heads x seq_length + h + kv). The one count of a token's activation cost: the plan's
+// activations, and the worker's micro_batch_tokens (a micro-batch's tokens weighted by
+// their length's cost) that the guard forecasts with.
+double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, bool recomputed);
+
+// The elements per prompt token the rollout's prefill holds at its largest moment, on the
+// host: every local rollout sequence's prompt goes through the model at once, without
+// gradient, so one block's working set is alive, not every block's saved tensors; with
+// the attention's scores over all P keys per head (two copies: scores and their softmax)
+// it can be larger than the update's micro-batches under a token budget or with blocks
+// recomputed. max(the attention's output, the MLP's) of what HfCausalLMImpl::Block holds
+// (planner.cc names each tensor). Host only: on a GPU the attention has no score copies.
+double RolloutPrefillElementsPerToken(const ModelShape& model, int64_t prompt_length);
+
 struct PlanOptions {
   int64_t gpu_total_bytes = 0;  // device memory per GPU; 0 = unknown (no GPU limit check)
   bool bf16_params = false;     // store bf16 weights + fp32 master (see header)
@@ -97,7 +128,7 @@ struct PlanComponent {
   std::string name;  // "parameters", "gradients", "optimizer", "activations",
                      // "logits", "generation cache", "reference model",
                      // "gathered layer", "head gradient", "inference weights",
-                     // "autocast weights", "runtime"
+                     // "autocast weights", "runtime", "rollout prefill"
   int64_t host_bytes = 0;
   int64_t gpu_bytes = 0;
   std::string note;  // how it was computed, e.g. "stage 2: fp32 Psi"

@@ -11,8 +11,8 @@
 
 namespace headroom::memory {
 
-// Activation elements one padded token of a row `length` tokens long costs per layer
-// (the planner's 17 h + 2.5 heads length: attention's part grows with the length).
+// Activation elements one padded token of a row `length` tokens long costs (the planner's
+// ActivationElementsPerToken: attention's part grows with the length).
 using TokenCost = std::function<double(int64_t length)>;
 
 // prompt_lengths: this rank's prompts of the step in order, each repeated group_size times

@@ -100,9 +100,11 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   Plan p = PlanMemory(s, workers);
   // 2 * layers * heads * head_dim * seq * batch * 4 bytes, batch = 32/2 * 8 = 128.
   EXPECT_EQ(HostOf(p, "generation cache"), 2LL * layers * heads * (hidden / heads) * seq * 128 * 4);
-  // micro * seq * layers * (17 h + 2.5 heads seq) * 4 bytes.
-  EXPECT_EQ(HostOf(p, "activations"),
-            static_cast<int64_t>(64.0 * seq * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
+  // micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads seq) + 2 ffn + h) * 4 bytes;
+  // the tiny preset: q = kv = h, ffn = 4 h.
+  const int ffn = 4 * hidden;
+  const double per_token_layer = 8.0 * hidden + 4.0 * ffn + 1.0 * heads * seq, backward = 2.0 * ffn + hidden;
+  EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * (layers * per_token_layer + backward) * 4));
   // The presets' vocabulary fits the whole micro-batch's response tokens in one chunk.
   EXPECT_EQ(HostOf(p, "logits"), 2LL * 64 * 8 * spec::kVocabSize * 4);
   // The presets' head is its own matrix (not tied): one [vocab, hidden] fp32 gradient.
@@ -128,8 +130,9 @@ TEST(PlannerTest, TokenBudgetLowersThePlannedActivations) {
   const Plan rows = PlanMemory(s, workers);
   s.grpo.max_tokens_per_micro_batch = 384;  // a quarter of 64 x 24
   const Plan budget = PlanMemory(s, workers);
-  EXPECT_EQ(HostOf(budget, "activations"),
-            static_cast<int64_t>(384.0 * layers * (17.0 * hidden + 2.5 * heads * seq) * 4));
+  const int ffn = 4 * hidden;  // the tiny preset's MLP
+  const double per_token_layer = 8.0 * hidden + 4.0 * ffn + 1.0 * heads * seq, backward = 2.0 * ffn + hidden;
+  EXPECT_EQ(HostOf(budget, "activations"), static_cast<int64_t>(384.0 * (layers * per_token_layer + backward) * 4));
   EXPECT_LT(HostOf(budget, "activations"), HostOf(rows, "activations"));
   EXPECT_NE(budget.Find("activations")->note.find("budget 384 tokens"), std::string::npos)
       << budget.Find("activations")->note;
@@ -152,13 +155,15 @@ TEST(PlannerTest, RecomputedBlocksKeepTheBoundariesAndOneBlock) {
   const int seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
   const double micro = s.grpo.micro_batch_size;
   const ModelShape shape = PresetModelShape(s);
-  const double per_token_layer = 17.0 * shape.hidden + 2.5 * shape.heads * seq;
+  // The small preset: q = kv = h, no grouped-query heads.
+  const double per_token_layer = 8.0 * shape.hidden + 4.0 * shape.ffn_hidden + 1.0 * shape.heads * seq;
+  const double backward = 2.0 * shape.ffn_hidden + shape.hidden;
   const int64_t kept = HostOf(PlanMemory(s, 2), "activations");
-  EXPECT_EQ(kept, static_cast<int64_t>(micro * seq * shape.layers * per_token_layer * 4));
+  EXPECT_EQ(kept, static_cast<int64_t>(micro * seq * (shape.layers * per_token_layer + backward) * 4));
   s.grpo.activation_checkpointing = true;
   const Plan recomputed = PlanMemory(s, 2);
   EXPECT_EQ(HostOf(recomputed, "activations"),
-            static_cast<int64_t>(micro * seq * (shape.layers * shape.hidden + per_token_layer) * 4));
+            static_cast<int64_t>(micro * seq * (shape.layers * shape.hidden + per_token_layer + backward) * 4));
   EXPECT_LT(HostOf(recomputed, "activations"), kept / 2);
   s.grpo.activation_checkpointing = false;
   s.sharding.stage = 3;  // recomputes around its gather anyway
@@ -170,6 +175,53 @@ TEST(PlannerTest, RecomputedBlocksKeepTheBoundariesAndOneBlock) {
   g.grpo.activation_checkpointing = true;
   EXPECT_EQ(GpuOf(PlanMemory(g, 1), "autocast weights"), 2 * (gs.layer_parameters + gs.vocab * gs.hidden));
   EXPECT_LT(GpuOf(PlanMemory(g, 1), "autocast weights"), all_casts);
+}
+
+// The rollout's prefill runs every local sequence's prompt at once: where the update's
+// transient is the smaller (a token budget, recomputed blocks), the prefill's sets the
+// step's peak, and the plan's total is the state plus the larger of the two.
+TEST(PlannerTest, TheRolloutPrefillSetsThePeakWhereTheUpdateIsSmaller) {
+  PlanOptions options;  // the example text job's model: grouped-query heads, 2 blocks
+  options.model =
+      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition"));
+  spec::TrainingJobSpec s = Job("tiny", 1);
+  s.grpo.prompts_per_step = 32;
+  s.grpo.group_size = 8;
+  s.grpo.max_prompt_length = 64;
+  s.grpo.max_response_length = 8;
+  s.grpo.micro_batch_size = 128;
+  const ModelShape& m = *options.model;
+  const double per_token = RolloutPrefillElementsPerToken(m, 64);
+  // At least the attention's scores and their softmax over 64 keys per head, and what the
+  // block keeps beside them.
+  EXPECT_GT(per_token, 2.0 * m.heads * 64 + 2 * m.hidden);
+  // Quadratic in the prompt: the scores' share grows with it.
+  EXPECT_GT(RolloutPrefillElementsPerToken(m, 128) - per_token, 2.0 * m.heads * 64);
+  auto transient = [](const Plan& p) { return HostOf(p, "activations") + HostOf(p, "logits"); };
+  for (int workers : {1, 2}) {
+    SCOPED_TRACE(workers);
+    const double prefill = per_token * (256.0 / workers) * 64 * 4;
+    const Plan rows = PlanMemory(s, workers, options);
+    ASSERT_GT(static_cast<double>(transient(rows)), prefill);  // the update's micro-batch of 128 rows is larger
+    EXPECT_EQ(rows.Find("rollout prefill"), nullptr);
+    spec::TrainingJobSpec budgeted = s;
+    budgeted.grpo.max_tokens_per_micro_batch = 2048;
+    for (bool recompute : {false, true}) {
+      budgeted.grpo.activation_checkpointing = recompute;
+      const Plan p = PlanMemory(budgeted, workers, options);
+      ASSERT_LT(static_cast<double>(transient(p)), prefill);
+      ASSERT_NE(p.Find("rollout prefill"), nullptr);
+      EXPECT_NEAR(static_cast<double>(p.host_total_bytes), static_cast<double>(p.host_state_bytes) + prefill, 2.0);
+      EXPECT_EQ(p.host_state_bytes + p.host_activation_bytes + HostOf(p, "rollout prefill"), p.host_total_bytes);
+      EXPECT_NE(p.Find("rollout prefill")->note.find(std::to_string(256 / workers) + " sequences x prompt 64"),
+                std::string::npos)
+          << p.Find("rollout prefill")->note;
+    }
+  }
+  // A GPU's prefill runs the attention without score copies, in bf16: not counted.
+  s.resources.gpus = 1;
+  s.grpo.max_tokens_per_micro_batch = 2048;
+  EXPECT_EQ(PlanMemory(s, 1, options).Find("rollout prefill"), nullptr);
 }
 
 TEST(PlannerTest, InferenceWeightsAreTheBf16CopiesOfWhatARankHolds) {
@@ -331,6 +383,12 @@ TEST(WorkerCountTest, NearestSearchesAwayFromTheCurrentCountFirst) {
 TEST(PlannerTest, LargestFittingMicroBatch) {
   spec::TrainingJobSpec s = Job("small", 2);
   s.grpo.micro_batch_size = 64;
+  // 8 prompts x 8: the rollout's prefill stays under the micro-batches tried here (a
+  // larger one is a floor no micro-batch goes under: TheRolloutPrefillSetsThePeak...).
+  s.grpo.prompts_per_step = 8;
+  spec::TrainingJobSpec smallest = s;
+  smallest.grpo.micro_batch_size = 14;
+  ASSERT_EQ(PlanMemory(smallest, 1).Find("rollout prefill"), nullptr);
   Plan full = PlanMemory(s, 1);
   // Room for the state plus about a quarter of the activations.
   s.resources.memory_bytes = static_cast<int64_t>((full.host_state_bytes + full.host_activation_bytes / 4) / 0.9);
@@ -383,6 +441,15 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   const int64_t block = 2 * 896 * 896 + 2 * 896 * 128 + (896 + 2 * 128) + 3 * 896 * 4864 + 2 * 896;
   EXPECT_EQ(GpuOf(p, "gathered layer"), 4 * block);
   const int64_t seq = 256 + 512, local_sequences = 8 / n * 4;
+  // Stage 3 recomputes blocks: the 24 blocks' inputs and one block's activations, bf16:
+  // per token 4 h + 2 q + 2 kv (the 2 key/value heads, not the 14 query heads) + 4 ffn +
+  // heads x seq, and backward's working set, at 768 tokens the attention's (the gradients
+  // of 14 heads' probabilities and scores, 2 x 14 x seq, beside h and kv), not the MLP's
+  // 2 ffn + h.
+  const double one_block = 4 * 896 + 2 * 896 + 2 * 128 + 4 * 4864 + 14.0 * seq;
+  const double backward = 2 * 14.0 * seq + 896 + 128;
+  ASSERT_GT(backward, 2 * 4864 + 896);
+  EXPECT_EQ(GpuOf(p, "activations"), static_cast<int64_t>(2.0 * seq * (24 * 896 + one_block + backward) * 2));
   // The cache holds the 2 key/value heads, not the 14 query heads; bf16, as the rollout
   // allocates it where it reads the bf16 inference copies (a GPU job's default).
   EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);
@@ -414,6 +481,7 @@ TEST(PlannerTest, PresetShapeMatchesTheSpecParameterCount) {
   // One block, what stage 3 gathers: two RMSNorms, q/k/v/o, the SwiGLU MLP.
   const int64_t h = 512, f = 2048;
   EXPECT_EQ(shape.layer_parameters, 2 * h + 4 * h * h + 3 * h * f);
+  EXPECT_EQ(shape.ffn_hidden, f);  // the MLP's width: most of a block's activations
   EXPECT_EQ(shape.source, "preset small");
   EXPECT_FALSE(shape.tied_head);
   EXPECT_EQ(shape.kv_heads, shape.heads);

@@ -104,21 +104,28 @@ TEST(RunDefinitionHash, IgnoresWhatTheGuardMayChange) {
   std::vector<void (*)(TrainingJobSpec&)> guard_changes = {
       [](TrainingJobSpec& s) { s.grpo.micro_batch_size = 8; },
       [](TrainingJobSpec& s) { s.grpo.max_tokens_per_micro_batch = 4096; },
+      [](TrainingJobSpec& s) { s.grpo.activation_checkpointing = true; },
+      [](TrainingJobSpec& s) {  // every lever the guard pulls, at once
+    s.grpo.micro_batch_size = 3;
+    s.grpo.max_tokens_per_micro_batch = 4096;
+    s.grpo.activation_checkpointing = true;
+    s.sharding.offload_optimizer = true;
+      },
       [](TrainingJobSpec& s) { s.workers = 4; },
       [](TrainingJobSpec& s) {
     s.min_workers = 2;
     s.max_workers = 4;
-      },
-      [](TrainingJobSpec& s) { s.sharding.stage = 3; },
-      [](TrainingJobSpec& s) {
+  },
+                                          [](TrainingJobSpec& s) { s.sharding.stage = 3; },
+                                          [](TrainingJobSpec& s) {
     s.sharding.offload_params = true;
     s.sharding.offload_optimizer = true;
   },
-                                          [](TrainingJobSpec& s) {
+      [](TrainingJobSpec& s) {
     s.resources.memory = "64Gi";
     s.resources.cpu = "8";
     s.resources.gpus = 1;
-  },
+      },
       [](TrainingJobSpec& s) {
     s.memory_guard.host_threshold = 0.5;
     s.memory_guard.actions.clear();

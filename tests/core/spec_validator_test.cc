@@ -306,6 +306,28 @@ TEST(SpecValidator, TokenBudgetHoldsOneWholeSequence) {
             "must be 0 (off) or >= maxPromptLength + maxResponseLength (16 + 9 = 25), got 24");
 }
 
+// activationCheckpointing is on or off (every block); an interval or a word is refused in
+// one line naming the field, not read as true.
+TEST(SpecValidator, ActivationCheckpointingTakesOnlyABoolean) {
+  for (const char* value : {"2", "every", "0.5"}) {
+    ParseResult r = ParseTrainingJob(
+        GoodJobWith("    microBatchSize: 64\n",
+                    std::string("    microBatchSize: 64\n    activationCheckpointing: ") + value + "\n"));
+    ASSERT_EQ(r.errors.size(), 1u) << value << ": " << AllErrors(r);
+    EXPECT_FALSE(r.job.has_value()) << value;
+    EXPECT_EQ(r.errors[0].path, "spec.grpo.activationCheckpointing") << value;
+    const std::string line = r.errors[0].ToString();
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    EXPECT_NE(line.find("(line "), std::string::npos) << line;
+  }
+  for (const char* value : {"true", "false"}) {
+    ParseResult r = ParseTrainingJob(
+        GoodJobWith("    microBatchSize: 64\n",
+                    std::string("    microBatchSize: 64\n    activationCheckpointing: ") + value + "\n"));
+    EXPECT_TRUE(r.errors.empty()) << value << ": " << AllErrors(r);
+  }
+}
+
 TEST(SpecValidator, DuplicateActionsInABuiltJob) {
   TrainingJob job = Good();
   job.spec.memory_guard.actions = {GuardAction::kRestart, GuardAction::kReshard, GuardAction::kRestart};

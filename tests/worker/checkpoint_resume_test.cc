@@ -1,7 +1,8 @@
 // The real headroom-worker binary writes checkpoints and resumes from them: periodic
 // saves (and their size and time in the step log), a drain (SIGTERM -> 75) saving the step it stopped at, a resumed run matching an
 // uninterrupted one bit for bit, a checkpoint of another run refused with 2, and a
-// 1-rank checkpoint resumed by 2 ranks.
+// 1-rank checkpoint resumed by 2 ranks, and a checkpoint resumed with the memory levers
+// switched (activation checkpointing, a token budget, a smaller micro-batch).
 #include <spdlog/spdlog.h>
 
 #include <gtest/gtest.h>
@@ -12,10 +13,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,7 +49,10 @@ class CheckpointResumeTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  std::string WriteJob(const std::string& name, int steps, const std::string& lr = "0.003") {
+  // `levers`: more spec.grpo fields, e.g. ", activationCheckpointing: true" (a
+  // microBatchSize there replaces the 16).
+  std::string WriteJob(const std::string& name, int steps, const std::string& lr = "0.003",
+                       const std::string& levers = "") {
     const auto path = dir_ / (name + ".yaml");
     std::ofstream(path) << "apiVersion: headroom.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: ckpt}\n"
                            "spec:\n  workers: 1\n  resources: {cpu: \"1\", memory: 2Gi}\n"
@@ -52,9 +60,10 @@ class CheckpointResumeTest : public ::testing::Test {
                            "  grpo: {steps: "
                         << steps
                         << ", promptsPerStep: 4, groupSize: 4, maxPromptLength: 4,"
-                           " maxResponseLength: 4, microBatchSize: 16, learningRate: "
-                        << lr
-                        << ", klCoef: 0.0}\n"
+                           " maxResponseLength: 4"
+                        << (levers.find("microBatchSize") == std::string::npos ? ", microBatchSize: 16" : "")
+                        << ", learningRate: " << lr << ", klCoef: 0.0" << levers
+                        << "}\n"
                            "  sharding: {stage: 0}\n  checkpoint: {everySteps: 2, keep: 10}\n"
                            "  memoryGuard: {enabled: false}\n";
     return path.string();
@@ -224,6 +233,65 @@ TEST_F(CheckpointResumeTest, TwoRanksResumeAOneRankCheckpoint) {
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->step(), 4);
   EXPECT_EQ(latest->manifest().world_size, 2);
+}
+
+// The guard switches levers at a restart (activation checkpointing, a token budget, a
+// smaller micro-batch): the run's checkpoint must resume under them, and the reverse, as
+// the same run. A checkpoint written with one lever set is resumed with the other: the
+// resumed run starts at the saved step, its first step samples what an uninterrupted run
+// sampled (the same parameters and sampling state; the rollout is not split by the
+// levers, so its rewards are equal bit for bit), its loss is that run's up to fp32
+// rounding of a differently grouped sum, and AdamW's step count continues from the saved
+// one. The reference is an uninterrupted run with the lever set the checkpoint was
+// written with.
+TEST_F(CheckpointResumeTest, ACheckpointResumesWithTheMemoryLeversSwitched) {
+  const int steps = 6;
+  // microBatchSize 16 rows of 4 + 4 tokens is 128 padded tokens; the budget of 32 cuts
+  // the update into 4 micro-batches, microBatchSize 5 into 4 of at most 5 rows.
+  const std::string off = "";
+  const std::string on = ", activationCheckpointing: true, maxTokensPerMicroBatch: 32";
+  const std::string rows = ", activationCheckpointing: true, microBatchSize: 5";
+  // Uninterrupted runs with each lever set a checkpoint is written with: up to the saved
+  // step a drained run is that run bit for bit.
+  std::map<std::string, std::vector<nlohmann::json>> straight;
+  for (const auto& [name, levers] : {std::pair{"straight-off", off}, std::pair{"straight-on", on}}) {
+    Start(WriteJob(name, steps, "0.003", levers), dir_ / name, name);
+    ASSERT_EQ(Wait(0), 0) << name;
+    straight[levers] = Lines(name);
+    ASSERT_EQ(straight[levers].size(), static_cast<size_t>(steps)) << name;
+  }
+  struct Switch {
+    std::string name, before, after;
+  };
+  for (const Switch& sw : {Switch{"off-on", off, on}, Switch{"on-off", on, off}, Switch{"off-rows", off, rows}}) {
+    SCOPED_TRACE(sw.name);
+    const fs::path ckpt = dir_ / sw.name;
+    const std::string log = sw.name;
+    ASSERT_EQ(RunAndDrain(WriteJob(sw.name + "-before", steps, "0.003", sw.before), ckpt, log), 75);
+    auto stopped = CheckpointReader::OpenLatest(ckpt);
+    ASSERT_TRUE(stopped.has_value());
+    const int64_t at = stopped->step();
+    ASSERT_LT(at, steps) << "the run finished before the signal; nothing was resumed";
+    ASSERT_EQ(stopped->ReadFull("optim.step").item<int64_t>(), at);
+
+    Start(WriteJob(sw.name + "-after", steps, "0.003", sw.after), ckpt, log);
+    ASSERT_EQ(Wait(0), 0) << "a lever change was refused as another run";
+    const auto lines = Lines(log);
+    ASSERT_EQ(lines.size(), static_cast<size_t>(steps));
+    const nlohmann::json& first = lines[static_cast<size_t>(at)];
+    const nlohmann::json& same = straight[sw.before][static_cast<size_t>(at)];
+    EXPECT_EQ(first["step"].get<int64_t>(), at + 1);
+    EXPECT_EQ(first["reward_mean"].get<double>(), same["reward_mean"].get<double>());
+    // The loss is a mean over at most 16 x 4 response tokens of terms of order |loss|
+    // or the advantages (at most sqrt(groupSize - 1) = 1.7 in size): regrouping the sum
+    // moves it by a few fp32 roundings per term.
+    const double loss = first["loss"].get<double>(), expected = same["loss"].get<double>();
+    EXPECT_NEAR(loss, expected, 64 * 4 * std::numeric_limits<float>::epsilon() * (1.0 + std::abs(expected)));
+    auto latest = CheckpointReader::OpenLatest(ckpt);
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->step(), steps);
+    EXPECT_EQ(latest->ReadFull("optim.step").item<int64_t>(), steps);  // continued, not restarted
+  }
 }
 
 }  // namespace

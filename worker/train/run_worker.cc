@@ -295,9 +295,9 @@ int64_t MicroBatchTokensOfStep(const GrpoTrainer& trainer, const guard::ModelSha
     prompts.push_back(static_cast<int64_t>(
         trainer.task().Make(static_cast<uint64_t>(trainer.GlobalPrompt(step, i))).prompt_tokens.size()));
   }
-  const memory::TokenCost cost = [&model](int64_t length) {
-    return guard::kActivationElementsPerHidden * static_cast<double>(model.hidden) +
-           guard::kActivationElementsPerHeadSeq * static_cast<double>(model.heads) * static_cast<double>(length);
+  const bool recomputed = g.activation_checkpointing || trainer.spec().sharding.stage >= 3;
+  const memory::TokenCost cost = [&model, recomputed](int64_t length) {
+    return guard::ActivationElementsPerToken(model, length, recomputed);
   };
   return memory::LargestMicroBatchTokens(prompts, g.group_size, g.max_response_length, g.micro_batch_size,
                                          g.max_tokens_per_micro_batch, g.updates_per_step, cost,
