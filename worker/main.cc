@@ -15,6 +15,7 @@
 #include "core/protocol/exit_codes.h"
 #include "worker/cli/model_commands.h"
 #include "worker/cli/tokenize_command.h"
+#include "worker/telemetry/heap_trim.h"
 #include "worker/train/run_worker.h"
 
 int main(int argc, char** argv) {
@@ -51,5 +52,8 @@ int main(int argc, char** argv) {
     std::cerr << *error << "\n";
     return headroom::protocol::kExitFailure;
   }
+  // Freed tensors go back to the kernel, so a step's peak is what it holds, not what the
+  // heap kept from earlier phases (docs/design.md, "The host heap").
+  FixMmapThreshold();
   return RunWorker(options);
 }

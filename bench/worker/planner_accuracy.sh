@@ -39,9 +39,9 @@ STEPS=${HEADROOM_ACCURACY_STEPS:-5}
 WARMUP=${HEADROOM_ACCURACY_WARMUP:-2}
 JOBS=${HEADROOM_ACCURACY_JOBS:-text preset}
 LEVERS=${HEADROOM_ACCURACY_LEVERS:-none checkpointing budget both offload}
-# The plan counts what a step allocates; glibc's dynamic mmap threshold would add what the
-# heap keeps resident after earlier phases (docs/design.md, "The host heap"). Fixed here
-# unless the caller sets it (MALLOC_MMAP_THRESHOLD_=33554432 measures the default's ceiling).
+# The plan counts what a step allocates; the heap would add what it keeps resident of the
+# tensors under the worker's 4 MiB mmap threshold (docs/design.md, "The host heap"). 64 KiB
+# here unless the caller sets it (MALLOC_MMAP_THRESHOLD_=4194304 measures the default).
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-65536}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,6 +1,7 @@
 #include "worker/telemetry/heap_trim.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -29,6 +30,16 @@ bool ReturnFreedHeapToSystem(int64_t min_free_bytes) {
   return true;
 #else
   (void)min_free_bytes;
+  return false;
+#endif
+}
+
+bool FixMmapThreshold(int64_t bytes) {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) return false;  // glibc has applied the user's
+  return ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes)) == 1;
+#else
+  (void)bytes;
   return false;
 #endif
 }

@@ -31,4 +31,16 @@ int64_t HeapTrimThreshold(int64_t host_limit_bytes);
 // amount is unknown). Returns whether it trimmed; a no-op where the C library cannot.
 bool ReturnFreedHeapToSystem(int64_t min_free_bytes = 0);
 
+// The worker's mmap threshold (docs/design.md, "The host heap"): allocations of at least
+// this many bytes get their own mapping, returned to the kernel when freed, and glibc's
+// dynamic threshold (which rises to the largest block freed, up to 32 MiB, and then
+// serves such tensors from the heap, where their freed memory stays resident) is off.
+// 4 MiB: a long batch's activations are mappings the step returns, while the many smaller
+// tensors stay on the heap (at 64 KiB the example job's step took 1.9x as long).
+inline constexpr int64_t kWorkerMmapThresholdBytes = int64_t{4} << 20;
+
+// Sets the threshold at process start; MALLOC_MMAP_THRESHOLD_ in the environment wins
+// (glibc read it already). Returns whether it set it; a no-op without glibc.
+bool FixMmapThreshold(int64_t bytes = kWorkerMmapThresholdBytes);
+
 }  // namespace headroom::worker
