@@ -1,10 +1,12 @@
-// Returning freed heap to the system at the end of a step.
+// The worker's host heap: its mmap threshold, and returning freed heap to the system at
+// the end of a step.
 //
-// Why: glibc keeps freed memory in its arenas (its mmap threshold rises to 32 MiB after
-// large frees, so most tensors end up in the heap, not in their own mappings). Without a
-// trim, the step's activation peak stays resident after the step, the end-of-step working
-// set equals the peak, and the memory guard cannot tell a level that is too high (needs
-// more workers or a restart) from an activation peak that a smaller micro-batch fixes.
+// Why: glibc keeps freed memory in its arenas. Tensors under the mmap threshold come from
+// the heap (the worker fixes it at 4 MiB, FixMmapThreshold below; glibc's default rises to
+// 32 MiB after large frees, so most tensors would end up there). Without a trim, the
+// step's activation peak stays resident after the step, the end-of-step working set equals
+// the peak, and the memory guard cannot tell a level that is too high (needs more workers
+// or a restart) from an activation peak that a smaller micro-batch fixes.
 // It is also memory another process on the node (or the page cache) can use between steps.
 //
 // Cost: the trim itself is about a millisecond, but the next step faults every page it
