@@ -28,6 +28,7 @@
 #include "core/protocol/stop_signals.h"
 #include "core/spec/training_job.h"
 #include "cli/command_registry.h"
+#include "cli/worker_binary.h"
 #include "local/build_freshness.h"
 #include "local/local_run.h"
 
@@ -63,14 +64,6 @@ bool BuildIsRunnable() {
   std::cerr << "headroom: " << freshness.problem << " (or set " << local::kAllowStaleBuildEnv
             << "=1 to run it as it is)\n";
   return false;
-}
-
-std::string FindWorkerBinary() {
-  if (const char* env = std::getenv("HEADROOM_WORKER_BIN"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) return (self.parent_path() / "headroom-worker").string();
-  return "headroom-worker";
 }
 
 struct RunFlags {

@@ -1,10 +1,13 @@
 // What a supervisor does to start a child program it owns: the pod launcher its ranks
 // (pod_launcher.h), `headroom run` its workers and launchers (local/local_process_backend.h).
 // One place, so every child behaves alike towards signals and towards its supervisor's death.
+// Also a short helper program run to its end for its output (`headroom plan` asks the worker
+// for the job's prompt lengths: RunToCompletion).
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -39,5 +42,19 @@ class ExecImage {
 // dies (exit 127 at once if it already has), SIGINT and SIGTERM at their defaults and no
 // signal blocked, whatever the supervisor had set for itself. Async-signal-safe.
 void BecomeSupervisedChild(pid_t parent);
+
+// What a program run to completion printed and how it ended.
+struct CompletedProcess {
+  int exit_code = 0;  // its exit status; 128 + N when signal N ended it; 127 when it could not be executed
+  std::string out;    // its stdout, at most max_output_bytes of it
+  std::string err;    // its stderr, likewise
+};
+
+// Runs args[0] (a path, not searched in PATH) with `args` and this process's environment,
+// stdin from /dev/null, as a supervised child (it dies with this process), and waits for
+// it. Output past max_output_bytes per stream is read and dropped, so a chatty program
+// neither blocks on a full pipe nor grows this process. No shell: arguments reach the
+// program as they are. Throws std::system_error when the pipes or the fork fail.
+CompletedProcess RunToCompletion(const std::vector<std::string>& args, size_t max_output_bytes = 1 << 20);
 
 }  // namespace headroom::launch

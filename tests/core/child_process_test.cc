@@ -85,5 +85,24 @@ TEST(ChildProcessTest, AProgramThatCannotBeExecutedExits127) {
   EXPECT_EQ(WEXITSTATUS(status), 127);
 }
 
+// RunToCompletion: both streams apart, the exit status, arguments as they are (no shell),
+// output beyond the bound dropped without blocking the child, and what cannot run.
+TEST(ChildProcessTest, RunToCompletionCapturesBothStreamsAndTheExitCode) {
+  const CompletedProcess done =
+      RunToCompletion({"/bin/sh", "-c", "printf '%s' \"$0\"; echo oops >&2; exit 3", "a b; $(false)"});
+  EXPECT_EQ(done.exit_code, 3);
+  EXPECT_EQ(done.out, "a b; $(false)");
+  EXPECT_EQ(done.err, "oops\n");
+  // 4 MiB of output against a 1 KiB bound: the child finishes, the rest is dropped.
+  const CompletedProcess chatty = RunToCompletion({"/bin/sh", "-c", "head -c 4194304 /dev/zero; exit 0"}, 1024);
+  EXPECT_EQ(chatty.exit_code, 0);
+  EXPECT_EQ(chatty.out.size(), 1024u);
+  const CompletedProcess killed = RunToCompletion({"/bin/sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  const CompletedProcess missing = RunToCompletion({"/nonexistent/program"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_NE(missing.err.find("/nonexistent/program"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace headroom::launch
