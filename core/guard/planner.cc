@@ -130,13 +130,14 @@ struct PlanInputs {
   const spec::TrainingJobSpec& spec;
   const ModelShape& model;
   int workers;
-  int stage;               // spec.sharding.stage clamped to [0, 3]
-  bool gpu;                // spec.resources.gpus > 0
-  double p_bytes;          // bytes per parameter (see planner.h), and per gradient element
-  double k_bytes;          // optimizer bytes per parameter
-  bool inference_weights;  // bf16 copies kept for the passes without gradient (see header)
-  double kv_bytes;         // per generation cache element
-  int64_t lora = 0;        // LoRA: the adapters' parameters, the only trained ones (0: all train)
+  int stage;                  // spec.sharding.stage clamped to [0, 3]
+  bool gpu;                   // spec.resources.gpus > 0
+  double p_bytes;             // bytes per parameter (see planner.h), and per gradient element
+  double k_bytes;             // optimizer bytes per parameter
+  bool inference_weights;     // bf16 copies kept for the passes without gradient (see header)
+  double kv_bytes;            // per generation cache element
+  int64_t lora = 0;           // LoRA: the adapters' parameters, the only trained ones (0: all train)
+  int64_t prompt_length = 0;  // the prompts' planned length: maxPromptLength, or the data's longest if shorter
 };
 
 // Parameters, the gathered layer (stage 3), gradients and optimizer state: the ZeRO
@@ -200,34 +201,59 @@ void AddShardedState(PlanRows& rows, const PlanInputs& in) {
 
 }  // namespace
 
-double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, bool recomputed) {
+double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, int64_t response_length,
+                                  bool recomputed) {
   const double h = static_cast<double>(model.hidden), f = static_cast<double>(model.ffn_hidden);
   const double q = static_cast<double>(model.heads) * static_cast<double>(model.head_dim);
   const double kv = static_cast<double>(model.kv_heads) * static_cast<double>(model.head_dim);
-  const double scores = static_cast<double>(model.heads) * static_cast<double>(seq_length);  // per query token
-  // What one block's forward leaves for its backward, per token, in elements, as
-  // HfCausalLMImpl::Block allocates it: the block's input (the first RMSNorm saves it), the
-  // normed input (the q/k/v matmul), the rotated queries, keys and values (the attention:
-  // the packed qkv in the fused kernel, the per-head copies its matmuls save otherwise), the
-  // attention probabilities over seq keys per head (saved whole, not the causal half), the
-  // attention output (o_proj), the residual sum (the second RMSNorm) and its normed copy
-  // (the gate/up matmul), and in the SwiGLU MLP the stacked gate and up (2 f), silu(gate)
-  // (f) and their product (down_proj): 4 h + 2 q + 2 kv + 4 f + heads x seq. The MLP is
-  // most of it at short lengths: at Qwen2.5-0.5B's width (f = 5.4 h) 4 f is 22 h of 28 h.
-  const double block = 4 * h + 2 * q + 2 * kv + 4 * f + scores;
-  // Backward's own working set on top, one block at a time, the larger of: at the MLP, the
-  // gradient of the stacked gate and up (2 f) allocated while the residual stream's
+  const double layers = static_cast<double>(std::max<int64_t>(1, model.layers));
+  // Positions: the update's forward reads a row's tokens but the last (log_probs.cc: the last
+  // token is only a target), and its last block computes from the attention on only the
+  // positions whose outputs are scored, the response's (HfCausalLMImpl::Blocks'
+  // first_output).
+  const double n = static_cast<double>(std::max<int64_t>(1, seq_length - 1));
+  const double r = std::clamp(static_cast<double>(response_length), 1.0, n);
+  const double heads = static_cast<double>(model.heads);
+  // What one block's forward leaves for its backward, in elements, as
+  // HfCausalLMImpl::Block allocates it. Per position it reads: the block's input (the first
+  // RMSNorm saves it), the normed input (the q/k/v matmul) and the rotated queries, keys and
+  // values (the attention: the packed qkv in the fused kernel, the per-head copies its
+  // matmuls save otherwise): 2 h + q + 2 kv.
+  const double per_key = 2 * h + q + 2 * kv;
+  // Per query position: the attention probabilities over the n keys per head (saved whole,
+  // not the causal half), the attention output (o_proj), the residual sum (the second
+  // RMSNorm) and its normed copy (the gate/up matmul), and in the SwiGLU MLP the stacked
+  // gate and up (2 f), silu(gate) (f) and their product (down_proj): heads n + q + 2 h + 4
+  // f. The MLP is most of it at short lengths: at Qwen2.5-0.5B's width (f = 5.4 h) 4 f is
+  // 22 h of 28 h.
+  const double per_query = heads * n + q + 2 * h + 4 * f;
+  const double block = n * (per_key + per_query);
+  // Backward's own working set per position of the block it runs, the larger of: at the MLP,
+  // the gradient of the stacked gate and up (2 f) allocated while the residual stream's
   // gradient (h) is alive; at the attention, the gradients of the probabilities and of the
-  // scores (softmax's backward: heads x seq each) beside the residual's (h) and the
-  // values' (kv). The attention's grows with the length: at 423 tokens of the long-prompt
-  // drill's model it is 11 times the MLP's.
-  const double backward = std::max(2 * f + h, 2 * scores + h + kv);
-  // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
-  // each block's input is kept, and one block's activations exist while backward runs it
-  // again.
-  const double kept =
-      recomputed ? static_cast<double>(model.layers) * h + block : static_cast<double>(model.layers) * block;
-  return kept + backward;
+  // scores (softmax's backward: heads n each) beside the residual's (h) and the values'
+  // (kv). The attention's grows with the length: at 423 tokens of the long-prompt drill's
+  // model it is 11 times the MLP's.
+  const double backward = std::max(2 * f + h, 2 * heads * n + h + kv);
+  double row = 0;
+  if (recomputed) {
+    // Recomputed blocks (activation checkpointing; stage 3 recomputes around its gather):
+    // every block's input is kept, and the block backward runs again holds its activations
+    // (the block executor runs the last block over every position too) beside the
+    // backward's working set; its input is one of the kept ones.
+    row = layers * n * h + block - n * h + n * backward;
+  } else {
+    // Every block's saved tensors, the last one's query part at the r scored positions,
+    // and the final RMSNorm's input and output there (the head's matmul). Backward's peak
+    // is at the last block (everything saved, its working set at r positions) or, where
+    // the attention's working set outgrows the last block's saved tensors (long prompts),
+    // at the block before it, once the last block's are freed.
+    const double last = n * per_key + r * per_query;
+    const double saved = (layers - 1) * block + last + 2 * r * h;
+    row = saved + r * backward;
+    if (layers > 1) row = std::max(row, (layers - 1) * block + n * backward);
+  }
+  return row / static_cast<double>(std::max<int64_t>(1, seq_length));
 }
 
 double RolloutPrefillElementsPerToken(const ModelShape& model, int64_t prompt_length) {
@@ -262,26 +288,31 @@ void AddActivations(PlanRows& rows, const PlanInputs& in) {
   // Activations: one micro-batch of full-length sequences kept for backward. Under a token
   // budget (micro_batches.h) a micro-batch holds at most that many padded tokens, whose
   // rows are at most seq long: the budget replaces micro x seq when it is the smaller.
-  const double seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
+  const double seq = static_cast<double>(in.prompt_length + s.grpo.max_response_length);
   const double micro = std::max(1, s.grpo.micro_batch_size);
   const double budget = s.grpo.max_tokens_per_micro_batch;
   const bool budgeted = budget > 0 && budget < micro * seq;
   const double tokens = budgeted ? budget : micro * seq;
   const double act_bytes = in.gpu ? 2 : 4;  // bf16 autocast on GPU, fp32 on CPU
   const bool recomputed = s.grpo.activation_checkpointing || in.stage >= 3;
-  const double per_token = ActivationElementsPerToken(model, static_cast<int64_t>(seq), recomputed);
+  const double per_token =
+      ActivationElementsPerToken(model, static_cast<int64_t>(seq), s.grpo.max_response_length, recomputed);
   const std::string shape =
       budgeted ? "budget " + std::to_string(static_cast<int64_t>(budget)) + " tokens"
                : "micro " + std::to_string(static_cast<int>(micro)) + " x seq " + std::to_string(static_cast<int>(seq));
-  const std::string backward = " + backward's max(2 ffn + h, 2 heads seq + h + kv)";
+  // n: the positions the forward reads (seq - 1); r: the response's, where the last block's
+  // queries and MLP run (ActivationElementsPerToken).
+  const std::string backward = " + backward's max(2 ffn + h, 2 heads n + h + kv)";
   if (recomputed) {
-    rows.Add(
-        "activations", tokens * per_token * act_bytes, in.gpu,
-        shape + " x (layers x h + one block's 4 h + 2 q + 2 kv + 4 ffn + heads seq" + backward + "), blocks recomputed",
-        false);
+    rows.Add("activations", tokens * per_token * act_bytes, in.gpu,
+             shape + ", per position: layers x h + one block's 4 h + 2 q + 2 kv + 4 ffn + heads n" + backward +
+                 ", blocks recomputed",
+             false);
   } else {
     rows.Add("activations", tokens * per_token * act_bytes, in.gpu,
-             shape + " x (layers x (4 h + 2 q + 2 kv + 4 ffn + heads seq)" + backward + ")", false);
+             shape + ", per position: layers x (4 h + 2 q + 2 kv + 4 ffn + heads n), the last block's attention " +
+                 "output and MLP at the response's " + std::to_string(s.grpo.max_response_length) + backward,
+             false);
   }
   // Logits: the update's log-probs pass the response tokens through the head one chunk at
   // a time (core/memory/logits_chunk.h): one chunk's fp32 logits and their exponentials
@@ -305,14 +336,14 @@ void AddRolloutPrefill(PlanRows& rows, const PlanInputs& in) {
   const spec::GrpoSpec& g = in.spec.grpo;
   const double local_prompts = std::ceil(static_cast<double>(g.prompts_per_step) / in.workers);
   const int64_t sequences = static_cast<int64_t>(local_prompts) * g.group_size;
-  const double prefill = RolloutPrefillElementsPerToken(in.model, g.max_prompt_length) *
-                         static_cast<double>(sequences) * g.max_prompt_length * 4;  // fp32 on the host
+  const double prefill = RolloutPrefillElementsPerToken(in.model, in.prompt_length) * static_cast<double>(sequences) *
+                         static_cast<double>(in.prompt_length) * 4;  // fp32 on the host
   const PlanComponent* act = rows.plan().Find("activations");
   const PlanComponent* logits = rows.plan().Find("logits");
   const double update = static_cast<double>((act ? act->host_bytes : 0) + (logits ? logits->host_bytes : 0));
   if (prefill <= update) return;
   rows.AddPhase("rollout prefill", prefill - update,
-                std::to_string(sequences) + " sequences x prompt " + std::to_string(g.max_prompt_length) +
+                std::to_string(sequences) + " sequences x prompt " + std::to_string(in.prompt_length) +
                     " at once, one block's working set: " + std::to_string(static_cast<int64_t>(prefill) >> 20) +
                     " MiB, above the update's activations and logits");
 }
@@ -437,7 +468,9 @@ Plan PlanMemory(const spec::TrainingJobSpec& s, int workers, const PlanOptions& 
                       bf16 ? 12.0 : 8.0,
                       inference_weights,
                       inference_weights ? 2.0 : 4.0,
-                      LoraParameters(s.model.lora, model)};
+                      LoraParameters(s.model.lora, model),
+                      options.longest_prompt > 0 ? std::min<int64_t>(options.longest_prompt, s.grpo.max_prompt_length)
+                                                 : int64_t{s.grpo.max_prompt_length}};
 
   Plan plan;
   plan.workers = workers;

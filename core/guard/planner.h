@@ -12,11 +12,13 @@
 // Activations per micro-batch (kept for backward), counted from the tensors the worker's
 // block saves (HfCausalLMImpl::Block, its fused kernels; not Korthikanti et al.'s 17 h +
 // 2.5 a s, which assumes a 4 h GeLU MLP with dropout and misses a SwiGLU MLP's 4 ffn):
-//   micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * seq) + backward) * act_bytes
-// with q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width, and backward
-// the backward's own working set at one block: max(2 ffn + h at the MLP, 2 heads * seq + h
-// + kv at the attention). Recomputed blocks (activation checkpointing, stage 3) keep
-// layers * h and one block's activations instead (ActivationElementsPerToken).
+//   micro * seq * ActivationElementsPerToken * act_bytes
+// about micro * n * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads * n) + backward) with n =
+// seq - 1 positions, q = heads * head_dim, kv = kv_heads * head_dim, ffn the MLP's width,
+// less the last block's query part beyond the response's positions, and backward the
+// backward's own working set at one block: max(2 ffn + h at the MLP, 2 heads * n + h + kv
+// at the attention). Recomputed blocks (activation checkpointing, stage 3) keep layers * h
+// and one block's activations instead.
 // plus the logits of one chunk of response tokens (core/memory/logits_chunk.h):
 // c * min(micro * maxResponseLength, LogitsChunkTokens(vocab)) * vocab * 4, c = 2 on host
 // (logits and their exponentials, fp32), 2.5 on GPU (and the bf16 product).
@@ -94,15 +96,21 @@ ModelShape HfModelShape(const hf::HfModelConfig& config);
 // hf::HfConfigError naming the file and the field when the config cannot be read or used.
 ModelShape JobModelShape(const spec::TrainingJobSpec& spec);
 
-// The elements one token of a micro-batch of sequences `seq_length` long holds at the
-// update's peak (fp32 on the host, bf16 on the GPU), as the worker's blocks allocate them:
-// every block's saved tensors, layers x (4 h + 2 q + 2 kv + 4 ffn + heads x seq_length),
-// or with `recomputed` blocks (activation checkpointing, stage 3) the blocks' inputs
-// (layers x h) and one block's; plus backward's working set at one block, max(2 ffn + h,
-// 2 heads x seq_length + h + kv). The one count of a token's activation cost: the plan's
-// activations, and the worker's micro_batch_tokens (a micro-batch's tokens weighted by
-// their length's cost) that the guard forecasts with.
-double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, bool recomputed);
+// The elements one padded token of a micro-batch of rows `seq_length` long, the last
+// `response_length` of them the response, holds at the update's peak (fp32 on the host,
+// bf16 on the GPU), as the worker's blocks allocate them. The forward reads n = seq_length
+// - 1 positions (the last token is only a target); per position every block saves 4 h + 2
+// q + 2 kv + 4 ffn + heads x n, except that the last block computes its attention output,
+// residual and MLP only at the response's positions (the ones scored). Backward adds its
+// working set at one block, max(2 ffn + h, 2 heads x n + h + kv) per position, at the
+// last block or, once its tensors are freed, at the one before (long prompts). With
+// `recomputed` blocks (activation checkpointing, stage 3): the blocks' inputs (layers x h
+// per position), one whole block's tensors and backward's working set. planner.cc names
+// each tensor. The one count of a token's activation cost: the plan's activations, and
+// the worker's micro_batch_tokens (a micro-batch's tokens weighted by their length's cost)
+// that the guard forecasts with.
+double ActivationElementsPerToken(const ModelShape& model, int64_t seq_length, int64_t response_length,
+                                  bool recomputed);
 
 // The elements per prompt token the rollout's prefill holds at its largest moment, on the
 // host: every local rollout sequence's prompt goes through the model at once, without
@@ -122,6 +130,12 @@ struct PlanOptions {
   // The model's shape: JobModelShape(spec), read once by whoever plans. Unset:
   // PresetModelShape(spec), which is right only for jobs without spec.model.path.
   std::optional<ModelShape> model;
+  // The longest prompt the job's data holds, in the model's tokens (`headroom-worker
+  // prompts`: the kept records, or a generated task's prompt); 0: unknown. The update's
+  // activations and the rollout's prefill are planned at the smaller of it and
+  // maxPromptLength (a batch pads its rows to its longest prompt, never beyond the data's),
+  // the generation cache at maxPromptLength (the rollout allocates it so).
+  int64_t longest_prompt = 0;
 };
 
 struct PlanComponent {

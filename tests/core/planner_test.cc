@@ -2,6 +2,7 @@
 // model, and the helpers the policy uses to pick reshard targets and micro-batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/guard/planner.h"
@@ -100,11 +101,20 @@ TEST(PlannerTest, ActivationsKvCacheAndReferenceModel) {
   Plan p = PlanMemory(s, workers);
   // 2 * layers * heads * head_dim * seq * batch * 4 bytes, batch = 32/2 * 8 = 128.
   EXPECT_EQ(HostOf(p, "generation cache"), 2LL * layers * heads * (hidden / heads) * seq * 128 * 4);
-  // micro * seq * (layers * (4 h + 2 q + 2 kv + 4 ffn + heads seq) + 2 ffn + h) * 4 bytes;
-  // the tiny preset: q = kv = h, ffn = 4 h.
+  // Per row, as the blocks save tensors (the tiny preset: q = kv = h, ffn = 4 h): the
+  // forward reads n = seq - 1 positions; per position a block keeps its input, the normed
+  // input and the rotated q/k/v (5 h), and per query position the probabilities over n keys
+  // per head, the attention output, the residual sum and its normed copy, and the MLP's 4
+  // ffn. The last block runs its queries only at the 8 response positions, beside the
+  // final norm's input and output there; backward's working set at that block is the
+  // MLP's 2 ffn + h per response position.
   const int ffn = 4 * hidden;
-  const double per_token_layer = 8.0 * hidden + 4.0 * ffn + 1.0 * heads * seq, backward = 2.0 * ffn + hidden;
-  EXPECT_EQ(HostOf(p, "activations"), static_cast<int64_t>(64.0 * seq * (layers * per_token_layer + backward) * 4));
+  const double n = seq - 1, r = 8;
+  const double per_key = 2.0 * hidden + 3.0 * hidden, per_query = heads * n + 3.0 * hidden + 4.0 * ffn;
+  const double block = n * (per_key + per_query), backward = 2.0 * ffn + hidden;
+  const double row = block + (n * per_key + r * per_query) + 2 * r * hidden + r * backward;
+  ASSERT_GT(row, block + n * backward);  // the last block's backward, not the first's, is the top
+  EXPECT_NEAR(static_cast<double>(HostOf(p, "activations")), 64.0 * row * 4, 1.0);
   // The presets' vocabulary fits the whole micro-batch's response tokens in one chunk.
   EXPECT_EQ(HostOf(p, "logits"), 2LL * 64 * 8 * spec::kVocabSize * 4);
   // The presets' head is its own matrix (not tied): one [vocab, hidden] fp32 gradient.
@@ -130,9 +140,13 @@ TEST(PlannerTest, TokenBudgetLowersThePlannedActivations) {
   const Plan rows = PlanMemory(s, workers);
   s.grpo.max_tokens_per_micro_batch = 384;  // a quarter of 64 x 24
   const Plan budget = PlanMemory(s, workers);
+  // A budget of 384 tokens holds 16 rows of 24; one row as in the test above.
   const int ffn = 4 * hidden;  // the tiny preset's MLP
-  const double per_token_layer = 8.0 * hidden + 4.0 * ffn + 1.0 * heads * seq, backward = 2.0 * ffn + hidden;
-  EXPECT_EQ(HostOf(budget, "activations"), static_cast<int64_t>(384.0 * (layers * per_token_layer + backward) * 4));
+  const double n = seq - 1, r = 8;
+  const double per_key = 5.0 * hidden, per_query = heads * n + 3.0 * hidden + 4.0 * ffn;
+  const double row = (layers - 1) * n * (per_key + per_query) + n * per_key + r * per_query + 2 * r * hidden +
+                     r * (2.0 * ffn + hidden);
+  EXPECT_NEAR(static_cast<double>(HostOf(budget, "activations")), 16.0 * row * 4, 1.0);
   EXPECT_LT(HostOf(budget, "activations"), HostOf(rows, "activations"));
   EXPECT_NE(budget.Find("activations")->note.find("budget 384 tokens"), std::string::npos)
       << budget.Find("activations")->note;
@@ -145,6 +159,57 @@ TEST(PlannerTest, TokenBudgetLowersThePlannedActivations) {
   EXPECT_EQ(PlanMemory(s, workers).host_total_bytes, rows.host_total_bytes);
 }
 
+// The update's last block computes its attention output and MLP only where outputs are
+// scored (the response), so at one row length a longer response costs more; recomputed
+// blocks run every position and do not care. With a long prompt backward's attention
+// working set outgrows the last block's saved tensors, and the top is at the block before
+// it, once those are freed.
+TEST(PlannerTest, TheLastBlockRunsItsQueriesAtTheResponseOnly) {
+  const ModelShape m =
+      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-deep-long"));
+  EXPECT_LT(ActivationElementsPerToken(m, 72, 8, false), ActivationElementsPerToken(m, 72, 32, false));
+  EXPECT_DOUBLE_EQ(ActivationElementsPerToken(m, 72, 8, true), ActivationElementsPerToken(m, 72, 32, true));
+  // The drill's long step: 415 + 8 tokens; its model has 4 query and 2 key/value heads.
+  const double n = 422, h = m.hidden, q = 1.0 * m.heads * m.head_dim, kv = 1.0 * m.kv_heads * m.head_dim;
+  const double block = n * (2 * h + q + 2 * kv + m.heads * n + q + 2 * h + 4.0 * m.ffn_hidden);
+  const double backward = 2.0 * m.heads * n + h + kv;
+  ASSERT_GT(backward, 2.0 * m.ffn_hidden + h);
+  EXPECT_NEAR(ActivationElementsPerToken(m, 423, 8, false) * 423, (m.layers - 1) * block + n * backward, 1e-6 * block);
+}
+
+// The data's longest prompt (PlanOptions::longest_prompt, from `headroom-worker prompts`):
+// the update's rows and the prefill's prompts are that long when it is below
+// maxPromptLength, never longer; the generation cache stays allocated for maxPromptLength.
+TEST(PlannerTest, TheDataLongestPromptBoundsTheUpdateAndThePrefill) {
+  PlanOptions options;
+  options.model =
+      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition"));
+  spec::TrainingJobSpec s = Job("tiny", 1);
+  s.grpo.prompts_per_step = 32;
+  s.grpo.group_size = 8;
+  s.grpo.max_prompt_length = 64;
+  s.grpo.max_response_length = 8;
+  s.grpo.micro_batch_size = 128;
+  const Plan at_max = PlanMemory(s, 1, options);
+  PlanOptions data = options;
+  data.longest_prompt = 51;
+  const Plan at_data = PlanMemory(s, 1, data);
+  spec::TrainingJobSpec shorter = s;
+  shorter.grpo.max_prompt_length = 51;
+  const Plan at_51 = PlanMemory(shorter, 1, options);
+  // The same as a maxPromptLength of 51, but for the generation cache.
+  EXPECT_EQ(HostOf(at_data, "activations"), HostOf(at_51, "activations"));
+  EXPECT_EQ(HostOf(at_data, "rollout prefill"), HostOf(at_51, "rollout prefill"));
+  EXPECT_LT(HostOf(at_data, "activations"), HostOf(at_max, "activations"));
+  EXPECT_EQ(HostOf(at_data, "generation cache"), HostOf(at_max, "generation cache"));
+  EXPECT_GT(HostOf(at_data, "generation cache"), HostOf(at_51, "generation cache"));
+  // Longer than maxPromptLength (records the job leaves out) or unknown: maxPromptLength.
+  data.longest_prompt = 90;
+  EXPECT_EQ(PlanMemory(s, 1, data).host_total_bytes, at_max.host_total_bytes);
+  data.longest_prompt = 0;
+  EXPECT_EQ(PlanMemory(s, 1, data).host_total_bytes, at_max.host_total_bytes);
+}
+
 // A GPU worker keeps bf16 copies of its parameters for the rollout (worker/sharding/
 // inference_weights.h): 2 bytes per parameter it holds, placed with the parameters.
 // Recomputed blocks (activation checkpointing at stages 0-2; stage 3 always) keep each
@@ -155,15 +220,22 @@ TEST(PlannerTest, RecomputedBlocksKeepTheBoundariesAndOneBlock) {
   const int seq = s.grpo.max_prompt_length + s.grpo.max_response_length;
   const double micro = s.grpo.micro_batch_size;
   const ModelShape shape = PresetModelShape(s);
-  // The small preset: q = kv = h, no grouped-query heads.
-  const double per_token_layer = 8.0 * shape.hidden + 4.0 * shape.ffn_hidden + 1.0 * shape.heads * seq;
-  const double backward = 2.0 * shape.ffn_hidden + shape.hidden;
+  // The small preset: q = kv = h, no grouped-query heads. Per row over n = seq - 1
+  // positions: a block's 5 h per position and its query part per query position.
+  const double n = seq - 1, r = s.grpo.max_response_length, h = shape.hidden;
+  const double per_query = 1.0 * shape.heads * n + 3 * h + 4.0 * shape.ffn_hidden;
+  const double block = n * (5 * h + per_query);
+  const double backward = std::max(2.0 * shape.ffn_hidden + h, 2.0 * shape.heads * n + 2 * h);
   const int64_t kept = HostOf(PlanMemory(s, 2), "activations");
-  EXPECT_EQ(kept, static_cast<int64_t>(micro * seq * (shape.layers * per_token_layer + backward) * 4));
+  const double all_blocks = (shape.layers - 1) * block + n * 5 * h + r * per_query + 2 * r * h;
+  EXPECT_NEAR(static_cast<double>(kept),
+              micro * std::max(all_blocks + r * backward, (shape.layers - 1) * block + n * backward) * 4, 1.0);
   s.grpo.activation_checkpointing = true;
   const Plan recomputed = PlanMemory(s, 2);
-  EXPECT_EQ(HostOf(recomputed, "activations"),
-            static_cast<int64_t>(micro * seq * (shape.layers * shape.hidden + per_token_layer + backward) * 4));
+  // Every block's input, and one block recomputed whole (its input is one of them) with
+  // backward's working set.
+  EXPECT_NEAR(static_cast<double>(HostOf(recomputed, "activations")),
+              micro * (shape.layers * n * h + block - n * h + n * backward) * 4, 1.0);
   EXPECT_LT(HostOf(recomputed, "activations"), kept / 2);
   s.grpo.activation_checkpointing = false;
   s.sharding.stage = 3;  // recomputes around its gather anyway
@@ -189,7 +261,7 @@ TEST(PlannerTest, TheRolloutPrefillSetsThePeakWhereTheUpdateIsSmaller) {
   s.grpo.group_size = 8;
   s.grpo.max_prompt_length = 64;
   s.grpo.max_response_length = 8;
-  s.grpo.micro_batch_size = 128;
+  s.grpo.micro_batch_size = 256;  // the example job's 128 rows are already below its prefill
   const ModelShape& m = *options.model;
   const double per_token = RolloutPrefillElementsPerToken(m, 64);
   // At least the attention's scores and their softmax over 64 keys per head, and what the
@@ -202,7 +274,7 @@ TEST(PlannerTest, TheRolloutPrefillSetsThePeakWhereTheUpdateIsSmaller) {
     SCOPED_TRACE(workers);
     const double prefill = per_token * (256.0 / workers) * 64 * 4;
     const Plan rows = PlanMemory(s, workers, options);
-    ASSERT_GT(static_cast<double>(transient(rows)), prefill);  // the update's micro-batch of 128 rows is larger
+    ASSERT_GT(static_cast<double>(transient(rows)), prefill);  // the update's micro-batch of 256 rows is larger
     EXPECT_EQ(rows.Find("rollout prefill"), nullptr);
     spec::TrainingJobSpec budgeted = s;
     budgeted.grpo.max_tokens_per_micro_batch = 2048;
@@ -441,15 +513,17 @@ TEST(PlannerTest, HuggingFaceConfigShapesThePlan) {
   const int64_t block = 2 * 896 * 896 + 2 * 896 * 128 + (896 + 2 * 128) + 3 * 896 * 4864 + 2 * 896;
   EXPECT_EQ(GpuOf(p, "gathered layer"), 4 * block);
   const int64_t seq = 256 + 512, local_sequences = 8 / n * 4;
-  // Stage 3 recomputes blocks: the 24 blocks' inputs and one block's activations, bf16:
-  // per token 4 h + 2 q + 2 kv (the 2 key/value heads, not the 14 query heads) + 4 ffn +
-  // heads x seq, and backward's working set, at 768 tokens the attention's (the gradients
-  // of 14 heads' probabilities and scores, 2 x 14 x seq, beside h and kv), not the MLP's
-  // 2 ffn + h.
-  const double one_block = 4 * 896 + 2 * 896 + 2 * 128 + 4 * 4864 + 14.0 * seq;
-  const double backward = 2 * 14.0 * seq + 896 + 128;
+  // Stage 3 recomputes blocks: the 24 blocks' inputs and one block's activations, bf16,
+  // over the 767 positions the forward reads: per position 2 h + q + 2 kv (the 2
+  // key/value heads, not the 14 query heads) and per query 14 x n + q + 2 h + 4 ffn; and
+  // backward's working set, at 767 positions the attention's (the gradients of 14 heads'
+  // probabilities and scores, 2 x 14 x n, beside h and kv), not the MLP's 2 ffn + h.
+  const double read = seq - 1;
+  const double one_block = read * (2 * 896 + 896 + 2 * 128 + 14.0 * read + 896 + 2 * 896 + 4 * 4864);
+  const double backward = 2 * 14.0 * read + 896 + 128;
   ASSERT_GT(backward, 2 * 4864 + 896);
-  EXPECT_EQ(GpuOf(p, "activations"), static_cast<int64_t>(2.0 * seq * (24 * 896 + one_block + backward) * 2));
+  EXPECT_NEAR(static_cast<double>(GpuOf(p, "activations")),
+              2.0 * (24 * read * 896 + one_block - read * 896 + read * backward) * 2, 1.0);
   // The cache holds the 2 key/value heads, not the 14 query heads; bf16, as the rollout
   // allocates it where it reads the bf16 inference copies (a GPU job's default).
   EXPECT_EQ(GpuOf(p, "generation cache"), 2 * 24 * 2 * 64 * seq * local_sequences * 2);

@@ -264,10 +264,10 @@ TEST(ReplayTest, ALongPromptIsForecastAtItsActivationCostAndActedOnTheStepBefore
   // step, each sampled 4 times, microBatchSize 16; responses at 8; full length 480 + 8.
   const ModelShape model =
       HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-deep-long"));
-  const memory::TokenCost cost = [&](int64_t length) {
-    return ActivationElementsPerToken(model, length, /*recomputed=*/false);
-  };  // stage 0
   constexpr int64_t kRows = 16, kResponse = 8, kFull = 480 + 8;
+  const memory::TokenCost cost = [&](int64_t length) {
+    return ActivationElementsPerToken(model, length, kResponse, /*recomputed=*/false);
+  };  // stage 0
   auto weighted = measured;
   for (StepMemory& m : weighted) {
     const int64_t prompt = m.tokens / kRows - kResponse;  // every row at the step's longest

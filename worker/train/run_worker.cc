@@ -296,8 +296,8 @@ int64_t MicroBatchTokensOfStep(const GrpoTrainer& trainer, const guard::ModelSha
         trainer.task().Make(static_cast<uint64_t>(trainer.GlobalPrompt(step, i))).prompt_tokens.size()));
   }
   const bool recomputed = g.activation_checkpointing || trainer.spec().sharding.stage >= 3;
-  const memory::TokenCost cost = [&model, recomputed](int64_t length) {
-    return guard::ActivationElementsPerToken(model, length, recomputed);
+  const memory::TokenCost cost = [&model, recomputed, response = int64_t{g.max_response_length}](int64_t length) {
+    return guard::ActivationElementsPerToken(model, length, response, recomputed);
   };
   return memory::LargestMicroBatchTokens(prompts, g.group_size, g.max_response_length, g.micro_batch_size,
                                          g.max_tokens_per_micro_batch, g.updates_per_step, cost,
