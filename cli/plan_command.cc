@@ -1,13 +1,22 @@
-// `headroom plan JOB.yaml [--workers N] [--gpu-memory QUANTITY] [--json]`: the planner's
-// per-worker memory estimate (core/guard/planner.h) for the job's model (its preset, or the
-// config.json of spec.model.path), sharding stage, offload settings and worker count, by
-// component, with host and GPU totals against the limits the guard protects.
+// `headroom plan JOB.yaml [--workers N] [--gpu-memory QUANTITY] [--at-max-prompt-length]
+// [--json]`: the planner's per-worker memory estimate (core/guard/planner.h) for the job's
+// model (its preset, or the config.json of spec.model.path), sharding stage, offload
+// settings and worker count, by component, with host and GPU totals against the limits the
+// guard protects.
+//
+// Prompts: a step pads its rows to its longest prompt, so the plan counts the update and
+// the rollout's prefill at the longest prompt the job's data holds, as headroom-worker's
+// task makes them (`headroom-worker prompts`, worker/cli/prompts_command.h), when that is
+// shorter than maxPromptLength; at maxPromptLength with --at-max-prompt-length, or when the
+// worker cannot read the data here (a cluster's path, a model not fetched yet: the reason
+// is printed).
 //
 //   exit 0: printed (whether or not it fits: the verdict is in the output)
 //   exit 2: invalid spec (every problem, as `headroom validate` prints them), bad options, or
 //           a spec.model.path whose config.json cannot be read or used here
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -16,9 +25,11 @@
 #include "core/base/human_bytes.h"
 #include "core/hf/hf_config.h"
 #include "core/guard/planner.h"
+#include "core/launch/child_process.h"
 #include "core/spec/quantity.h"
 #include "core/spec/training_job.h"
 #include "cli/command_registry.h"
+#include "cli/worker_binary.h"
 
 namespace headroom::cli {
 namespace {
@@ -27,8 +38,61 @@ struct PlanArgs {
   std::string path;
   int workers = 0;
   std::string gpu_memory;
+  bool at_max_prompt_length = false;
   bool json = false;
 };
+
+// How long the plan takes the prompts to be, and why.
+struct PromptLength {
+  int64_t tokens = 0;        // what the plan counts
+  int64_t data_longest = 0;  // the data's longest prompt; 0 when not asked or not known
+  int64_t skipped = 0;       // the dataset's records longer than maxPromptLength, left out by the job
+  std::string not_known;     // why the data's prompts were not measured (empty when they were, or not asked)
+};
+
+// The longest prompt of the job's data, from `headroom-worker prompts --job PATH`; or why
+// not (the worker's first line of complaint).
+PromptLength MeasurePrompts(const std::string& job_path, const spec::GrpoSpec& grpo) {
+  PromptLength p;
+  p.tokens = grpo.max_prompt_length;
+  const std::string worker = FindWorkerBinary();
+  launch::CompletedProcess done;
+  try {
+    done = launch::RunToCompletion({worker, "prompts", "--job", job_path});
+  } catch (const std::exception& e) {
+    p.not_known = std::string("cannot run ") + worker + ": " + e.what();
+    return p;
+  }
+  if (done.exit_code == 0) {
+    const auto j = nlohmann::json::parse(done.out, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("longest") && j["longest"].is_number_integer() && j["longest"].get<int64_t>() > 0) {
+      p.data_longest = j["longest"].get<int64_t>();
+      if (j.contains("skipped") && j["skipped"].is_number_integer()) p.skipped = j["skipped"].get<int64_t>();
+      p.tokens = std::min<int64_t>(p.data_longest, grpo.max_prompt_length);
+      return p;
+    }
+    p.not_known = worker + " prompts printed no prompt length";
+    return p;
+  }
+  std::string reason = done.err;
+  // The last line names the problem; log lines come before it.
+  while (!reason.empty() && reason.back() == '\n') reason.pop_back();
+  if (const size_t nl = reason.rfind('\n'); nl != std::string::npos) reason = reason.substr(nl + 1);
+  p.not_known = reason.empty() ? worker + " prompts exited " + std::to_string(done.exit_code) : reason;
+  return p;
+}
+
+std::string DescribePrompts(const PromptLength& p, const spec::GrpoSpec& grpo) {
+  const std::string max = "maxPromptLength " + std::to_string(grpo.max_prompt_length) +
+                          (p.skipped > 0 ? ", which leaves out " + std::to_string(p.skipped) + " longer records" : "");
+  if (p.data_longest > 0 && p.data_longest < grpo.max_prompt_length) {
+    return "at " + std::to_string(p.tokens) + " tokens, the longest the job's data holds (" + max +
+           "; the generation cache at it)";
+  }
+  if (p.data_longest > 0) return "at " + max + " (the data's longest is " + std::to_string(p.data_longest) + ")";
+  if (!p.not_known.empty()) return "at " + max + " (the data's prompts are not known here: " + p.not_known + ")";
+  return "at " + max;
+}
 
 std::string Cell(int64_t bytes) { return bytes == 0 ? "-" : HumanBytes(static_cast<double>(bytes)); }
 
@@ -55,7 +119,7 @@ std::string PodLayout(const spec::TrainingJobSpec& s, int workers) {
 
 // `--json`: the plan as one object (components, totals, limits, thresholds, verdicts).
 void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
-                   bool fits, bool worker_count_ok) {
+                   bool fits, bool worker_count_ok, const PromptLength& prompts) {
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   nlohmann::ordered_json j;
   j["job"] = job.metadata.name;
@@ -66,6 +130,11 @@ void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::Model
   j["parameters"] = plan.parameters;
   j["stage"] = job.spec.sharding.stage;
   j["gpus_per_worker"] = job.spec.resources.gpus;
+  j["prompt_length"] = prompts.tokens;  // what the update and the prefill are planned at
+  j["max_prompt_length"] = job.spec.grpo.max_prompt_length;
+  j["data_longest_prompt"] = prompts.data_longest;  // 0: not known
+  j["data_prompts_skipped"] = prompts.skipped;
+  if (!prompts.not_known.empty()) j["data_prompts_not_known"] = prompts.not_known;
   nlohmann::ordered_json comps = nlohmann::ordered_json::array();
   for (const guard::PlanComponent& c : plan.components) {
     comps.push_back({{"name", c.name}, {"host_bytes", c.host_bytes}, {"gpu_bytes", c.gpu_bytes}, {"note", c.note}});
@@ -89,7 +158,7 @@ void PrintPlanJson(const spec::TrainingJob& job, int workers, const guard::Model
 // The plan as a table a person reads, with a verdict and, when it does not fit, the
 // smallest worker count that would.
 void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::ModelShape& shape, const guard::Plan& plan,
-                    bool fits, bool worker_count_ok, const guard::PlanOptions& options) {
+                    bool fits, bool worker_count_ok, const guard::PlanOptions& options, const PromptLength& prompts) {
   const spec::MemoryGuardSpec& g = job.spec.memory_guard;
   std::printf("%s: %s, %d worker%s, stage %d, offload params %s / optimizer %s, %d GPU%s per worker, %s parameters\n",
               job.metadata.name.c_str(), shape.source.c_str(), workers, workers == 1 ? "" : "s",
@@ -97,6 +166,7 @@ void PrintPlanTable(const spec::TrainingJob& job, int workers, const guard::Mode
               job.spec.sharding.offload_optimizer ? "on" : "off", job.spec.resources.gpus,
               job.spec.resources.gpus == 1 ? "" : "s", std::to_string(plan.parameters).c_str());
   std::printf("layout: %s\n", PodLayout(job.spec, workers).c_str());
+  std::printf("prompts: %s\n", DescribePrompts(prompts, job.spec.grpo).c_str());
   std::printf("%-18s %14s %14s  %s\n", "component", "host", "GPU", "how");
   for (const guard::PlanComponent& c : plan.components) {
     std::printf("%-18s %14s %14s  %s\n", c.name.c_str(), Cell(c.host_bytes).c_str(), Cell(c.gpu_bytes).c_str(),
@@ -152,14 +222,18 @@ int RunPlan(const PlanArgs& args) {
     return 2;
   }
   const guard::ModelShape& shape = *options.model;
+  PromptLength prompts;
+  prompts.tokens = job.spec.grpo.max_prompt_length;
+  if (!args.at_max_prompt_length) prompts = MeasurePrompts(args.path, job.spec.grpo);
+  options.longest_prompt = prompts.data_longest;
   const guard::Plan plan = guard::PlanMemory(job.spec, workers, options);
   const bool fits = guard::PlanFits(plan, job.spec.memory_guard);
   const bool worker_count_ok = spec::WorkerCountFits(job.spec.grpo, workers);
 
   if (args.json) {
-    PrintPlanJson(job, workers, shape, plan, fits, worker_count_ok);
+    PrintPlanJson(job, workers, shape, plan, fits, worker_count_ok, prompts);
   } else {
-    PrintPlanTable(job, workers, shape, plan, fits, worker_count_ok, options);
+    PrintPlanTable(job, workers, shape, plan, fits, worker_count_ok, options, prompts);
   }
   return 0;
 }
@@ -172,6 +246,8 @@ const bool kRegistered =
                        sub.add_option("--workers", args->workers, "plan for this many workers instead of spec.workers")
                            ->check(CLI::PositiveNumber);
                        sub.add_option("--gpu-memory", args->gpu_memory, "device memory per GPU (quantity, e.g. 80Gi)");
+                       sub.add_flag("--at-max-prompt-length", args->at_max_prompt_length,
+                                    "plan every prompt at maxPromptLength, without measuring the data's prompts");
                        sub.add_flag("--json", args->json, "print the plan as JSON");
                        return [args] { return RunPlan(*args); };
                      }});

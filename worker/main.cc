@@ -4,7 +4,8 @@
 // A pod's ranks: headroom-worker launch --ranks-per-pod K --first-rank R ... -- ARGS
 // (core/launch/pod_launcher.h). Model inspection commands, no rendezvous: headroom-worker logits|generate ...
 // (worker/cli/model_commands.h); a tokenizer on stdin: headroom-worker tokenize ...
-// (worker/cli/tokenize_command.h).
+// (worker/cli/tokenize_command.h); a job's prompt lengths: headroom-worker prompts ...
+// (worker/cli/prompts_command.h).
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "core/launch/pod_launcher.h"
 #include "core/protocol/exit_codes.h"
 #include "worker/cli/model_commands.h"
+#include "worker/cli/prompts_command.h"
 #include "worker/cli/tokenize_command.h"
 #include "worker/telemetry/heap_trim.h"
 #include "worker/train/run_worker.h"
@@ -23,6 +25,7 @@ int main(int argc, char** argv) {
   // A pod of several ranks: this program runs them (core/launch/pod_launcher.h).
   if (argc > 1 && std::string(argv[1]) == "launch") return headroom::launch::RunLaunchCommand(argc - 1, argv + 1);
   if (argc > 1 && IsModelCommand(argv[1])) return RunModelCommand(argc - 1, argv + 1, std::cout, std::cerr);
+  if (argc > 1 && IsPromptsCommand(argv[1])) return RunPromptsCommand(argc - 1, argv + 1, std::cout, std::cerr);
   if (argc > 1 && IsTokenizeCommand(argv[1])) {
     return RunTokenizeCommand(argc - 1, argv + 1, std::cin, std::cout, std::cerr);
   }
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("logits", "a Hugging Face model's fp32 logits at every position of --ids (JSON lines)");
   app.add_subcommand("generate", "the greedy, KV-cached continuation of --ids by a Hugging Face model (JSON)");
   app.add_subcommand("launch", "a pod's ranks: --ranks-per-pod K --first-rank R [--metrics-port P] -- WORKER_ARGS");
+  app.add_subcommand("prompts", "the job's prompt lengths in the model's tokens (JSON), as `headroom plan` reads them");
   app.add_subcommand("tokenize", "a model's tokenizer.json on stdin: JSON strings to id arrays, or back with --decode");
   app.footer("Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.\n"
              "Exit codes: 0 finished, 2 invalid spec, 75 drained (SIGTERM/SIGINT), 76 stopped by the memory guard, "
