@@ -9,7 +9,8 @@
 #   HEADROOM_ACCURACY_STEPS (default 5), HEADROOM_ACCURACY_WARMUP (default 2),
 #   HEADROOM_ACCURACY_JOBS (default "text preset"; "deep" is the preset job with 8 blocks,
 #   where checkpointing has blocks to save), HEADROOM_ACCURACY_LEVERS (default "none
-#   checkpointing budget both offload"). A build of only the two targets has no
+#   checkpointing budget both offload"), MALLOC_MMAP_THRESHOLD_ (default: the worker's own,
+#   4 MiB; see below). A build of only the two targets has no
 #   build stamp: run it with HEADROOM_ALLOW_STALE_BUILD=1 (local/build_freshness.h).
 # Measured: the step log's host_peak_bytes (the worker's memory monitor: the cgroup's
 # working set, sampled every 5 ms during the step, core/memory/peak_sampler.h), the largest
@@ -18,10 +19,13 @@
 # side of the plan: its state (everything but activations, logits and the rollout's
 # prefill) against the working set at the end of that step, and its in-step part (the
 # larger of the update's activations + logits and the rollout's prefill) against peak -
-# end; the plan again with maxPromptLength at the longest prompt that step ran (the plan
-# assumes every prompt at maxPromptLength; a text dataset's are shorter), and the padded
-# tokens the step ran against promptsPerStep x groupSize x (maxPromptLength +
+# end; the prompt length the plan counts (the longest the job's data holds, `headroom plan`
+# asks headroom-worker) against the longest the measured step ran, and the padded tokens
+# the step ran against promptsPerStep x groupSize x (that planned length +
 # maxResponseLength).
+# One unmeasured run comes first: a memory cgroup is charged for the file pages its
+# process reads first (LibTorch's code, about 117 MiB), so the first worker after a build
+# or a quiet hour would carry them and the others not.
 # Offload on the CPU: the parameters' and the optimizer's home is already host memory, so
 # offloadParams/offloadOptimizer move nothing (worker/sharding/flat_parameter_group.cc,
 # sharded_adamw.cc) and the plan counts nothing different; the row shows that both stay
@@ -39,10 +43,11 @@ STEPS=${HEADROOM_ACCURACY_STEPS:-5}
 WARMUP=${HEADROOM_ACCURACY_WARMUP:-2}
 JOBS=${HEADROOM_ACCURACY_JOBS:-text preset}
 LEVERS=${HEADROOM_ACCURACY_LEVERS:-none checkpointing budget both offload}
-# The plan counts what a step allocates; the heap would add what it keeps resident of the
-# tensors under the worker's 4 MiB mmap threshold (docs/design.md, "The host heap"). 64 KiB
-# here unless the caller sets it (MALLOC_MMAP_THRESHOLD_=4194304 measures the default).
-export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-65536}
+# The worker fixes glibc's mmap threshold at 4 MiB (docs/design.md, "The host heap"):
+# tensors under it come from the heap, which keeps what a phase freed resident through the
+# step. The plan counts what a step allocates; MALLOC_MMAP_THRESHOLD_=65536 in the
+# environment gives every activation its own mapping, so that the measured peak is that
+# too, and the difference between the two runs is the heap's share.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -80,6 +85,10 @@ PY
 }
 
 results="$work/results.tsv"
+first_job=${JOBS%% *}
+variant "$first_job" none "$work/warm.yaml"
+"$HEADROOM" run "$work/warm.yaml" --no-guard --workdir "$work/warm" >"$work/warm.log" 2>&1 ||
+  { echo "the warm-up run failed:" >&2; tail -n 20 "$work/warm.log" >&2; exit 1; }
 for job in $JOBS; do
   for lever in $LEVERS; do
     spec="$work/$job-$lever.yaml"
@@ -90,19 +99,6 @@ for job in $JOBS; do
       tail -n 20 "$work/$job-$lever.run.log" >&2
       exit 1
     fi
-    # The same plan at the prompt length that ran: the measured step's longest prompt (the
-    # rollout pads every row to it), from its padded tokens.
-    /usr/bin/python3 - "$spec" "$work/$job-$lever/gen-0001/rank-0.log" "$WARMUP" "$work/$job-$lever.ran.yaml" <<'PY'
-import json, sys, yaml
-spec_path, log_path, warmup, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-spec = yaml.safe_load(open(spec_path))
-g = spec["spec"]["grpo"]
-steps = [json.loads(l) for l in open(log_path) if l.startswith("{") and '"host_peak_bytes"' in l]
-top = max((r for r in steps if r.get("step", 0) > warmup), key=lambda r: r["host_peak_bytes"])
-g["maxPromptLength"] = top["tokens"] // (g["promptsPerStep"] * g["groupSize"]) - g["maxResponseLength"]
-yaml.safe_dump(spec, open(out, "w"), sort_keys=False)
-PY
-    "$HEADROOM" plan "$work/$job-$lever.ran.yaml" --json >"$work/$job-$lever.ran.plan.json"
     printf '%s\t%s\t%s\t%s\n' "$job" "$lever" "$work/$job-$lever.plan.json" \
       "$work/$job-$lever/gen-0001/rank-0.log" >>"$results"
     echo "ran $job / $lever" >&2
@@ -110,17 +106,19 @@ PY
 done
 
 /usr/bin/python3 - "$results" "$WARMUP" <<'PY'
-import json, sys
+import json, os, sys
 import yaml
 warmup = int(sys.argv[2])
 mib = lambda b: f"{b / 2**20:.0f}"
+threshold = os.environ.get("MALLOC_MMAP_THRESHOLD_")
+print(f"glibc mmap threshold: {threshold + ' bytes (MALLOC_MMAP_THRESHOLD_)' if threshold else 'the worker default, 4 MiB'}")
 print("host MiB per worker; peak = the step log's host_peak_bytes, the largest of the steps after the warm-up;")
 print("end = host_bytes at the end of that step; in-step: plan = the larger of the update's activations + logits and")
 print("the rollout's prefill (its row: what it adds above the update's), measured = peak - end;")
-print("tokens = the padded tokens that step ran (all micro-batches; the plan assumes every row at maxPromptLength + maxResponseLength);")
-print("at the prompts that ran: the same plan with maxPromptLength = that step's longest prompt")
+print("prompt: the length the plan counts (the data's longest, capped at maxPromptLength) / the longest that step ran;")
+print("tokens = the padded tokens that step ran (all micro-batches) / promptsPerStep x groupSize x (planned prompt + maxResponseLength)")
 print()
-print("| job | lever | planned peak | measured peak | ratio | within 10% | planned state / end of step | planned in-step / peak - end | planned at the prompts that ran (ratio) | tokens ran / planned |")
+print("| job | lever | planned peak | measured peak | ratio | within 10% | planned state / end of step | planned in-step / peak - end | prompt planned / ran | tokens ran / planned |")
 print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
 for line in open(sys.argv[1]):
     job, lever, plan_path, log_path = line.rstrip("\n").split("\t")
@@ -131,13 +129,13 @@ for line in open(sys.argv[1]):
     planned = plan["host_total_bytes"]
     spec = yaml.safe_load(open(plan_path.replace(".plan.json", ".yaml")))["spec"]["grpo"]
     rows = spec["promptsPerStep"] * spec["groupSize"]
-    seq = spec["maxPromptLength"] + spec["maxResponseLength"]
+    prompt = plan["prompt_length"]
+    ran_prompt = top["tokens"] // rows - spec["maxResponseLength"]  # the rollout pads every row to the step's longest
     in_step = sum(c["host_bytes"] for c in plan["components"] if c["name"] in ("activations", "logits", "rollout prefill"))
-    ran = json.load(open(plan_path.replace(".plan.json", ".ran.plan.json")))["host_total_bytes"]
     ratio = top["host_peak_bytes"] / planned
     label = lever + (" (no-op on CPU)" if lever == "offload" else "")
     print(f"| {job} | {label} | {mib(planned)} | {mib(top['host_peak_bytes'])} (steps {steps[0]['step']}-{steps[-1]['step']}) | "
           f"{ratio:.2f} | {'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {mib(planned - in_step)} / {mib(top['host_bytes'])} | "
-          f"{mib(in_step)} / {mib(top['host_peak_bytes'] - top['host_bytes'])} | {mib(ran)} ({top['host_peak_bytes'] / ran:.2f}) | "
-          f"{top['tokens']} / {rows * seq} |")
+          f"{mib(in_step)} / {mib(top['host_peak_bytes'] - top['host_bytes'])} | {prompt} / {ran_prompt} | "
+          f"{top['tokens']} / {rows * (prompt + spec['maxResponseLength'])} |")
 PY
