@@ -268,10 +268,10 @@ TEST(HeapTrim, ThresholdIsASixtyFourthOfTheLimitAtMost64MiB) {
   EXPECT_EQ(HeapTrimThreshold(int64_t{64} << 30), 64 << 20);  // 64 GiB: capped
 }
 
-TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
-  // 96 MiB in 64 KiB blocks (under glibc's mmap threshold, so from the heap), touched, then
-  // freed behind a block that stays: they coalesce below the heap's top, so glibc keeps
-  // them resident until a trim.
+// 96 MiB in 64 KiB blocks (under glibc's mmap threshold, so from the heap), touched, then
+// freed behind a block that stays: they coalesce below the heap's top, so glibc keeps them
+// resident until a trim. Returns the block that stays (free it after).
+char* FreedHeapBehindAPin() {
   constexpr size_t kBlock = 64 << 10, kBlocks = (96 << 20) / kBlock;
   std::vector<char*> blocks;
   for (size_t i = 0; i < kBlocks; ++i) {
@@ -281,6 +281,11 @@ TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
   char* pin = static_cast<char*>(std::malloc(kBlock));
   std::memset(pin, 1, kBlock);
   for (char* b : blocks) std::free(b);
+  return pin;
+}
+
+TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
+  char* pin = FreedHeapBehindAPin();
   const int64_t free_bytes = FreeHeapBytes();
   ASSERT_GE(free_bytes, 90 << 20) << "glibc reports " << free_bytes << " free heap bytes";
 
@@ -290,6 +295,33 @@ TEST(HeapTrim, ReturnsFreedHeapOnlyWhenEnoughIsFree) {
   EXPECT_TRUE(ReturnFreedHeapToSystem(64 << 20));
   const int64_t returned = held - memory::ReadProcMemory().working_set_bytes;
   EXPECT_GT(returned, 80 << 20) << "the trim returned only " << returned << " bytes";
+  std::free(pin);
+}
+
+// Before a recomputed block's backward the heap is trimmed when the end-of-step threshold
+// of the limit last set (HeapTrimThreshold) or 4 of the block's hidden states are free,
+// the smaller: with no limit known and a hidden state of 16 MiB, 64 MiB must be free; with
+// one of 1 MiB, 4 MiB are enough, as under a 128 MiB limit (2 MiB), and the freed heap
+// goes back.
+TEST(HeapTrim, BeforeARecomputeTheThresholdFollowsTheLimitAndTheHiddenState) {
+  SetHostLimitForHeapTrims(0);
+  const bool enough_free = FreeHeapBytes() >= (64 << 20);
+  EXPECT_EQ(ReturnFreedHeapBeforeRecompute(16 << 20), enough_free);
+
+  char* pin = FreedHeapBehindAPin();
+  int64_t held = memory::ReadProcMemory().working_set_bytes;
+  EXPECT_TRUE(ReturnFreedHeapBeforeRecompute(1 << 20));
+  int64_t returned = held - memory::ReadProcMemory().working_set_bytes;
+  EXPECT_GT(returned, 80 << 20) << "the trim returned only " << returned << " bytes";
+  std::free(pin);
+
+  pin = FreedHeapBehindAPin();
+  held = memory::ReadProcMemory().working_set_bytes;
+  SetHostLimitForHeapTrims(int64_t{128} << 20);
+  EXPECT_TRUE(ReturnFreedHeapBeforeRecompute(int64_t{1} << 30));
+  returned = held - memory::ReadProcMemory().working_set_bytes;
+  EXPECT_GT(returned, 80 << 20) << "the trim returned only " << returned << " bytes";
+  SetHostLimitForHeapTrims(0);
   std::free(pin);
 }
 

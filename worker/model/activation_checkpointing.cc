@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "worker/model/bf16_autocast.h"
+#include "worker/telemetry/heap_trim.h"
 
 namespace headroom::worker {
 
@@ -40,6 +41,7 @@ struct RecomputedInBackward : public torch::autograd::Function<RecomputedInBackw
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const torch::Tensor x = ctx->get_saved_variables().at(0);
+    if (x.device().is_cpu()) ReturnFreedHeapBeforeRecompute(static_cast<int64_t>(x.nbytes()));
     const auto kept = c10::static_intrusive_pointer_cast<KeptInner>(ctx->saved_data["inner"].toCapsule());
     torch::Tensor dx;
     {

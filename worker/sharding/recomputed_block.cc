@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "worker/model/bf16_autocast.h"
+#include "worker/telemetry/heap_trim.h"
 
 namespace headroom::worker {
 namespace {
@@ -70,6 +71,7 @@ struct RecomputedBlockFunction : public torch::autograd::Function<RecomputedBloc
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const torch::Tensor x = ctx->get_saved_variables().at(0);
+    if (x.device().is_cpu()) ReturnFreedHeapBeforeRecompute(static_cast<int64_t>(x.nbytes()));
     auto* recomputer = reinterpret_cast<BlockRecomputer*>(static_cast<intptr_t>(ctx->saved_data["recomputer"].toInt()));
     const int64_t layer = ctx->saved_data["layer"].toInt();
     const auto it = ctx->saved_data.find("mask");

@@ -1,6 +1,7 @@
 #include "worker/telemetry/heap_trim.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #if defined(__GLIBC__)
@@ -32,6 +33,17 @@ bool ReturnFreedHeapToSystem(int64_t min_free_bytes) {
   (void)min_free_bytes;
   return false;
 #endif
+}
+
+namespace {
+std::atomic<int64_t> host_limit_for_trims{0};
+}  // namespace
+
+void SetHostLimitForHeapTrims(int64_t host_limit_bytes) { host_limit_for_trims.store(host_limit_bytes); }
+
+bool ReturnFreedHeapBeforeRecompute(int64_t hidden_state_bytes) {
+  return ReturnFreedHeapToSystem(
+      std::min(HeapTrimThreshold(host_limit_for_trims.load()), 4 * std::max<int64_t>(hidden_state_bytes, 1)));
 }
 
 bool FixMmapThreshold(int64_t bytes) {

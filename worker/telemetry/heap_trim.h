@@ -33,6 +33,22 @@ int64_t HeapTrimThreshold(int64_t host_limit_bytes);
 // amount is unknown). Returns whether it trimmed; a no-op where the C library cannot.
 bool ReturnFreedHeapToSystem(int64_t min_free_bytes = 0);
 
+// Before a recomputed block's backward on the host (activation checkpointing, stage 3):
+// gives the heap's free pages back when as much is free as the end of a step would return
+// (HeapTrimThreshold of the host limit last set by SetHostLimitForHeapTrims; 64 MiB before
+// one is known) or 4 of the block's hidden states (`hidden_state_bytes`, its input's
+// size), whichever is less. Why: a micro-batch's hidden states are under the mmap
+// threshold at small widths, so the recompute takes them from the heap, and the holes that
+// earlier blocks and phases left are touched again and stay resident. The 8-block
+// preset's update measured 1.2x its plan without this, and 1.04x with it. On such tiny
+// models the pages faulted back in cost 14-18% of a step with checkpointing; at
+// Qwen2.5-0.5B's width nothing measurable (README, "Memory levers: how close the plan
+// is").
+bool ReturnFreedHeapBeforeRecompute(int64_t hidden_state_bytes);
+
+// The host memory limit the trims above are sized against (0: none known).
+void SetHostLimitForHeapTrims(int64_t host_limit_bytes);
+
 // The worker's mmap threshold (docs/design.md, "The host heap"): allocations of at least
 // this many bytes get their own mapping, returned to the kernel when freed, and glibc's
 // dynamic threshold (which rises to the largest block freed, up to 32 MiB, and then

@@ -12,6 +12,7 @@ StepTelemetry::StepTelemetry(const StepTelemetryOptions& options, const torch::D
       log_(options.log_path),
       monitor_(options.host_limit_bytes, MakeGpuMemorySource(device)),
       host_limit_bytes_(options.host_limit_bytes) {
+  SetHostLimitForHeapTrims(host_limit_bytes_);
   if (options_.metrics_port >= 0) {
     metrics_ =
         std::make_unique<WorkerMetrics>(options_.job_name, options_.rank, options_.metrics_port, options_.metrics_bind);
@@ -30,6 +31,7 @@ StepMeasurement StepTelemetry::EndStep() {
   measured.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   measured.memory = monitor_.EndStep();
   host_limit_bytes_ = measured.memory.host_limit_bytes;
+  SetHostLimitForHeapTrims(host_limit_bytes_);
   measured.world_size = options_.world_size;
   measured.rank = options_.rank;
   measured.micro_batch_size = options_.micro_batch_size;
