@@ -51,7 +51,7 @@ struct PromptLength {
 };
 
 // The longest prompt of the job's data, from `headroom-worker prompts --job PATH`; or why
-// not (the worker's first line of complaint).
+// not (the last line the worker wrote to stderr, which names the problem).
 PromptLength MeasurePrompts(const std::string& job_path, const spec::GrpoSpec& grpo) {
   PromptLength p;
   p.tokens = grpo.max_prompt_length;

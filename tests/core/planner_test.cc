@@ -35,6 +35,24 @@ int64_t Psi(const spec::TrainingJobSpec& s) {
 int64_t HostOf(const Plan& p, const std::string& name) { return p.Find(name) ? p.Find(name)->host_bytes : -1; }
 int64_t GpuOf(const Plan& p, const std::string& name) { return p.Find(name) ? p.Find(name)->gpu_bytes : -1; }
 
+// The example text job's model (configs/models/qwen2-tiny-addition: grouped-query heads, 2
+// blocks) and its step: 32 prompts x 8 of up to 64 + 8 tokens, one worker, stage 1.
+PlanOptions TextJobModel() {
+  PlanOptions options;
+  options.model =
+      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition"));
+  return options;
+}
+spec::TrainingJobSpec TextJobStep(int micro_batch_size) {
+  spec::TrainingJobSpec s = Job("tiny", 1);
+  s.grpo.prompts_per_step = 32;
+  s.grpo.group_size = 8;
+  s.grpo.max_prompt_length = 64;
+  s.grpo.max_response_length = 8;
+  s.grpo.micro_batch_size = micro_batch_size;
+  return s;
+}
+
 TEST(PlannerTest, ZeroStagesOnCpuFollowTheArithmetic) {
   const int n = 4;
   for (int stage = 0; stage <= 3; ++stage) {
@@ -181,15 +199,8 @@ TEST(PlannerTest, TheLastBlockRunsItsQueriesAtTheResponseOnly) {
 // the update's rows and the prefill's prompts are that long when it is below
 // maxPromptLength, never longer; the generation cache stays allocated for maxPromptLength.
 TEST(PlannerTest, TheDataLongestPromptBoundsTheUpdateAndThePrefill) {
-  PlanOptions options;
-  options.model =
-      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition"));
-  spec::TrainingJobSpec s = Job("tiny", 1);
-  s.grpo.prompts_per_step = 32;
-  s.grpo.group_size = 8;
-  s.grpo.max_prompt_length = 64;
-  s.grpo.max_response_length = 8;
-  s.grpo.micro_batch_size = 128;
+  const PlanOptions options = TextJobModel();
+  const spec::TrainingJobSpec s = TextJobStep(128);
   const Plan at_max = PlanMemory(s, 1, options);
   PlanOptions data = options;
   data.longest_prompt = 51;
@@ -253,15 +264,9 @@ TEST(PlannerTest, RecomputedBlocksKeepTheBoundariesAndOneBlock) {
 // transient is the smaller (a token budget, recomputed blocks), the prefill's sets the
 // step's peak, and the plan's total is the state plus the larger of the two.
 TEST(PlannerTest, TheRolloutPrefillSetsThePeakWhereTheUpdateIsSmaller) {
-  PlanOptions options;  // the example text job's model: grouped-query heads, 2 blocks
-  options.model =
-      HfModelShape(hf::LoadHfConfig(std::string(HEADROOM_SOURCE_DIR) + "/configs/models/qwen2-tiny-addition"));
-  spec::TrainingJobSpec s = Job("tiny", 1);
-  s.grpo.prompts_per_step = 32;
-  s.grpo.group_size = 8;
-  s.grpo.max_prompt_length = 64;
-  s.grpo.max_response_length = 8;
-  s.grpo.micro_batch_size = 256;  // the example job's 128 rows are already below its prefill
+  const PlanOptions options = TextJobModel();
+  // A micro-batch of 256 rows: the example job's 128 are already below its prefill.
+  spec::TrainingJobSpec s = TextJobStep(256);
   const ModelShape& m = *options.model;
   const double per_token = RolloutPrefillElementsPerToken(m, 64);
   // At least the attention's scores and their softmax over 64 keys per head, and what the

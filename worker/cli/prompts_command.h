@@ -2,7 +2,7 @@
 // as the worker's task makes them (the dataset's records in the prompt format and the
 // model's tokenizer, or a generated task's fixed prompt). `headroom plan` asks it so the
 // plan counts the prompts the data holds, not only the maxPromptLength bound (docs/design.md,
-// "headroom plan").
+// "Commands" and the planner under "The memory guard").
 //
 //   headroom-worker prompts --job JOB.yaml
 //       writes one JSON object on stdout:
