@@ -56,10 +56,7 @@ struct End {
   int signal = 0;  // > 0 when killed by a signal
 };
 
-bool Orderly(const End& e) {
-  return e.signal == 0 &&
-         (e.code == protocol::kExitFinished || e.code == protocol::kExitDrained || e.code == protocol::kExitGuardStop);
-}
+bool Orderly(const End& e) { return e.signal == 0 && protocol::IsOrderlyExit(e.code); }
 
 // A rank's plain failure (exit 1) right after a peer's end is most often that end seen
 // from the other side (a collective's peer gone): a kill, a refusal, a GPU out-of-memory

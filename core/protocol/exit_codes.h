@@ -14,6 +14,12 @@ inline constexpr int kExitGuardStop = 76;   // the memory guard decided; Decisio
 inline constexpr int kExitGpuOom = 77;      // CUDA out of memory caught; GpuOomReport JSON in the termination message
 inline constexpr int kExitKilled = 137;     // 128 + SIGKILL: the kernel's OOM killer, or the supervisor
 
+// 0, 75 or 76: an end the ranks agree on at a step boundary (finished, drained, stopped
+// for the guard), as opposed to a failure or a kill.
+inline constexpr bool IsOrderlyExit(int exit_code) {
+  return exit_code == kExitFinished || exit_code == kExitDrained || exit_code == kExitGuardStop;
+}
+
 // A readable reason for an exit code ("GuardStop", "GpuOOM", "OOMKilled", "Signal 9",
 // "Exit 3", ...), for when a supervisor knows nothing better.
 std::string ExitReason(int exit_code, bool oom_killed);

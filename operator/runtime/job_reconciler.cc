@@ -20,10 +20,6 @@ std::string Rfc3339Now() {
   return buf;
 }
 
-bool IsCleanExit(int code) {
-  return code == protocol::kExitFinished || code == protocol::kExitDrained || code == protocol::kExitGuardStop;
-}
-
 }  // namespace
 
 const char* NextStepKindName(NextStep::Kind kind) {
@@ -199,7 +195,7 @@ NextStep JobReconciler::Reconcile(const Observation& observed) {
   for (const RankObservation& r : observed.ranks) {
     if (!r.exit) continue;
     ++ended;
-    if (!IsCleanExit(r.exit->exit_code) && !crashed) crashed = &r;
+    if (!protocol::IsOrderlyExit(r.exit->exit_code) && !crashed) crashed = &r;
   }
   if (ended == static_cast<int>(observed.ranks.size())) return OnGenerationEnded(observed);
   if (ended > 0) return OnSomeRanksEnded(observed, crashed);

@@ -65,10 +65,7 @@ struct RankExit {
 // every rank's; after a failure the others were stopped with the pod (137, "StoppedWithPod",
 // no out-of-memory end of their own), so one pod's failure counts once, as for a pod of one.
 inline RankExit PodPeerExit(const RankExit& pod) {
-  if (pod.exit_code == protocol::kExitFinished || pod.exit_code == protocol::kExitDrained ||
-      pod.exit_code == protocol::kExitGuardStop) {
-    return pod;
-  }
+  if (protocol::IsOrderlyExit(pod.exit_code)) return pod;
   RankExit e;
   e.exit_code = protocol::kExitKilled;
   e.reason = "StoppedWithPod";
