@@ -163,7 +163,7 @@ struct HeldChild {
 
 // In the child, between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecWhenReleased(pid_t parent, int out_fd, const int gate[2], const launch::ExecImage& image) {
-  launch::BecomeSupervisedChild(parent);
+  launch::BecomeSupervisedWorker(parent);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   close(gate[1]);
@@ -185,14 +185,18 @@ HeldChild ForkHeld(std::vector<std::string> args, std::vector<std::string> env, 
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
   const pid_t parent = getpid();
-  const pid_t pid = fork();
+  pid_t pid;
+  {
+    const launch::StopSignalsBlocked held;  // the child is born with them blocked
+    pid = fork();
+    if (pid == 0) ExecWhenReleased(parent, out_fd, gate, image);
+  }
   if (pid < 0) {
     close(out_fd);
     close(gate[0]);
     close(gate[1]);
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
-  if (pid == 0) ExecWhenReleased(parent, out_fd, gate, image);
   close(out_fd);
   close(gate[0]);
   return {pid, gate[1]};

@@ -14,6 +14,7 @@
 
 #include "core/launch/pod_launcher.h"
 #include "core/protocol/exit_codes.h"
+#include "core/protocol/stop_signals.h"
 #include "worker/cli/model_commands.h"
 #include "worker/cli/prompts_command.h"
 #include "worker/cli/tokenize_command.h"
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && IsTokenizeCommand(argv[1])) {
     return RunTokenizeCommand(argc - 1, argv + 1, std::cin, std::cout, std::cerr);
   }
+  // A rank: until it has connected to its peers it has nothing to save (a Hub download
+  // resumes where it stopped), so a stop ends it at once (exit 75); Run then installs the
+  // step-boundary handler.
+  headroom::protocol::ExitDrainedOnStopSignals();
   WorkerOptions options;
   CLI::App app{"headroom-worker: one rank of a headroom GRPO TrainingJob"};
   app.add_option("--job", options.job_path, "TrainingJob YAML file")->required();

@@ -40,17 +40,46 @@ void ExecImage::ExecOrExit(const char* failure_line) const {
   _exit(127);
 }
 
-void BecomeSupervisedChild(pid_t parent) {
+namespace {
+
+void StopSignals(sigset_t* set) {
+  sigemptyset(set);
+  sigaddset(set, SIGTERM);
+  sigaddset(set, SIGINT);
+}
+
+// BecomeSupervisedChild with `blocked` as the signal mask.
+void BecomeSupervised(pid_t parent, const sigset_t& blocked) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The supervisor died before the line above took effect: nobody would kill us.
   if (getppid() != parent) _exit(127);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &blocked, nullptr);
+}
+
+}  // namespace
+
+void BecomeSupervisedChild(pid_t parent) {
   sigset_t none;
   sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  BecomeSupervised(parent, none);
 }
+
+void BecomeSupervisedWorker(pid_t parent) {
+  sigset_t stops;
+  StopSignals(&stops);
+  BecomeSupervised(parent, stops);
+}
+
+StopSignalsBlocked::StopSignalsBlocked() {
+  sigset_t stops;
+  StopSignals(&stops);
+  pthread_sigmask(SIG_BLOCK, &stops, &previous_);
+}
+
+StopSignalsBlocked::~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
 
 namespace {
 

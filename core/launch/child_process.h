@@ -5,6 +5,7 @@
 // for the job's prompt lengths: RunToCompletion).
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -42,6 +43,28 @@ class ExecImage {
 // dies (exit 127 at once if it already has), SIGINT and SIGTERM at their defaults and no
 // signal blocked, whatever the supervisor had set for itself. Async-signal-safe.
 void BecomeSupervisedChild(pid_t parent);
+
+// The same for a worker (or a pod's launcher), except that SIGTERM and SIGINT stay
+// blocked through exec: the worker unblocks them as it installs its handler
+// (protocol::HandleStopSignals), so a stop sent while it still loads is delivered then
+// instead of killing it. Only for programs that install one; fork them inside a
+// StopSignalsBlocked, or a stop sent before this call still kills the child.
+// Async-signal-safe.
+void BecomeSupervisedWorker(pid_t parent);
+
+// Blocks SIGTERM and SIGINT in the calling thread while it lives, then restores the mask
+// it found (a stop sent meanwhile is delivered then). A worker forked inside one is born
+// with them blocked.
+class StopSignalsBlocked {
+ public:
+  StopSignalsBlocked();
+  ~StopSignalsBlocked();
+  StopSignalsBlocked(const StopSignalsBlocked&) = delete;
+  StopSignalsBlocked& operator=(const StopSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
 
 // What a program run to completion printed and how it ended.
 struct CompletedProcess {

@@ -78,7 +78,7 @@ pid_t StartRank(std::vector<std::string> args, std::vector<std::string> env) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid != 0) return pid;
-  BecomeSupervisedChild(parent);
+  BecomeSupervisedWorker(parent);
   image.ExecOrExit("headroom launch: cannot exec the rank's program\n");
 }
 
@@ -200,12 +200,13 @@ int RunPodLauncher(const LaunchOptions& o) {
   const std::string dir = dir_template;
 
   // Stop signals are held while the ranks start, so none is lost between a fork and the
-  // pid's store; the handler then forwards them.
-  sigset_t stops, before;
+  // pid's store; the handler then forwards them. (A supervisor may have started this
+  // launcher with them blocked already: they are unblocked below either way.)
+  sigset_t stops;
   sigemptyset(&stops);
   sigaddset(&stops, SIGTERM);
   sigaddset(&stops, SIGINT);
-  sigprocmask(SIG_BLOCK, &stops, &before);
+  sigprocmask(SIG_BLOCK, &stops, nullptr);
   struct sigaction sa {};
   sa.sa_handler = ForwardStopSignal;
   sigemptyset(&sa.sa_mask);
@@ -240,7 +241,7 @@ int RunPodLauncher(const LaunchOptions& o) {
     g_pids[l].store(pid);
     g_count.store(l + 1);
   }
-  sigprocmask(SIG_SETMASK, &before, nullptr);
+  sigprocmask(SIG_UNBLOCK, &stops, nullptr);
 
   std::optional<RankMetrics> served;
   if (o.metrics_port > 0) {

@@ -11,7 +11,9 @@
 // becomes R + L (`--log DIR/rank-{rank}.log`: a step log per rank). The rest of the
 // environment (WORLD_SIZE, MASTER_ADDR, ...) is the launcher's. Contract:
 //   - SIGTERM and SIGINT are forwarded to every rank still running (each drains to the
-//     checkpoint, exit 75); the launcher waits for them.
+//     checkpoint, exit 75); the launcher waits for them. Each rank starts with them
+//     blocked (BecomeSupervisedWorker), so one that is still loading takes the stop when
+//     it installs its handler, instead of dying of it.
 //   - When a rank ends, the launcher decides the pod's end from it. A failure (any code
 //     but 0, 75, 76: a crash, 2, 77, a kill such as the OOM killer's 137) stops the others
 //     at once: SIGTERM, then SIGKILL after the stop grace (their peer is gone; they would

@@ -10,6 +10,7 @@ inline constexpr int kExitFinished = 0;
 inline constexpr int kExitFailure = 1;      // anything else; the error line is the termination message
 inline constexpr int kExitInvalidSpec = 2;  // each problem printed as `path: message`
 inline constexpr int kExitDrained = 75;     // SIGTERM/SIGINT honoured at a step boundary, checkpoint written
+                                            // (or before the worker had loaded anything to save)
 inline constexpr int kExitGuardStop = 76;   // the memory guard decided; Decision JSON in the termination message
 inline constexpr int kExitGpuOom = 77;      // CUDA out of memory caught; GpuOomReport JSON in the termination message
 inline constexpr int kExitKilled = 137;     // 128 + SIGKILL: the kernel's OOM killer, or the supervisor

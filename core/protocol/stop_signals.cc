@@ -1,16 +1,33 @@
 #include "core/protocol/stop_signals.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <initializer_list>
 
+#include "core/protocol/exit_codes.h"
+
 namespace headroom::protocol {
+namespace {
+
+extern "C" void ExitDrained(int) { _exit(kExitDrained); }
+
+}  // namespace
 
 void HandleStopSignals(void (*handler)(int signal_number)) {
   struct sigaction action {};
   action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  for (const int signal_number : {SIGTERM, SIGINT}) sigaction(signal_number, &action, nullptr);
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (const int signal_number : {SIGTERM, SIGINT}) {
+    sigaction(signal_number, &action, nullptr);
+    sigaddset(&stops, signal_number);
+  }
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
 }
+
+void ExitDrainedOnStopSignals() { HandleStopSignals(ExitDrained); }
 
 }  // namespace headroom::protocol

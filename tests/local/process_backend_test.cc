@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/memory/cgroup.h"
+#include "core/protocol/exit_codes.h"
 #include "tests/local/local_test_support.h"
 
 namespace headroom::local {
@@ -111,6 +112,27 @@ TEST(LocalProcessBackend, DrainCheckpointsAndExits75) {
   ASSERT_TRUE(c.last.checkpoint_step);
   EXPECT_GE(*c.last.checkpoint_step, 3);
   EXPECT_LT(*c.last.checkpoint_step, 1000);
+}
+
+// A drain that reaches the workers while they still load (FAKE_LOAD_SECONDS: before their
+// stop handler exists) is held until the handler, so they drain (75) instead of dying of
+// SIGTERM (143, a crash): one rank per process, and ranks under a pod's launcher.
+TEST(LocalProcessBackend, ADrainWhileTheWorkersLoadIsADrainNotACrash) {
+  REQUIRE_FAKE_WORKER();
+  for (const int ranks_per_pod : {1, 2}) {
+    SCOPED_TRACE("ranksPerPod " + std::to_string(ranks_per_pod));
+    TempDir dir;
+    LocalProcessBackend backend(Options(dir, LocalBackendOptions::Cgroups::kAuto, {{"FAKE_LOAD_SECONDS", "1"}}));
+    backend.Launch({1, MakeJob({.workers = 2, .steps = 1000, .ranks_per_pod = ranks_per_pod}), "{}"});
+    backend.Drain(10s);
+    Collected c = RunUntilEnded(backend, 30s);
+    ASSERT_EQ(c.last.ranks.size(), 2u);
+    for (const auto& r : c.last.ranks) {
+      ASSERT_TRUE(r.exit);
+      EXPECT_EQ(r.exit->exit_code, protocol::kExitDrained) << r.rank << ": " << r.exit->reason;
+    }
+    EXPECT_TRUE(c.steps.empty());
+  }
 }
 
 TEST(LocalProcessBackend, KillIsAPlainSigkillNotAnOomKill) {

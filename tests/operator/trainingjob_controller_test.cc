@@ -332,6 +332,32 @@ TEST(TrainingJobController, RanksPerPodRunTwoPodsOfTwoAndReshardToOne) {
   EXPECT_EQ(status.value("step", 0), 60);
 }
 
+// `kubectl scale` right after `kubectl apply`: the drain reaches ranks still loading
+// (FAKE_LOAD_SECONDS: before their stop handler exists, as a worker loading LibTorch). The
+// stop waits for the handler, so they drain (75) and the job reshards; no rank dies of
+// SIGTERM and reads as a crash, which a scale request still pending would repeat into a
+// crash loop.
+TEST(TrainingJobController, AScaleBeforeTheWorkersStartReshardsWithoutARestart) {
+  REQUIRE_BINARY(BinaryPath("headroom-fake-worker"));
+  Cluster c(FakeWorker({{"FAKE_LOAD_SECONDS", "1"}}));
+  c.StartOperator();
+  JobShape shape;
+  shape.name = "early";
+  shape.workers = 4;
+  shape.ranks_per_pod = 2;
+  shape.steps = 20;
+  c.Create(JobObject(shape));
+  ASSERT_TRUE(c.WaitUntil([&] { return c.PodsOf("early").size() == 2; }, 15s));
+  json scale = c.Jobs().GetScale("default", "early");
+  scale["spec"]["replicas"] = 2;
+  c.Jobs().UpdateScale("default", "early", scale);
+  ASSERT_TRUE(c.WaitForPhase("early", "Succeeded", 40s)) << c.EventMessages("early");
+  const json status = c.Status("early");
+  EXPECT_EQ(status.value("workers", 0), 2);
+  EXPECT_EQ(status.value("restarts", -1), 0) << c.EventMessages("early");
+  EXPECT_EQ(status.value("reshards", 0), 1) << c.EventMessages("early");
+}
+
 // The cluster takes the worker's pod away three ways, each as Kubernetes does it: the
 // scheduler preempts it (DisruptionTarget PreemptionByScheduler by a strategic merge patch
 // of its status, then a deletion with a grace period), a node drain evicts it (the

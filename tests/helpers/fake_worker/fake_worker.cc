@@ -28,6 +28,7 @@
 //   - exit 0 after spec.grpo.steps; 2 for a spec it cannot parse.
 // Test knobs (environment):
 //   FAKE_STEP_SECONDS        sleep per step (default 0.02)
+//   FAKE_LOAD_SECONDS        sleep before the stop handler is installed (a worker loading)
 //   FAKE_REFUSE=TEXT         refuse to start as the worker refuses a bad input: TEXT on
 //                            stderr among other lines, no termination message, exit 2;
 //                            with FAKE_REFUSE_STATED=1 also TEXT as the worker states it
@@ -73,6 +74,7 @@
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/step_record.h"
+#include "core/protocol/stop_signals.h"
 #include "core/protocol/termination_message.h"
 #include "core/spec/training_job.h"
 
@@ -143,10 +145,14 @@ void WriteTermination(const std::string& text) { headroom::protocol::WriteTermin
 int main(int argc, char** argv) {
   // A pod of several ranks, as headroom-worker runs one (core/launch/pod_launcher.h).
   if (argc > 1 && std::string(argv[1]) == "launch") return headroom::launch::RunLaunchCommand(argc - 1, argv + 1);
-  // First of all: a supervisor may send SIGTERM as soon as the process exists (the pod
-  // reports Running at exec), and the default action would kill us without a drain.
-  signal(SIGTERM, OnStopSignal);
-  signal(SIGINT, OnStopSignal);
+  // As the real worker's libraries take to load: a stop sent meanwhile is held (the
+  // supervisor starts us with the stop signals blocked) until the handler below.
+  if (const double load = std::atof(Env("FAKE_LOAD_SECONDS", "0").c_str()); load > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(load));
+  }
+  // A supervisor may send SIGTERM as soon as the process exists (the pod reports Running
+  // at exec), and the default action would kill us without a drain.
+  headroom::protocol::HandleStopSignals(OnStopSignal);
   std::string job_path, checkpoint_dir, log_path, metrics_port;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
