@@ -1,6 +1,7 @@
 #include "operator/runtime/crash_triage.h"
 
 #include <algorithm>
+#include <csignal>
 
 #include "core/protocol/exit_codes.h"
 #include "core/protocol/termination_message.h"
@@ -33,6 +34,11 @@ const RankObservation* MostTellingCrash(const RankObservation* so_far, const Ran
     return &r;
   }
   return so_far;
+}
+
+bool EndedByTheStop(const RankExit& e) {
+  constexpr int kTerminated = 128 + SIGTERM;
+  return !OutOfMemory(e) && (e.exit_code == kTerminated || e.exit_code == protocol::kExitKilled);
 }
 
 bool KilledWhileLoading(const RankExit& e, bool saw_step_this_generation) {

@@ -25,6 +25,12 @@ std::string ReasonTheWorkerGave(const RankExit& e);
 const RankObservation* MostTellingCrash(const RankObservation* so_far, const RankObservation& r,
                                         std::optional<int> first_crashed_rank);
 
+// A rank that the supervisor's own stop ended, not a failure of its own: SIGTERM's
+// default action (143: the stop came before the worker's handler), SIGKILL that is not
+// the OOM killer's (137: the end of a drain's grace, or its pod stopped with a peer), or
+// its pod deleted before it reported (PodDeleted). Only meaningful after a drain was sent.
+bool EndedByTheStop(const RankExit& e);
+
 // An OOM kill before the generation's first step and before the worker said it had
 // loaded its inputs: the inputs' memory, not a step's, so the guard does not act on it.
 bool KilledWhileLoading(const RankExit& e, bool saw_step_this_generation);

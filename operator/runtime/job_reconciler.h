@@ -14,7 +14,12 @@
 //                                      [minWorkers, maxWorkers], shrink the micro-batch,
 //                                      toggle offload) and launch generation+1; no step is
 //                                      lost (the worker checkpointed the step it stopped at).
-//   - 75, drained                   -> Suspended when a stop was requested, else resume.
+//   - 75, drained                   -> Suspended when a stop was requested, resharded
+//                                      for a scale request, else resume.
+//   - a scale request's drain whose first failure is a rank ended by its own signals (143
+//     before the worker's handler, 137 at the end of the grace, a deleted pod), no OOM
+//                                   -> the reshard still, from the checkpoint, the steps
+//                                      lost counted; not a restart.
 //   - OOM kill (137 + oom_kill), GPU out of memory (77), or any other crash -> restart
 //                                      from the last checkpoint, counting the kill (a GPU
 //                                      OOM counts as one, on the GPU) and the steps lost
@@ -127,6 +132,9 @@ class JobReconciler {
   // guard on an escalation when it repeats at the same step.
   NextStep OnCrash(const Observation& observed, const RankObservation& crashed, int oom_kills);
   NextStep OnGuardStop(const RankObservation& stopped);
+  // The scale request the generation drained for: relaunch at the nearest worker count
+  // the spec allows; `cost` is appended to the reason (steps a rank lost not draining).
+  NextStep ReshardOnRequest(const std::string& cost);
   // A rank's place was taken from outside: a resume that costs no restart.
   NextStep OnDisruption(const Observation& observed, const RankObservation& disrupted, bool some_rank_crashed);
   // counts_as_restart: against memoryGuard.maxRestarts; counted: in status.restarts (or

@@ -74,6 +74,17 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   if (disrupted && oom == 0 && !guard_stop && !stop_requested_ && !(scale_pending && !crashed)) {
     return OnDisruption(observed, *disrupted, crashed != nullptr);
   }
+  if (crashed && scale_pending && drain_sent_ && oom == 0 && !guard_stop && !stop_requested_ &&
+      EndedByTheStop(*crashed->exit)) {
+    // The drain for a scale request ended a rank before it checkpointed (it outlived the
+    // grace, or the stop reached it before its handler), and what else failed came after
+    // it (peers losing it in a collective, or killed with it): the reshard still happens,
+    // from the checkpoint, with the steps since it counted as lost. Not a crash:
+    // relaunching at the old size would only drain again, and a crash loop would fail the job.
+    return ReshardOnRequest("; rank " + std::to_string(crashed->rank) + " did not drain (" + crashed->exit->reason +
+                            ", exit " + std::to_string(crashed->exit->exit_code) + ")" +
+                            crashes_.CountStepsLost(observed, status_));
+  }
   if (crashed) return OnCrash(observed, *crashed, oom);
   if (stop_requested_) {
     Record(status_.step, ActionType::kSuspend, *stop_requested_);
@@ -85,15 +96,7 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
 
   // Every rank drained (75) and we did not ask for a stop: a scale request, or a drain
   // from outside (a node drain evicting pods). Resume either way.
-  if (workers_requested_ && *workers_requested_ != job_.spec.workers) {
-    const int from = job_.spec.workers;
-    job_.spec.workers = guard::NearestWorkerCount(job_.spec, *workers_requested_, from);
-    workers_requested_.reset();
-    return Relaunch(
-        status_.step, ActionType::kScale,
-        "resharded on request: workers " + std::to_string(from) + " -> " + std::to_string(job_.spec.workers),
-        /*counts_as_restart=*/false, /*reshard=*/true);
-  }
+  if (scale_pending) return ReshardOnRequest("");
   if (resume_requested_) {
     const std::string reason = *resume_requested_;
     resume_requested_.reset();
@@ -104,6 +107,16 @@ NextStep JobReconciler::OnGenerationEnded(const Observation& observed) {
   }
   return Relaunch(status_.step, ActionType::kResume,
                   "workers drained (exit 75) without a stop request; resuming from the checkpoint", true, false);
+}
+
+NextStep JobReconciler::ReshardOnRequest(const std::string& cost) {
+  const int from = job_.spec.workers;
+  job_.spec.workers = guard::NearestWorkerCount(job_.spec, *workers_requested_, from);
+  workers_requested_.reset();
+  return Relaunch(
+      status_.step, ActionType::kScale,
+      "resharded on request: workers " + std::to_string(from) + " -> " + std::to_string(job_.spec.workers) + cost,
+      /*counts_as_restart=*/false, /*reshard=*/true);
 }
 
 NextStep JobReconciler::OnDisruption(const Observation& observed, const RankObservation& disrupted,

@@ -616,6 +616,56 @@ TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
   EXPECT_EQ(rec.status().actions.back().type, ActionType::kScale);
 }
 
+// A scale request's drain whose first failure is a rank ended by the drain's own signals
+// (SIGTERM before the worker's handler: 143; SIGKILL at the grace's end or a pod deleted
+// before it reported: 137) still reshards, from the checkpoint, the steps since it lost;
+// no restart. A peer failing after it (exit 1: its collective lost the rank) changes
+// nothing. A crash of its own or an OOM kill is what it always was.
+TEST(JobReconciler, AScaleDrainThatKillsRanksStillReshards) {
+  for (const std::vector<RankExit>& ends :
+       {std::vector<RankExit>{Exit(143), Exit(143)}, std::vector<RankExit>{Exit(75), Exit(137)},
+        std::vector<RankExit>{Exit(143), Exit(1, "peer gone")}}) {
+    SCOPED_TRACE(ends[0].reason + ", " + ends[1].reason);
+    JobReconciler rec(MakeJob(2), Options());
+    rec.Reconcile(Observation{});
+    const Script two{.ranks = 2};
+    rec.Reconcile(two.Running({1, 2, 3}));
+    rec.RequestWorkers(1);
+    ASSERT_EQ(rec.Reconcile(two.Running()).kind, Kind::kDrain);
+    const NextStep next = rec.Reconcile(two.Ended(ends, 2));
+    ASSERT_EQ(next.kind, Kind::kLaunch) << next.reason;
+    EXPECT_EQ(next.launch.job.spec.workers, 1);
+    EXPECT_EQ(rec.status().reshards, 1);
+    EXPECT_EQ(rec.status().restarts, 0);
+    EXPECT_EQ(rec.status().steps_lost, 1);
+    EXPECT_EQ(rec.status().actions.back().type, ActionType::kScale);
+    EXPECT_NE(rec.status().actions.back().reason.find("did not drain"), std::string::npos)
+        << rec.status().actions.back().reason;
+  }
+  for (const RankExit& crash : {Exit(1, "boom"), Exit(137, "", /*oom=*/true)}) {
+    SCOPED_TRACE(crash.reason);
+    JobReconciler rec(MakeJob(2), Options());
+    rec.Reconcile(Observation{});
+    const Script two{.ranks = 2};
+    rec.Reconcile(two.Running({1, 2, 3}));
+    rec.RequestWorkers(1);
+    ASSERT_EQ(rec.Reconcile(two.Running()).kind, Kind::kDrain);
+    const NextStep next = rec.Reconcile(two.Ended({Exit(75), crash}, 2));
+    ASSERT_EQ(next.kind, Kind::kLaunch) << next.reason;
+    EXPECT_NE(rec.status().actions.back().type, ActionType::kScale);
+    EXPECT_EQ(rec.status().actions.back().reason.find("on request"), std::string::npos)
+        << rec.status().actions.back().reason;
+  }
+  // Without a drain, a SIGTERM death is a crash like any other.
+  JobReconciler rec(MakeJob(2), Options());
+  rec.Reconcile(Observation{});
+  const Script two{.ranks = 2};
+  rec.Reconcile(two.Running({1, 2, 3}));
+  ASSERT_EQ(rec.Reconcile(two.Ended({Exit(143), Exit(137)}, 2)).kind, Kind::kLaunch);
+  EXPECT_EQ(rec.status().restarts, 1);
+  EXPECT_EQ(rec.status().actions.back().type, ActionType::kRestartAfterCrash);
+}
+
 TEST(JobReconciler, WithoutTheGuardDecisionsAreNotAppliedButCrashesStillRestart) {
   JobReconciler rec(MakeJob(), Options(/*guard=*/false));
   NextStep next = rec.Reconcile(Observation{});
