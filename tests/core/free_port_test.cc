@@ -1,5 +1,6 @@
-// FreePort hands out a port that can be bound at once, and names the address when it
-// cannot.
+// FreePort hands out a port that can be bound at once, below the kernel's ephemeral range
+// (no connection's source port takes it before its owner binds it), and names the address
+// when it cannot; FreePorts a run of them.
 #include "core/net/free_port.h"
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +33,29 @@ TEST(FreePort, IsALoopbackPortThatCanBeBound) {
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
   EXPECT_TRUE(CanListenOn(port)) << port;
+}
+
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  in >> low;
+  return low;
+}
+
+TEST(FreePort, IsBelowTheEphemeralRange) {
+  if (EphemeralLow() <= 10000 + 8) GTEST_SKIP() << "this machine's ephemeral range starts at " << EphemeralLow();
+  for (int i = 0; i < 20; ++i) {
+    const int port = FreePort();
+    EXPECT_GE(port, 10000);
+    EXPECT_LT(port, EphemeralLow());
+  }
+}
+
+TEST(FreePort, ARunOfPortsCanAllBeBound) {
+  const int first = FreePorts(4);
+  for (int port = first; port < first + 4; ++port) EXPECT_TRUE(CanListenOn(port)) << port;
+  if (EphemeralLow() > 10000 + 8) EXPECT_LT(first + 3, EphemeralLow());
+  EXPECT_THROW(FreePorts(0), std::runtime_error);
 }
 
 TEST(FreePort, ABadAddressIsNamed) {

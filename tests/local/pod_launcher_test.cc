@@ -188,7 +188,7 @@ TEST(PodLauncher, SigtermReachesEveryRankAndThePodDrains) {
 TEST(PodLauncher, OneMetricsEndpointServesEveryRanksSeries) {
   REQUIRE_FAKE_WORKER();
   TempDir dir("launch");
-  const int port = net::FreePort();
+  const int port = net::FreePorts(3);  // the pod's, then its two ranks'
   const Pod pod = StartPod(dir, 2, 6, 8, 100000, {}, port);
   std::set<std::string> ranks;
   std::string body;

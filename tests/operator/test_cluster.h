@@ -287,7 +287,7 @@ class Cluster {
   }
   int PortsLocked(int span) {
     for (;;) {
-      const int first = net::FreePort();
+      const int first = net::FreePorts(span);
       bool taken = false;
       for (int p = first; p < first + span; ++p) taken = taken || ports_.count(p);
       if (taken) continue;
