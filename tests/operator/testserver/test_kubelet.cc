@@ -182,7 +182,7 @@ void TestKubelet::Retry(const char* what, F&& f) {
       f();
       return;
     } catch (const kubeclient::ApiError& e) {
-      if (e.IsNotFound() || (e.code() == 409 && std::string(what) != "status")) return;  // gone / not ours
+      if (e.IsNotFound() || e.code() == 409) return;  // gone, or another pod of that name now
       if (attempt > 200) throw;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -238,6 +238,9 @@ void TestKubelet::StartPod(const json& pod) {
   p->uid = kubeclient::Uid(pod);
   p->dir = PodDir(p->ns, p->name);
   fs::create_directories(p->dir);
+  // A container's termination log starts empty: an earlier pod of this name may have left one.
+  std::error_code ignored;
+  fs::remove(p->dir + "/termination-log", ignored);
   const json containers = pod["spec"].value("containers", json::array());
   auto fail = [&](const std::string& reason, const std::string& message) {
     {
@@ -245,7 +248,7 @@ void TestKubelet::StartPod(const json& pod) {
       p->exited = true;
       by_uid_[p->uid] = p;
     }
-    PatchStatus(p->ns, p->name, {{"phase", "Failed"}, {"reason", reason}, {"message", message}});
+    PatchStatus(*p, {{"phase", "Failed"}, {"reason", reason}, {"message", message}});
   };
   if (containers.empty()) return fail("NoContainers", "pod has no containers");
   const json& c = containers[0];
@@ -353,16 +356,15 @@ void TestKubelet::StartPod(const json& pod) {
 }
 
 void TestKubelet::Wait(std::shared_ptr<PodProcess> p) {
-  PatchStatus(p->ns, p->name,
-              {{"phase", "Running"},
-               {"podIP", "127.0.0.1"},
-               {"hostIP", "127.0.0.1"},
-               {"startTime", p->started_at},
-               {"containerStatuses",
-                {{{"name", p->container},
-                  {"ready", true},
-                  {"restartCount", 0},
-                  {"state", {{"running", {{"startedAt", p->started_at}}}}}}}}});
+  PatchStatus(*p, {{"phase", "Running"},
+                   {"podIP", "127.0.0.1"},
+                   {"hostIP", "127.0.0.1"},
+                   {"startTime", p->started_at},
+                   {"containerStatuses",
+                    {{{"name", p->container},
+                      {"ready", true},
+                      {"restartCount", 0},
+                      {"state", {{"running", {{"startedAt", p->started_at}}}}}}}}});
   int status = 0;
   while (::waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -389,7 +391,7 @@ void TestKubelet::Wait(std::shared_ptr<PodProcess> p) {
   json terminated = {{"exitCode", exit_code}, {"reason", reason}, {"startedAt", p->started_at}, {"finishedAt", Now()}};
   if (!message.empty()) terminated["message"] = message;
   PatchStatus(
-      p->ns, p->name,
+      *p,
       {{"phase", exit_code == 0 ? "Succeeded" : "Failed"},
        {"containerStatuses",
         {{{"name", p->container}, {"ready", false}, {"restartCount", 0}, {"state", {{"terminated", terminated}}}}}}});
@@ -436,8 +438,10 @@ void TestKubelet::Finalize(const std::string& ns, const std::string& name, const
   Retry("delete", [&] { pods_->Delete(ns, name, d); });
 }
 
-void TestKubelet::PatchStatus(const std::string& ns, const std::string& name, const json& status) {
-  Retry("status", [&] { pods_->PatchStatus(ns, name, {{"status", status}}); });
+void TestKubelet::PatchStatus(const PodProcess& p, const json& status) {
+  // The uid makes the patch a precondition, as the kubelet's status manager sends it: a
+  // process of a deleted pod never writes its end onto the next pod of that name.
+  Retry("status", [&] { pods_->PatchStatus(p.ns, p.name, {{"metadata", {{"uid", p.uid}}}, {"status", status}}); });
 }
 
 }  // namespace headroom::testserver

@@ -15,7 +15,10 @@
 //     running) -> Succeeded (exit 0) / Failed, with containerStatuses[0].state.terminated
 //     {exitCode, reason, message}: reason "OOMKilled" when SIGKILLed with the cgroup's
 //     oom_kill counter up, "Completed" for 0, "Error" otherwise; message = the
-//     termination log's first 4 KiB. No container restarts (pods use restartPolicy Never).
+//     termination log's first 4 KiB (a fresh log per pod). No container restarts (pods use
+//     restartPolicy Never). Each status patch carries the pod's uid, a precondition as the
+//     kubelet's status manager sends it: a late end of a deleted pod's process never lands
+//     on a new pod of the same name.
 //   - Deletion: a pod with a deletionTimestamp gets SIGTERM, SIGKILL after
 //     deletionGracePeriodSeconds, and once the process is gone the kubelet deletes the
 //     pod with grace 0 (finalising it), as a real kubelet does.
@@ -80,7 +83,7 @@ class TestKubelet {
   void Wait(std::shared_ptr<PodProcess> p);
   void Terminate(const std::shared_ptr<PodProcess>& p, int64_t grace_seconds);
   void Finalize(const std::string& ns, const std::string& name, const std::string& uid);
-  void PatchStatus(const std::string& ns, const std::string& name, const nlohmann::json& status);
+  void PatchStatus(const PodProcess& p, const nlohmann::json& status);
   void Reaper();
   template <typename F>
   void Retry(const char* what, F&& f);
