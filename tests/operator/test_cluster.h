@@ -177,7 +177,15 @@ class Cluster {
       }
       std::this_thread::sleep_for(50ms);
     }
-    ADD_FAILURE() << "timed out waiting for " << what << "; job: " << job.value("status", json()).dump();
+    std::string events;
+    try {
+      events = EventMessages(name);
+    } catch (const std::exception& e) {
+      events = std::string("(unreadable: ") + e.what() + ")";
+    }
+    ADD_FAILURE() << "timed out waiting for " << what << "; job: " << job.value("status", json()).dump()
+                  << "\nits events:\n"
+                  << events;
     return false;
   }
   bool WaitForPhase(const std::string& name, const std::string& phase, std::chrono::milliseconds timeout) {
@@ -203,27 +211,26 @@ class Cluster {
     o.label_selector = std::string(manifests::kLabelJobName) + "=" + job;
     return Pods().List("default", o)["items"].get<std::vector<json>>();
   }
-  // Event reasons for the job, oldest first.
-  std::vector<std::string> EventReasons(const std::string& job) {
-    std::vector<std::pair<std::string, std::string>> got;
+  // The job's Events, oldest first.
+  std::vector<json> EventsOf(const std::string& job) {
+    std::vector<json> got;
     const json list = Events().List("default");  // named: a range-for over a temporary's member dangles
     for (const json& e : list["items"]) {
-      if (e["involvedObject"].value("name", "") != job) continue;
-      got.emplace_back(e["metadata"].value("resourceVersion", ""), e.value("reason", ""));
+      if (e["involvedObject"].value("name", "") == job) got.push_back(e);
     }
-    std::sort(got.begin(), got.end(),
-              [](const auto& a, const auto& b) { return std::stoll(a.first) < std::stoll(b.first); });
+    auto version = [](const json& e) { return std::stoll(e["metadata"].value("resourceVersion", "0")); };
+    std::sort(got.begin(), got.end(), [&](const json& a, const json& b) { return version(a) < version(b); });
+    return got;
+  }
+  std::vector<std::string> EventReasons(const std::string& job) {
     std::vector<std::string> reasons;
-    for (const auto& g : got) reasons.push_back(g.second);
+    for (const json& e : EventsOf(job)) reasons.push_back(e.value("reason", ""));
     return reasons;
   }
+  // "Reason: message" per line, oldest first.
   std::string EventMessages(const std::string& job) {
     std::string all;
-    const json list = Events().List("default");
-    for (const json& e : list["items"]) {
-      if (e["involvedObject"].value("name", "") == job)
-        all += e.value("reason", "") + ": " + e.value("message", "") + "\n";
-    }
+    for (const json& e : EventsOf(job)) all += e.value("reason", "") + ": " + e.value("message", "") + "\n";
     return all;
   }
 
