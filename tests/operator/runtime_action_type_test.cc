@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -29,6 +33,30 @@ constexpr ActionType kAll[] = {
     ActionType::kScale,
     ActionType::kFail,
 };
+
+TEST(ActionType, TheListHereIsEveryType) {
+  EXPECT_EQ(std::size(kAll), static_cast<size_t>(ActionType::kFail) + 1) << "a new type: add it to kAll";
+}
+
+// The CRD's description of status.lastAction.type (core/spec/crd_overlay.cc, which cannot
+// depend on the runtime) names exactly the wire names.
+TEST(ActionType, TheCrdDescriptionNamesEveryWireName) {
+  const std::filesystem::path crd = std::filesystem::path(HEADROOM_SOURCE_DIR) / "crds/headroom.dev_trainingjobs.yaml";
+  std::ifstream in(crd);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string lead = "action_type.h wire name - ";
+  const size_t at = text.find(lead);
+  ASSERT_NE(at, std::string::npos) << crd;
+  const std::string list = text.substr(at + lead.size(), text.find('\n', at) - at - lead.size());
+  std::set<std::string> described;
+  const std::regex word("[A-Za-z]+");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), word); it != std::sregex_iterator(); ++it) {
+    if (it->str() != "or") described.insert(it->str());
+  }
+  std::set<std::string> names;
+  for (ActionType t : kAll) names.insert(ToWireName(t));
+  EXPECT_EQ(described, names) << list;
+}
 
 TEST(ActionType, EveryTypeHasOneWireNameThatReadsBack) {
   std::set<std::string> seen;
