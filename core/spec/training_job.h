@@ -297,13 +297,14 @@ nlohmann::json ToJsonValue(const TrainingJob& job);
 
 // A stable hash of everything that defines the run (model, task, seed, GRPO
 // hyper-parameters) and nothing the guard may change (workers, microBatchSize,
-// maxTokensPerMicroBatch, sharding stage/offload, resources, checkpoint, memoryGuard,
-// debug, suspend, template, metadata).
-// Covered: every spec.model field (dims, init source, seed), the spec.task fields the
-// task reads (a generated task: name, digits, seed; a text task: seed, dataset, prompt,
-// reward), and spec.grpo except microBatchSize and maxTokensPerMicroBatch, all after
-// defaults. 16 lowercase hex digits (FNV-1a 64 over the
-// canonical JSON of those fields), stable across builds and machines.
+// maxTokensPerMicroBatch, activationCheckpointing, sharding stage/offload, resources,
+// checkpoint, memoryGuard, debug, suspend, template, metadata).
+// Covered: every spec.model field (dims, init source, seed; a Hub model's repository and
+// revision, not the cache path it resolves to), the spec.task fields the task reads (a
+// generated task: name, digits, seed; a text task: seed, dataset, prompt, reward), and
+// spec.grpo except its memory levers (microBatchSize, maxTokensPerMicroBatch,
+// activationCheckpointing), all after defaults. 16 lowercase hex digits (FNV-1a 64 over
+// the canonical JSON of those fields), stable across builds and machines.
 // A checkpoint stores it; a resume with a different hash is refused.
 std::string RunDefinitionHash(const TrainingJobSpec& spec);
 
