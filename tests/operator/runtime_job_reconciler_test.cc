@@ -621,18 +621,24 @@ TEST(JobReconciler, ScaleRequestDrainsAndReshards) {
 // before it reported: 137) still reshards, from the checkpoint, the steps since it lost;
 // no restart. A peer failing after it (exit 1: its collective lost the rank) changes
 // nothing. A crash of its own or an OOM kill is what it always was.
+// Two ranks at step 3 (checkpoint at 2) drained for `kubectl scale` to 1; they end with
+// `ends`. What the reconciler does next.
+NextStep EndAScaleDrain(JobReconciler& rec, const std::vector<RankExit>& ends) {
+  rec.Reconcile(Observation{});
+  const Script two{.ranks = 2};
+  rec.Reconcile(two.Running({1, 2, 3}));
+  rec.RequestWorkers(1);
+  EXPECT_EQ(rec.Reconcile(two.Running()).kind, Kind::kDrain);
+  return rec.Reconcile(two.Ended(ends, 2));
+}
+
 TEST(JobReconciler, AScaleDrainThatKillsRanksStillReshards) {
   for (const std::vector<RankExit>& ends :
        {std::vector<RankExit>{Exit(143), Exit(143)}, std::vector<RankExit>{Exit(75), Exit(137)},
         std::vector<RankExit>{Exit(143), Exit(1, "peer gone")}}) {
     SCOPED_TRACE(ends[0].reason + ", " + ends[1].reason);
     JobReconciler rec(MakeJob(2), Options());
-    rec.Reconcile(Observation{});
-    const Script two{.ranks = 2};
-    rec.Reconcile(two.Running({1, 2, 3}));
-    rec.RequestWorkers(1);
-    ASSERT_EQ(rec.Reconcile(two.Running()).kind, Kind::kDrain);
-    const NextStep next = rec.Reconcile(two.Ended(ends, 2));
+    const NextStep next = EndAScaleDrain(rec, ends);
     ASSERT_EQ(next.kind, Kind::kLaunch) << next.reason;
     EXPECT_EQ(next.launch.job.spec.workers, 1);
     EXPECT_EQ(rec.status().reshards, 1);
@@ -645,12 +651,7 @@ TEST(JobReconciler, AScaleDrainThatKillsRanksStillReshards) {
   for (const RankExit& crash : {Exit(1, "boom"), Exit(137, "", /*oom=*/true)}) {
     SCOPED_TRACE(crash.reason);
     JobReconciler rec(MakeJob(2), Options());
-    rec.Reconcile(Observation{});
-    const Script two{.ranks = 2};
-    rec.Reconcile(two.Running({1, 2, 3}));
-    rec.RequestWorkers(1);
-    ASSERT_EQ(rec.Reconcile(two.Running()).kind, Kind::kDrain);
-    const NextStep next = rec.Reconcile(two.Ended({Exit(75), crash}, 2));
+    const NextStep next = EndAScaleDrain(rec, {Exit(75), crash});
     ASSERT_EQ(next.kind, Kind::kLaunch) << next.reason;
     EXPECT_NE(rec.status().actions.back().type, ActionType::kScale);
     EXPECT_EQ(rec.status().actions.back().reason.find("on request"), std::string::npos)
