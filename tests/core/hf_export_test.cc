@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +18,7 @@
 #include "core/checkpoint/sha256.h"
 #include "core/hf/hf_export.h"
 #include "core/hf/safetensors.h"
+#include "tests/helpers/run_command.h"
 
 namespace headroom::hf {
 namespace {
@@ -353,21 +353,18 @@ TEST(HfExport, UntrainedSourceTensorsAreCarriedOver) {
 // `headroom export` (the binary): exit 0 and the directory; exit 2 naming what is missing.
 TEST(HfExport, TheHeadroomCommand) {
   Scratch dir;
-  const auto run = [](const std::string& args, std::string& out) {
-    FILE* p = popen((std::string(HEADROOM_BINARY_DIR) + "/bin/headroom export " + args + " 2>&1").c_str(), "r");
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    return WEXITSTATUS(pclose(p));
+  const auto run = [](const std::string& args) {
+    return headroom::testing::RunCommand(std::string(HEADROOM_BINARY_DIR) + "/bin/headroom export " + args);
   };
   const fs::path root = WriteCheckpoint(dir.path() / "ckpt", "qwen3");
-  std::string out;
-  ASSERT_EQ(run(root.string() + " --to " + (dir.path() / "out").string(), out), 0) << out;
+  const headroom::testing::CommandResult exported = run(root.string() + " --to " + (dir.path() / "out").string());
+  ASSERT_EQ(exported.code, 0) << exported.out;
   ExpectSameModel(dir.path() / "out", "qwen3");
-  out.clear();
   const fs::path broken = WriteCheckpoint(dir.path() / "broken", "qwen3", true, "lm_head.weight");
   fs::remove(broken / "step-000003" / "manifest.json");
-  EXPECT_EQ(run(broken.string() + " --to " + (dir.path() / "out2").string(), out), 2) << out;
-  EXPECT_NE(out.find("manifest.json"), std::string::npos) << out;
+  const headroom::testing::CommandResult refused = run(broken.string() + " --to " + (dir.path() / "out2").string());
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("manifest.json"), std::string::npos) << refused.out;
 }
 
 TEST(HfExport, HalfPrecisionRoundsToNearestEven) {

@@ -3,16 +3,14 @@
 // and `headroom validate` prints what the parser reports.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "core/spec/training_job.h"
 #include "tests/core/spec_test_util.h"
+#include "tests/helpers/run_command.h"
 
 namespace headroom::spec {
 namespace {
@@ -96,47 +94,33 @@ TEST(SpecCorpus, EveryExampleConfigIsValid) {
   EXPECT_EQ(drill.job->spec.debug.host_leak_bytes_per_step, 48LL << 20);
 }
 
-// `headroom validate` is built by operator/; skip when this build has not made it.
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-CommandResult RunCommand(const std::string& command) {
-  CommandResult result{-1, ""};
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using headroom::testing::CommandResult;
+using headroom::testing::RunCommand;
 
+// `headroom validate` is built by operator/; skip when this build has not made it.
 TEST(ValidateCommand, ExitCodesAndOutput) {
   const fs::path headroom = fs::path(HEADROOM_BINARY_DIR) / "bin/headroom";
   if (!fs::exists(headroom)) GTEST_SKIP() << headroom << " is not built";
   const fs::path good = fs::path(HEADROOM_SOURCE_DIR) / "configs/reverse-tiny.yaml";
   CommandResult ok = RunCommand(headroom.string() + " validate " + good.string());
-  EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  EXPECT_EQ(ok.output, good.string() + ": valid TrainingJob reverse-tiny\n");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(ok.out, good.string() + ": valid TrainingJob reverse-tiny\n");
 
   const fs::path bad = kSpecs / "invalid/several-problems-at-once.yaml";
   CommandResult failed = RunCommand(headroom.string() + " validate " + bad.string());
-  EXPECT_EQ(failed.exit_code, 2);
+  EXPECT_EQ(failed.code, 2);
   std::string expected;
   for (const SpecError& e : ParseTrainingJobFile(bad.string()).errors) expected += e.ToString() + "\n";
-  EXPECT_EQ(failed.output, expected);
-  EXPECT_NE(failed.output.find("spec.grpo.groupSize: must be >= 2, got 1 (line 20)\n"), std::string::npos)
-      << failed.output;
+  EXPECT_EQ(failed.out, expected);
+  EXPECT_NE(failed.out.find("spec.grpo.groupSize: must be >= 2, got 1 (line 20)\n"), std::string::npos) << failed.out;
 
   CommandResult missing = RunCommand(headroom.string() + " validate /nonexistent.yaml");
-  EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.output, "<document>: cannot read /nonexistent.yaml: No such file or directory\n");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(missing.out, "<document>: cannot read /nonexistent.yaml: No such file or directory\n");
 
   CommandResult help = RunCommand(headroom.string() + " --help");
-  EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.output.find("validate"), std::string::npos) << help.output;
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("validate"), std::string::npos) << help.out;
 }
 
 }  // namespace

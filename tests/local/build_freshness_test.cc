@@ -1,14 +1,13 @@
 // `headroom run` refuses a build that is stale or did not finish: the stamp written by the
 // real cmake/build_stamp.cmake, compared against a source tree as it changes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 
 #include "core/hf/hub_digest.h"
 #include "local/build_freshness.h"
+#include "tests/helpers/run_command.h"
 #include "tests/local/local_test_support.h"
 
 namespace headroom::local {
@@ -18,16 +17,6 @@ namespace fs = std::filesystem;
 void Write(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file) << text;
-}
-
-// Output and exit status of a shell command.
-std::pair<std::string, int> Shell(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  const int status = pclose(pipe);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
 // A source tree and a build tree with a stamp written by the product's own script.
@@ -46,10 +35,10 @@ class BuildFreshnessTest : public ::testing::Test {
   fs::path build() const { return fs::path(dir_.path()) / "build"; }
   fs::path bin() const { return build() / "bin"; }
   void WriteStamp() {
-    auto [out, status] =
-        Shell("cmake -DSOURCE_DIR=" + src().string() + " -DSTAMP=" + (bin() / "headroom.build-stamp").string() +
-              " -P " HEADROOM_SOURCE_DIR "/cmake/build_stamp.cmake");
-    ASSERT_EQ(status, 0) << out;
+    const headroom::testing::CommandResult stamp = headroom::testing::RunCommand(
+        "cmake -DSOURCE_DIR=" + src().string() + " -DSTAMP=" + (bin() / "headroom.build-stamp").string() +
+        " -P " HEADROOM_SOURCE_DIR "/cmake/build_stamp.cmake");
+    ASSERT_EQ(stamp.code, 0) << stamp.out;
     // As after a real build: the stamp is written after the binaries, so it is newer.
     fs::last_write_time(bin() / "headroom.build-stamp", fs::file_time_type::clock::now() + std::chrono::seconds(1));
   }
@@ -126,9 +115,10 @@ TEST_F(BuildFreshnessTest, BinariesAwayFromTheirSourcesAreNotChecked) {
 
 TEST_F(BuildFreshnessTest, Sha256AgreesWithCMake) {
   Write(src() / "core/blob.bin", std::string("\0\xff headroom \n", 13));
-  auto [out, status] = Shell("cmake -E sha256sum " + (src() / "core/blob.bin").string());
-  ASSERT_EQ(status, 0) << out;
-  EXPECT_EQ(out.substr(0, 64), hf::FileSha256((src() / "core/blob.bin").string()));
+  const headroom::testing::CommandResult sum =
+      headroom::testing::RunCommand("cmake -E sha256sum " + (src() / "core/blob.bin").string());
+  ASSERT_EQ(sum.code, 0) << sum.out;
+  EXPECT_EQ(sum.out.substr(0, 64), hf::FileSha256((src() / "core/blob.bin").string()));
   EXPECT_THROW(hf::FileSha256((src() / "missing").string()), std::runtime_error);
 }
 
@@ -139,10 +129,11 @@ TEST_F(BuildFreshnessTest, HeadroomRunRefusesAnUnfinishedBuild) {
   if (!fs::exists(real)) GTEST_SKIP() << "headroom not built";
   fs::copy_file(real, bin() / "headroom", fs::copy_options::overwrite_existing);
   fs::remove(bin() / "headroom.build-stamp");
-  auto [out, status] = Shell("env -u HEADROOM_ALLOW_STALE_BUILD " + (bin() / "headroom").string() + " run " +
-                             HEADROOM_SOURCE_DIR "/configs/reverse-tiny.yaml --workdir " + dir_.path() + "/run");
-  EXPECT_EQ(status, 1) << out;
-  EXPECT_NE(out.find("did not finish"), std::string::npos) << out;
+  const headroom::testing::CommandResult run =
+      headroom::testing::RunCommand("env -u HEADROOM_ALLOW_STALE_BUILD " + (bin() / "headroom").string() + " run " +
+                                    HEADROOM_SOURCE_DIR "/configs/reverse-tiny.yaml --workdir " + dir_.path() + "/run");
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("did not finish"), std::string::npos) << run.out;
   EXPECT_FALSE(fs::exists(fs::path(dir_.path()) / "run" / "summary.json")) << "no job was started";
 }
 

