@@ -31,7 +31,9 @@
 //
 // Processes: fork+exec; each child gets its own process group (a terminal's Ctrl-C reaches
 // only `headroom`, which drains the workers itself) and PR_SET_PDEATHSIG=SIGKILL (workers
-// never outlive a killed supervisor). The child joins its cgroup before exec.
+// never outlive a killed supervisor). The child joins its cgroup before exec, and starts
+// with SIGTERM and SIGINT blocked (launch::BecomeSupervisedWorker) until the worker
+// installs its handler: a drain sent while it loads is held, never fatal.
 // An exit by SIGKILL while the cgroup's oom_kill counter moved is OOMKilled.
 //
 // Contract: the destructor kills any live rank, reaps it and removes every cgroup this
