@@ -12,6 +12,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "core/protocol/stop_signals.h"
+
 extern char** environ;
 
 namespace headroom::launch {
@@ -42,12 +44,6 @@ void ExecImage::ExecOrExit(const char* failure_line) const {
 
 namespace {
 
-void StopSignals(sigset_t* set) {
-  sigemptyset(set);
-  sigaddset(set, SIGTERM);
-  sigaddset(set, SIGINT);
-}
-
 // BecomeSupervisedChild with `blocked` as the signal mask.
 void BecomeSupervised(pid_t parent, const sigset_t& blocked) {
   setpgid(0, 0);
@@ -67,15 +63,10 @@ void BecomeSupervisedChild(pid_t parent) {
   BecomeSupervised(parent, none);
 }
 
-void BecomeSupervisedWorker(pid_t parent) {
-  sigset_t stops;
-  StopSignals(&stops);
-  BecomeSupervised(parent, stops);
-}
+void BecomeSupervisedWorker(pid_t parent) { BecomeSupervised(parent, protocol::StopSignalSet()); }
 
 StopSignalsBlocked::StopSignalsBlocked() {
-  sigset_t stops;
-  StopSignals(&stops);
+  const sigset_t stops = protocol::StopSignalSet();
   pthread_sigmask(SIG_BLOCK, &stops, &previous_);
 }
 

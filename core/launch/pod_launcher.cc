@@ -19,6 +19,7 @@
 #include "core/net/http_get.h"
 #include "core/protocol/environment.h"
 #include "core/protocol/exit_codes.h"
+#include "core/protocol/stop_signals.h"
 #include "core/protocol/termination_message.h"
 
 namespace headroom::launch {
@@ -202,10 +203,7 @@ int RunPodLauncher(const LaunchOptions& o) {
   // Stop signals are held while the ranks start, so none is lost between a fork and the
   // pid's store; the handler then forwards them. (A supervisor may have started this
   // launcher with them blocked already: they are unblocked below either way.)
-  sigset_t stops;
-  sigemptyset(&stops);
-  sigaddset(&stops, SIGTERM);
-  sigaddset(&stops, SIGINT);
+  const sigset_t stops = protocol::StopSignalSet();
   sigprocmask(SIG_BLOCK, &stops, nullptr);
   struct sigaction sa {};
   sa.sa_handler = ForwardStopSignal;

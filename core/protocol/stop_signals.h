@@ -9,7 +9,12 @@
 // which reads as a crash). Installing a handler here unblocks them.
 #pragma once
 
+#include <signal.h>
+
 namespace headroom::protocol {
+
+// The stop signals as a set, for sigprocmask: SIGTERM and SIGINT.
+sigset_t StopSignalSet();
 
 // Makes `handler` (async-signal-safe calls only) the handler of every stop signal, with
 // interrupted system calls restarted, then unblocks them in the calling thread (call it
